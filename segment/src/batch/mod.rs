@@ -1,0 +1,506 @@
+//! Kafka's RecordBatch v2 (magic 2): a zero-copy view, validation, record iteration, a builder
+//! and in-place header stamping. The byte layout is in `segment/FORMAT.md`.
+//!
+//! A [`RecordBatch`] is a cheap handle on one batch's bytes (a `bytes::Bytes` slice of a request
+//! or a segment): reading a header field is a big-endian load at a fixed offset, validating is one
+//! CRC32C pass, and iterating an uncompressed batch hands out key and value slices of the same
+//! buffer without copying them.
+
+mod batches;
+mod builder;
+mod compression;
+mod control;
+mod error;
+mod record;
+mod stamp;
+pub mod varint;
+
+pub use batches::{Batches, TruncatedTail};
+pub use builder::BatchBuilder;
+pub use compression::{Compression, MAX_DECOMPRESSED_BYTES};
+pub use control::{ControlRecord, ControlRecordType, EndTxnMarker, MirrorPidReset};
+pub use error::BatchError;
+pub use record::{Header, Record, Records};
+pub use stamp::BatchHeaderMut;
+
+use bytes::Bytes;
+use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs};
+use std::fmt;
+
+/// Bytes before `batchLength`'s end: baseOffset (8) + batchLength (4). Kafka's `LOG_OVERHEAD`.
+pub const LOG_OVERHEAD: usize = 12;
+/// The fixed header of a v2 batch. Kafka's `RECORD_BATCH_OVERHEAD`.
+pub const RECORD_BATCH_OVERHEAD: usize = 61;
+/// The only magic this crate reads and writes.
+pub const MAGIC_V2: i8 = 2;
+
+/// Byte offsets of the header fields (see `FORMAT.md`).
+pub mod field {
+    /// `baseOffset int64`
+    pub const BASE_OFFSET: usize = 0;
+    /// `batchLength int32`
+    pub const BATCH_LENGTH: usize = 8;
+    /// `partitionLeaderEpoch int32` (outside the CRC)
+    pub const PARTITION_LEADER_EPOCH: usize = 12;
+    /// `magic int8`
+    pub const MAGIC: usize = 16;
+    /// `crc uint32` (CRC32C of attributes..end)
+    pub const CRC: usize = 17;
+    /// `attributes int16`
+    pub const ATTRIBUTES: usize = 21;
+    /// `lastOffsetDelta int32`
+    pub const LAST_OFFSET_DELTA: usize = 23;
+    /// `baseTimestamp int64`
+    pub const BASE_TIMESTAMP: usize = 27;
+    /// `maxTimestamp int64`
+    pub const MAX_TIMESTAMP: usize = 35;
+    /// `producerId int64`
+    pub const PRODUCER_ID: usize = 43;
+    /// `producerEpoch int16`
+    pub const PRODUCER_EPOCH: usize = 51;
+    /// `baseSequence int32`
+    pub const BASE_SEQUENCE: usize = 53;
+    /// `recordsCount int32`
+    pub const RECORDS_COUNT: usize = 57;
+    /// First byte of the records area.
+    pub const RECORDS: usize = 61;
+}
+const _: () = assert!(field::RECORDS == RECORD_BATCH_OVERHEAD);
+
+/// Attribute bits (low byte of `attributes`).
+pub mod attr {
+    /// Bits 0–2: compression codec id.
+    pub const COMPRESSION_MASK: i16 = 0x07;
+    /// Bit 3: timestamp type, set = LogAppendTime.
+    pub const TIMESTAMP_TYPE: i16 = 0x08;
+    /// Bit 4: transactional.
+    pub const TRANSACTIONAL: i16 = 0x10;
+    /// Bit 5: control batch.
+    pub const CONTROL: i16 = 0x20;
+    /// Bit 6: `baseTimestamp` holds the delete horizon (compaction).
+    pub const DELETE_HORIZON: i16 = 0x40;
+    /// Every bit Kafka defines; the rest are never set by Kafka and are rejected.
+    pub const KNOWN: i16 = 0x7f;
+}
+
+/// How a batch's timestamps were assigned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimestampType {
+    /// The producer's clock.
+    CreateTime,
+    /// The broker's clock at append (the batch's `maxTimestamp`).
+    LogAppendTime,
+}
+
+impl TimestampType {
+    /// The name `mirrorlog dump --json` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimestampType::CreateTime => "create_time",
+            TimestampType::LogAppendTime => "log_append_time",
+        }
+    }
+}
+
+#[inline]
+pub(crate) fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+#[inline]
+pub(crate) fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+#[inline]
+pub(crate) fn be_i64(b: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The CRC32C Kafka stores in a batch: over attributes..end.
+#[inline]
+pub fn compute_crc(batch: &[u8]) -> u32 {
+    crc32c::crc32c(&batch[field::ATTRIBUTES..])
+}
+
+/// A zero-copy view of one RecordBatch v2.
+///
+/// Made by [`RecordBatch::new`], which checks only what every accessor relies on (the buffer is
+/// exactly `12 + batchLength` bytes and at least the 61-byte header); [`RecordBatch::validate`]
+/// does the full check Kafka's `ensureValid` does plus header sanity.
+#[derive(Clone)]
+pub struct RecordBatch {
+    buf: Bytes,
+    position: u64,
+}
+
+impl RecordBatch {
+    /// Wraps one batch's bytes. `buf` must hold exactly one batch.
+    pub fn new(buf: Bytes) -> Result<RecordBatch, BatchError> {
+        RecordBatch::at(buf, 0)
+    }
+
+    /// Wraps one batch's bytes that sit at `position` of some larger buffer or file; errors name
+    /// that position.
+    pub fn at(buf: Bytes, position: u64) -> Result<RecordBatch, BatchError> {
+        if buf.len() < RECORD_BATCH_OVERHEAD {
+            return Err(BatchError::Truncated {
+                position,
+                needed: RECORD_BATCH_OVERHEAD,
+                available: buf.len(),
+            });
+        }
+        let batch_length = be_i32(&buf, field::BATCH_LENGTH);
+        let min = (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32;
+        if batch_length < min {
+            return Err(BatchError::invalid(
+                position,
+                "batchLength",
+                format!(">= {min}"),
+                batch_length,
+            ));
+        }
+        let size = LOG_OVERHEAD + batch_length as usize;
+        if buf.len() < size {
+            return Err(BatchError::Truncated {
+                position,
+                needed: size,
+                available: buf.len(),
+            });
+        }
+        if buf.len() > size {
+            return Err(BatchError::invalid(
+                position,
+                "batchLength",
+                format!("{} (the buffer's length - 12)", buf.len() - LOG_OVERHEAD),
+                batch_length,
+            ));
+        }
+        Ok(RecordBatch { buf, position })
+    }
+
+    /// The batch's bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.buf
+    }
+
+    /// The batch's bytes, by value.
+    #[inline]
+    pub fn into_bytes(self) -> Bytes {
+        self.buf
+    }
+
+    /// Where the batch sits in the buffer or file it was read from.
+    #[inline]
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// `baseOffset`.
+    #[inline]
+    pub fn base_offset(&self) -> Offset {
+        Offset(be_i64(&self.buf, field::BASE_OFFSET))
+    }
+    /// `batchLength`: the bytes after this field.
+    #[inline]
+    pub fn batch_length(&self) -> i32 {
+        be_i32(&self.buf, field::BATCH_LENGTH)
+    }
+    /// Total size in bytes (`12 + batchLength`).
+    #[inline]
+    pub fn size_bytes(&self) -> usize {
+        self.buf.len()
+    }
+    /// `partitionLeaderEpoch`.
+    #[inline]
+    pub fn partition_leader_epoch(&self) -> LeaderEpoch {
+        LeaderEpoch(be_i32(&self.buf, field::PARTITION_LEADER_EPOCH))
+    }
+    /// `magic`.
+    #[inline]
+    pub fn magic(&self) -> i8 {
+        self.buf[field::MAGIC] as i8
+    }
+    /// The stored `crc`.
+    #[inline]
+    pub fn crc(&self) -> u32 {
+        u32::from_be_bytes(
+            self.buf[field::CRC..field::CRC + 4]
+                .try_into()
+                .expect("4 bytes"),
+        )
+    }
+    /// The CRC32C of the bytes the stored CRC covers.
+    #[inline]
+    pub fn computed_crc(&self) -> u32 {
+        compute_crc(&self.buf)
+    }
+    /// `attributes`, all 16 bits.
+    #[inline]
+    pub fn attributes(&self) -> i16 {
+        be_i16(&self.buf, field::ATTRIBUTES)
+    }
+    /// The compression codec; an id above 4 is an error.
+    #[inline]
+    pub fn compression(&self) -> Result<Compression, BatchError> {
+        let id = (self.attributes() & attr::COMPRESSION_MASK) as u8;
+        Compression::from_id(id).ok_or_else(|| {
+            BatchError::invalid(self.position, "attributes.compression", "0..=4", id)
+        })
+    }
+    /// The timestamp type (attribute bit 3).
+    #[inline]
+    pub fn timestamp_type(&self) -> TimestampType {
+        if self.attributes() & attr::TIMESTAMP_TYPE != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+    /// Attribute bit 4.
+    #[inline]
+    pub fn is_transactional(&self) -> bool {
+        self.attributes() & attr::TRANSACTIONAL != 0
+    }
+    /// Attribute bit 5.
+    #[inline]
+    pub fn is_control(&self) -> bool {
+        self.attributes() & attr::CONTROL != 0
+    }
+    /// Attribute bit 6: `baseTimestamp` is the delete horizon set by compaction.
+    #[inline]
+    pub fn has_delete_horizon(&self) -> bool {
+        self.attributes() & attr::DELETE_HORIZON != 0
+    }
+    /// `lastOffsetDelta`.
+    #[inline]
+    pub fn last_offset_delta(&self) -> i32 {
+        be_i32(&self.buf, field::LAST_OFFSET_DELTA)
+    }
+    /// `baseOffset + lastOffsetDelta` (saturating: [`validate`](Self::validate) rejects
+    /// overflow).
+    #[inline]
+    pub fn last_offset(&self) -> Offset {
+        Offset(
+            self.base_offset()
+                .get()
+                .saturating_add(self.last_offset_delta() as i64),
+        )
+    }
+    /// The offset after this batch.
+    #[inline]
+    pub fn next_offset(&self) -> Offset {
+        Offset(self.last_offset().get().saturating_add(1))
+    }
+    /// `baseTimestamp` (the first record's timestamp, or the delete horizon).
+    #[inline]
+    pub fn base_timestamp(&self) -> TimestampMs {
+        TimestampMs(be_i64(&self.buf, field::BASE_TIMESTAMP))
+    }
+    /// The delete horizon, when attribute bit 6 is set.
+    #[inline]
+    pub fn delete_horizon(&self) -> Option<TimestampMs> {
+        self.has_delete_horizon().then(|| self.base_timestamp())
+    }
+    /// `maxTimestamp` (the broker's append time for LogAppendTime batches).
+    #[inline]
+    pub fn max_timestamp(&self) -> TimestampMs {
+        TimestampMs(be_i64(&self.buf, field::MAX_TIMESTAMP))
+    }
+    /// `producerId`.
+    #[inline]
+    pub fn producer_id(&self) -> ProducerId {
+        ProducerId(be_i64(&self.buf, field::PRODUCER_ID))
+    }
+    /// `producerEpoch`.
+    #[inline]
+    pub fn producer_epoch(&self) -> ProducerEpoch {
+        ProducerEpoch(be_i16(&self.buf, field::PRODUCER_EPOCH))
+    }
+    /// `baseSequence`.
+    #[inline]
+    pub fn base_sequence(&self) -> Sequence {
+        Sequence(be_i32(&self.buf, field::BASE_SEQUENCE))
+    }
+    /// Kafka's `lastSequence`: `baseSequence + lastOffsetDelta` with wrap-around, or none.
+    #[inline]
+    pub fn last_sequence(&self) -> Sequence {
+        let base = self.base_sequence();
+        if base == Sequence::NONE {
+            Sequence::NONE
+        } else {
+            base.increment(self.last_offset_delta())
+        }
+    }
+    /// `recordsCount`.
+    #[inline]
+    pub fn records_count(&self) -> i32 {
+        be_i32(&self.buf, field::RECORDS_COUNT)
+    }
+    /// Whether the stored CRC matches (Kafka's `isValid`).
+    #[inline]
+    pub fn is_crc_valid(&self) -> bool {
+        self.crc() == self.computed_crc()
+    }
+
+    /// Checks the batch as Kafka's `ensureValid` does (size, CRC32C over attributes..end) plus
+    /// the header sanity a broker relies on: magic 2, known attribute bits and codec,
+    /// `lastOffsetDelta`/`recordsCount` consistent, no offset overflow, and for a control batch
+    /// the absence of compression. The first problem found is returned.
+    pub fn validate(&self) -> Result<(), BatchError> {
+        let p = self.position;
+        if self.magic() != MAGIC_V2 {
+            return Err(BatchError::invalid(p, "magic", "2", self.magic()));
+        }
+        let stored = self.crc();
+        let computed = self.computed_crc();
+        if stored != computed {
+            return Err(BatchError::CrcMismatch {
+                position: p,
+                stored,
+                computed,
+            });
+        }
+        self.validate_header()
+    }
+
+    /// The header checks of [`validate`](Self::validate) without the CRC pass (for callers that
+    /// just computed it, such as the builder's own assertion).
+    pub fn validate_header(&self) -> Result<(), BatchError> {
+        let p = self.position;
+        if self.magic() != MAGIC_V2 {
+            return Err(BatchError::invalid(p, "magic", "2", self.magic()));
+        }
+        let attributes = self.attributes();
+        if attributes & !attr::KNOWN != 0 {
+            return Err(BatchError::invalid(
+                p,
+                "attributes",
+                "only bits 0-6 set",
+                format!("{:#06x}", attributes as u16),
+            ));
+        }
+        let codec = self.compression()?;
+        let count = self.records_count();
+        if count < 0 {
+            return Err(BatchError::invalid(p, "recordsCount", ">= 0", count));
+        }
+        let delta = self.last_offset_delta();
+        if delta < 0 {
+            return Err(BatchError::invalid(p, "lastOffsetDelta", ">= 0", delta));
+        }
+        // Compaction may remove records but keeps lastOffsetDelta, so the delta can exceed
+        // count - 1; it can never be smaller.
+        if count > 0 && delta < count - 1 {
+            return Err(BatchError::invalid(
+                p,
+                "lastOffsetDelta",
+                format!(">= recordsCount - 1 = {}", count - 1),
+                delta,
+            ));
+        }
+        let base = self.base_offset().get();
+        if base < 0 || base.checked_add(delta as i64).is_none() {
+            return Err(BatchError::invalid(
+                p,
+                "baseOffset",
+                "0 <= baseOffset and baseOffset + lastOffsetDelta <= i64::MAX",
+                base,
+            ));
+        }
+        if codec == Compression::None {
+            // Every record takes at least 7 bytes (length, attributes, timestampDelta,
+            // offsetDelta, keyLength, valueLength, headersCount).
+            let max = (self.size_bytes() - RECORD_BATCH_OVERHEAD) / record::MIN_RECORD_SIZE;
+            if count as usize > max {
+                return Err(BatchError::invalid(
+                    p,
+                    "recordsCount",
+                    format!(
+                        "<= {max} (what {} record bytes can hold)",
+                        self.size_bytes() - 61
+                    ),
+                    count,
+                ));
+            }
+        }
+        if self.is_control() && codec != Compression::None {
+            return Err(BatchError::invalid(
+                p,
+                "attributes.compression",
+                "none for a control batch",
+                codec.name(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The records, decompressed if needed. Uncompressed batches hand out slices of this batch's
+    /// buffer; compressed ones decompress the records area once into a new buffer (bounded by
+    /// [`MAX_DECOMPRESSED_BYTES`]) and slice that.
+    pub fn records(&self) -> Result<Records, BatchError> {
+        let codec = self.compression()?;
+        let count = self.records_count();
+        if count < 0 {
+            return Err(BatchError::invalid(
+                self.position,
+                "recordsCount",
+                ">= 0",
+                count,
+            ));
+        }
+        let area = self.buf.slice(RECORD_BATCH_OVERHEAD..);
+        let data = if codec == Compression::None {
+            area
+        } else {
+            compression::decompress(codec, &area, MAX_DECOMPRESSED_BYTES).map_err(|reason| {
+                BatchError::Decompression {
+                    position: self.position,
+                    codec,
+                    reason,
+                }
+            })?
+        };
+        Ok(Records::new(self, data))
+    }
+
+    /// The control record of a control batch (its first record), or `None` for a data batch.
+    pub fn control_record(&self) -> Result<Option<ControlRecord>, BatchError> {
+        if !self.is_control() {
+            return Ok(None);
+        }
+        let mut records = self.records()?;
+        match records.next() {
+            None => Ok(None),
+            Some(r) => {
+                let r = r?;
+                ControlRecord::parse(&r)
+                    .map(Some)
+                    .map_err(|reason| BatchError::CorruptRecord {
+                        position: self.position,
+                        record_index: 0,
+                        reason,
+                    })
+            }
+        }
+    }
+}
+
+impl fmt::Debug for RecordBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordBatch")
+            .field("position", &self.position)
+            .field("base_offset", &self.base_offset())
+            .field("last_offset", &self.last_offset())
+            .field("size_bytes", &self.size_bytes())
+            .field("magic", &self.magic())
+            .field(
+                "attributes",
+                &format_args!("{:#06x}", self.attributes() as u16),
+            )
+            .field("records_count", &self.records_count())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+//! Records inside a v2 batch (Kafka's `DefaultRecord`): varint-framed, with key, value and
+//! headers handed out as `Bytes` slices of the (decompressed) records area — no copies.
+
+use super::varint::{VarintError, read_varint, read_varlong};
+use super::{BatchError, RecordBatch, TimestampType};
+use bytes::Bytes;
+use mirrorlog_index::{Offset, Sequence, TimestampMs};
+
+/// The smallest possible record: length, attributes, timestampDelta, offsetDelta, keyLength,
+/// valueLength and headersCount, one byte each.
+pub(crate) const MIN_RECORD_SIZE: usize = 7;
+
+/// One record header. Kafka requires a header key (a UTF-8 string); the value may be null.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The key's bytes (UTF-8 by Kafka's contract; not checked here).
+    pub key: Bytes,
+    /// The value, `None` when null.
+    pub value: Option<Bytes>,
+}
+
+/// One decoded record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// `baseOffset + offsetDelta`.
+    pub offset: Offset,
+    /// `baseTimestamp + timestampDelta`, or the batch's `maxTimestamp` in a LogAppendTime batch
+    /// (as Kafka reports it).
+    pub timestamp: TimestampMs,
+    /// `baseSequence + offsetDelta` (wrapping), or none.
+    pub sequence: Sequence,
+    /// The record's attributes byte (unused by Kafka, 0).
+    pub attributes: i8,
+    /// The key, `None` when null.
+    pub key: Option<Bytes>,
+    /// The value, `None` for a tombstone.
+    pub value: Option<Bytes>,
+    /// The headers, in order.
+    pub headers: Vec<Header>,
+    /// The record's encoded size including its length varint.
+    pub size_bytes: usize,
+}
+
+/// Iterator over a batch's records: yields exactly `recordsCount` records, then checks that no
+/// bytes remain (Kafka's `InvalidRecordException` cases). After an error it yields nothing more.
+#[derive(Debug)]
+pub struct Records {
+    data: Bytes,
+    pos: usize,
+    index: u32,
+    count: u32,
+    position: u64,
+    base_offset: i64,
+    base_timestamp: i64,
+    log_append_time: Option<i64>,
+    base_sequence: Sequence,
+    failed: bool,
+}
+
+impl Records {
+    pub(crate) fn new(batch: &RecordBatch, data: Bytes) -> Records {
+        Records {
+            data,
+            pos: 0,
+            index: 0,
+            count: batch.records_count().max(0) as u32,
+            position: batch.position(),
+            base_offset: batch.base_offset().get(),
+            base_timestamp: batch.base_timestamp().get(),
+            log_append_time: (batch.timestamp_type() == TimestampType::LogAppendTime)
+                .then(|| batch.max_timestamp().get()),
+            base_sequence: batch.base_sequence(),
+            failed: false,
+        }
+    }
+
+    /// How many records are left to read.
+    pub fn remaining(&self) -> u32 {
+        if self.failed {
+            0
+        } else {
+            self.count - self.index
+        }
+    }
+
+    fn corrupt(&mut self, reason: String) -> BatchError {
+        self.failed = true;
+        BatchError::CorruptRecord {
+            position: self.position,
+            record_index: self.index,
+            reason,
+        }
+    }
+
+    fn read_one(&mut self) -> Result<Record, String> {
+        let buf = &self.data[self.pos..];
+        let (length, n) = read_varint(buf).map_err(|e| varint_reason("length", e))?;
+        if length < (MIN_RECORD_SIZE - 1) as i32 {
+            return Err(format!("record length {length} is below the minimum of 6"));
+        }
+        let body_start = self.pos + n;
+        let body_end = body_start
+            .checked_add(length as usize)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| {
+                format!(
+                    "record length {length} runs past the end of the records ({} bytes left)",
+                    self.data.len() - body_start
+                )
+            })?;
+        let body = &self.data[body_start..body_end];
+        let mut c = Cursor { buf: body, pos: 0 };
+        let attributes = c.byte("attributes")? as i8;
+        let ts_delta = c.varlong("timestampDelta")?;
+        let offset_delta = c.varint("offsetDelta")?;
+        let key = c.nullable_bytes("key")?;
+        let value = c.nullable_bytes("value")?;
+        let header_count = c.varint("headersCount")?;
+        if header_count < 0 {
+            return Err(format!("negative headersCount {header_count}"));
+        }
+        // Each header needs at least two bytes, so a count beyond that is corrupt: this also
+        // bounds the allocation below.
+        if header_count as usize > (body.len() - c.pos) / 2 {
+            return Err(format!(
+                "headersCount {header_count} exceeds the bytes left"
+            ));
+        }
+        let mut headers = Vec::with_capacity(header_count as usize);
+        for _ in 0..header_count {
+            let key = c
+                .nullable_bytes("headerKey")?
+                .ok_or("invalid negative header key size")?;
+            let value = c.nullable_bytes("headerValue")?;
+            headers.push((key, value));
+        }
+        if c.pos != body.len() {
+            return Err(format!(
+                "record declares {length} bytes but its fields take {}",
+                c.pos
+            ));
+        }
+        let slice =
+            |r: std::ops::Range<usize>| self.data.slice(body_start + r.start..body_start + r.end);
+        let record = Record {
+            offset: Offset(self.base_offset.wrapping_add(offset_delta as i64)),
+            timestamp: TimestampMs(
+                self.log_append_time
+                    .unwrap_or(self.base_timestamp.wrapping_add(ts_delta)),
+            ),
+            sequence: if self.base_sequence == Sequence::NONE {
+                Sequence::NONE
+            } else {
+                self.base_sequence.increment(offset_delta.max(0))
+            },
+            attributes,
+            key: key.map(slice),
+            value: value.map(slice),
+            headers: headers
+                .into_iter()
+                .map(|(k, v)| Header {
+                    key: slice(k),
+                    value: v.map(slice),
+                })
+                .collect(),
+            size_bytes: body_end - self.pos,
+        };
+        self.pos = body_end;
+        Ok(record)
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<Record, BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if self.index == self.count {
+            if self.pos != self.data.len() {
+                let left = self.data.len() - self.pos;
+                return Some(Err(self.corrupt(format!(
+                    "{left} bytes remain after the declared {} records",
+                    self.count
+                ))));
+            }
+            return None;
+        }
+        if self.pos >= self.data.len() {
+            return Some(Err(self.corrupt(format!(
+                "premature end of records: {} of {} read",
+                self.index, self.count
+            ))));
+        }
+        match self.read_one() {
+            Ok(r) => {
+                self.index += 1;
+                Some(Ok(r))
+            }
+            Err(reason) => Some(Err(self.corrupt(reason))),
+        }
+    }
+}
+
+fn varint_reason(field: &str, e: VarintError) -> String {
+    match e {
+        VarintError::Eof => format!("{field}: varint runs past the end"),
+        VarintError::TooLong => format!("{field}: varint is too long"),
+    }
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn byte(&mut self, field: &str) -> Result<u8, String> {
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or_else(|| format!("{field}: past the end"))?;
+        self.pos += 1;
+        Ok(b)
+    }
+    fn varint(&mut self, field: &str) -> Result<i32, String> {
+        let (v, n) = read_varint(&self.buf[self.pos..]).map_err(|e| varint_reason(field, e))?;
+        self.pos += n;
+        Ok(v)
+    }
+    fn varlong(&mut self, field: &str) -> Result<i64, String> {
+        let (v, n) = read_varlong(&self.buf[self.pos..]).map_err(|e| varint_reason(field, e))?;
+        self.pos += n;
+        Ok(v)
+    }
+    /// A varint length (−1 = null) and that many bytes; returns their range in `buf`.
+    fn nullable_bytes(&mut self, field: &str) -> Result<Option<std::ops::Range<usize>>, String> {
+        let len = self.varint(field)?;
+        if len < 0 {
+            // Kafka reads any negative length as null.
+            return Ok(None);
+        }
+        let end = self.pos + len as usize;
+        if end > self.buf.len() {
+            return Err(format!(
+                "{field}: length {len} runs past the record's end ({} bytes left)",
+                self.buf.len() - self.pos
+            ));
+        }
+        let r = self.pos..end;
+        self.pos = end;
+        Ok(Some(r))
+    }
+}

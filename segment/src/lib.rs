@@ -18,3 +18,5 @@ pub use batch::{
     BatchBuilder, BatchError, BatchHeaderMut, Batches, Compression, ControlRecord,
     ControlRecordType, Record, RecordBatch, TimestampType,
 };
+pub mod scan;
+pub mod segment;

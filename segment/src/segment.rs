@@ -1,0 +1,1092 @@
+//! One segment: a `.log` file of batches and its offset, time and transaction indexes, named as
+//! Kafka names them (`<20-digit base offset>.log`, `.index`, `.timeindex`, `.txnindex`).
+//!
+//! The lifecycle is in the types: an [`ActiveSegment`] is the single writer (`&mut self`) that
+//! appends whole batches — the caller's buffer goes to the file as is, never copied — and keeps
+//! its indexes; [`ActiveSegment::seal`] turns it, by value, into a [`SealedSegment`], which has no
+//! append method. Both read through [`SegmentReader`]: file slices for an offset range, ready for
+//! `sendfile`, and lookups by offset and by timestamp.
+//!
+//! Kafka's rules kept here (`LogSegment.java`): sparse index entries — one per batch whenever
+//! more than `index.interval.bytes` were written since the last entry, mapping the batch's *last*
+//! offset to its *start* position; the time index records the max timestamp seen so far;
+//! truncation is batch-granular; roll on size, time, a full index or relative-offset overflow.
+//!
+//! The `.log` file goes through the [`Storage`](crate::io::Storage) trait (io_uring, pwrite or
+//! simulated); the indexes are memory-mapped regular files (`mirrorlog-index`). Indexes carry no
+//! checksum: after an unclean shutdown they are rebuilt by [`ActiveSegment::recover`].
+
+use crate::batch::{BatchError, RECORD_BATCH_OVERHEAD, RecordBatch, field};
+use crate::io::{IoError, OpenMode, Storage, StorageFile};
+use crate::scan::{FileBatches, ScanError};
+use bytes::Bytes;
+use mirrorlog_index::{
+    FilePosition, Offset, OffsetIndex, TimeIndex, TimestampMs, TransactionIndex, segment_file,
+};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `.log`
+pub const LOG_SUFFIX: &str = ".log";
+/// `.index`
+pub const INDEX_SUFFIX: &str = ".index";
+/// `.timeindex`
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+/// `.txnindex`
+pub const TXN_INDEX_SUFFIX: &str = ".txnindex";
+
+/// What can go wrong in a segment operation. Every variant names the file.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum SegmentError {
+    /// Reading or writing the `.log` file failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// An index, checkpoint or snapshot file operation failed.
+    #[error(transparent)]
+    Index(#[from] mirrorlog_index::Error),
+    /// A batch in the `.log` file is corrupt.
+    #[error("{}: {source}", path.display())]
+    Corrupt {
+        /// The `.log` file.
+        path: PathBuf,
+        /// What is wrong and where.
+        #[source]
+        source: BatchError,
+    },
+    /// The batches do not fit this segment (relative offset or position overflow): roll first.
+    #[error("{}: {reason}", path.display())]
+    DoesNotFit {
+        /// The `.log` file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// An earlier write or sync of this segment failed, so what the file holds is unknown: no
+    /// further append or flush is accepted (Kafka takes the log directory offline). Reopen the
+    /// segment and [`ActiveSegment::recover`] it.
+    #[error("{}: segment is unusable after an earlier I/O failure ({cause}); reopen and recover it", path.display())]
+    Failed {
+        /// The `.log` file.
+        path: PathBuf,
+        /// The first failure.
+        cause: String,
+    },
+    /// The segment's files do not agree with each other.
+    #[error("{}: {reason}", path.display())]
+    Inconsistent {
+        /// The file found inconsistent.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The result of segment operations.
+pub type SegmentResult<T> = Result<T, SegmentError>;
+
+/// Segment settings, named after the Kafka topic configs they implement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentConfig {
+    /// `segment.bytes`: roll when the log would exceed this. Default 1 GiB; range
+    /// 14 ..= i32::MAX (Kafka's bounds).
+    pub segment_bytes_max: u32,
+    /// `segment.index.bytes`: preallocated size of each index file. Default 10 MiB; range
+    /// 12 ..= i32::MAX (must hold one time-index entry).
+    pub index_bytes_max: u32,
+    /// `index.interval.bytes`: bytes between sparse index entries. Default 4096; range
+    /// 0 ..= i32::MAX (0 indexes every batch).
+    pub index_interval_bytes: u32,
+    /// `segment.ms`: roll when the segment's first batch is older than this. Default 7 days;
+    /// range 1 ..= i64::MAX.
+    pub segment_ms: i64,
+    /// The jitter subtracted from `segment_ms` for this segment (Kafka draws it from
+    /// `segment.jitter.ms`). Default 0; range 0 ..= `segment_ms - 1`.
+    pub roll_jitter_ms: i64,
+}
+
+impl Default for SegmentConfig {
+    fn default() -> Self {
+        SegmentConfig {
+            segment_bytes_max: 1 << 30,
+            index_bytes_max: 10 << 20,
+            index_interval_bytes: 4096,
+            segment_ms: 7 * 24 * 60 * 60 * 1000,
+            roll_jitter_ms: 0,
+        }
+    }
+}
+
+impl SegmentConfig {
+    /// Rejects out-of-range settings with a message naming the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(14..=i32::MAX as u32).contains(&self.segment_bytes_max) {
+            return Err(format!(
+                "segment.bytes {} is outside 14..={}",
+                self.segment_bytes_max,
+                i32::MAX
+            ));
+        }
+        if !(12..=i32::MAX as u32).contains(&self.index_bytes_max) {
+            return Err(format!(
+                "segment.index.bytes {} is outside 12..={}",
+                self.index_bytes_max,
+                i32::MAX
+            ));
+        }
+        if self.index_interval_bytes > i32::MAX as u32 {
+            return Err(format!(
+                "index.interval.bytes {} is above {}",
+                self.index_interval_bytes,
+                i32::MAX
+            ));
+        }
+        if self.segment_ms < 1 {
+            return Err(format!("segment.ms {} must be at least 1", self.segment_ms));
+        }
+        if !(0..self.segment_ms).contains(&self.roll_jitter_ms) {
+            return Err(format!(
+                "segment jitter {} is outside 0..{} (segment.ms)",
+                self.roll_jitter_ms, self.segment_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A byte range of a segment's `.log` file: what a fetch sends, with `sendfile` where the
+/// backend has a file descriptor.
+#[derive(Clone)]
+pub struct FileSlice {
+    /// The open `.log` file.
+    pub file: Arc<dyn StorageFile>,
+    /// First byte.
+    pub position: FilePosition,
+    /// Length in bytes.
+    pub length: u32,
+}
+
+impl FileSlice {
+    /// Reads the slice into memory (for backends without a descriptor, and for tests).
+    pub fn read_all(&self) -> Result<Bytes, IoError> {
+        let mut v = vec![0u8; self.length as usize];
+        self.file.read_exact_at(&mut v, self.position.as_u64())?;
+        Ok(Bytes::from(v))
+    }
+}
+
+impl fmt::Debug for FileSlice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileSlice")
+            .field("file", &self.file.path())
+            .field("position", &self.position)
+            .field("length", &self.length)
+            .finish()
+    }
+}
+
+/// The result of a read: the slice, and the offset of the batch it starts with.
+#[derive(Debug, Clone)]
+pub struct FetchData {
+    /// Bytes to send; may end inside a batch when the byte limit cut it (clients skip a partial
+    /// trailing batch, as with Kafka).
+    pub slice: FileSlice,
+    /// Base offset of the first batch in the slice.
+    pub first_batch_offset: Offset,
+}
+
+/// Where a batch sits: what offset translation finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLocation {
+    /// The batch's base offset.
+    pub base_offset: Offset,
+    /// The batch's last offset.
+    pub last_offset: Offset,
+    /// Its position in the `.log` file.
+    pub position: FilePosition,
+    /// Its size in bytes.
+    pub size: u32,
+    /// Its max timestamp.
+    pub max_timestamp: TimestampMs,
+}
+
+/// Why a segment should roll before the next append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollReason {
+    /// The append would push the log past `segment.bytes`.
+    Size,
+    /// The segment is older than `segment.ms` (minus jitter).
+    Time,
+    /// The offset index is full.
+    OffsetIndexFull,
+    /// The time index is full.
+    TimeIndexFull,
+    /// The append's last offset does not fit a relative (int32) offset from the base.
+    OffsetOverflow,
+}
+
+/// What recovery found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Valid batches kept.
+    pub batches: u64,
+    /// Bytes kept (the new file size).
+    pub valid_bytes: u64,
+    /// Bytes cut off the end.
+    pub truncated_bytes: u64,
+    /// Last offset of the last valid batch.
+    pub last_offset: Option<Offset>,
+    /// Why the scan stopped before the end of the file, with the position: a corrupt batch or a
+    /// torn tail.
+    pub stopped_by: Option<String>,
+}
+
+/// The read side shared by active and sealed segments.
+pub struct SegmentReader {
+    dir: PathBuf,
+    base_offset: Offset,
+    log: Arc<dyn StorageFile>,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    txn_index: TransactionIndex,
+    size: u32,
+    config: SegmentConfig,
+}
+
+impl fmt::Debug for SegmentReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Segment")
+            .field("log", &self.log.path())
+            .field("base_offset", &self.base_offset)
+            .field("size", &self.size)
+            .field("index_entries", &self.offset_index.entries())
+            .field("time_index_entries", &self.time_index.entries())
+            .finish()
+    }
+}
+
+/// The segment file path for `base_offset` with `suffix` (e.g. [`LOG_SUFFIX`]).
+pub fn segment_path(dir: &Path, base_offset: Offset, suffix: &str) -> PathBuf {
+    segment_file(dir, base_offset, suffix)
+}
+
+impl SegmentReader {
+    /// The segment's base offset.
+    pub fn base_offset(&self) -> Offset {
+        self.base_offset
+    }
+    /// The `.log` file's size in bytes.
+    pub fn size_bytes(&self) -> u32 {
+        self.size
+    }
+    /// The directory holding the files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// The `.log` file's path.
+    pub fn log_path(&self) -> &Path {
+        self.log.path()
+    }
+    /// The open `.log` file.
+    pub fn log_file(&self) -> &Arc<dyn StorageFile> {
+        &self.log
+    }
+    /// The offset index.
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+    /// The time index.
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+    /// The transaction index (aborted transactions whose markers are in this segment).
+    pub fn txn_index(&self) -> &TransactionIndex {
+        &self.txn_index
+    }
+    /// The settings the segment was opened with.
+    pub fn config(&self) -> &SegmentConfig {
+        &self.config
+    }
+
+    fn corrupt(&self, source: BatchError) -> SegmentError {
+        SegmentError::Corrupt {
+            path: self.log.path().to_path_buf(),
+            source,
+        }
+    }
+
+    /// Reads the 61-byte header at `position` (None when fewer bytes remain: a partial batch).
+    fn header_at(&self, position: u64) -> SegmentResult<Option<BatchLocation>> {
+        if position + RECORD_BATCH_OVERHEAD as u64 > self.size as u64 {
+            return Ok(None);
+        }
+        let mut h = [0u8; RECORD_BATCH_OVERHEAD];
+        self.log.read_exact_at(&mut h, position)?;
+        let rd = |at: usize, n: usize| -> i64 {
+            h[at..at + n]
+                .iter()
+                .fold(0i64, |acc, b| (acc << 8) | *b as i64)
+        };
+        let base = rd(field::BASE_OFFSET, 8);
+        let length = i32::from_be_bytes(h[8..12].try_into().expect("4 bytes"));
+        let delta = i32::from_be_bytes(
+            h[field::LAST_OFFSET_DELTA..field::LAST_OFFSET_DELTA + 4]
+                .try_into()
+                .expect("4 bytes"),
+        );
+        let max_ts = rd(field::MAX_TIMESTAMP, 8);
+        let min = (RECORD_BATCH_OVERHEAD - 12) as i32;
+        if length < min {
+            return Err(self.corrupt(BatchError::InvalidField {
+                position,
+                field: "batchLength",
+                expected: format!(">= {min}"),
+                found: length.to_string(),
+            }));
+        }
+        if h[field::MAGIC] != 2 {
+            return Err(self.corrupt(BatchError::InvalidField {
+                position,
+                field: "magic",
+                expected: "2".into(),
+                found: (h[field::MAGIC] as i8).to_string(),
+            }));
+        }
+        let size = 12 + length as u64;
+        if position + size > self.size as u64 {
+            return Ok(None);
+        }
+        Ok(Some(BatchLocation {
+            base_offset: Offset(base),
+            last_offset: Offset(base.saturating_add(delta as i64)),
+            position: FilePosition(position as u32),
+            size: size as u32,
+            max_timestamp: TimestampMs(max_ts),
+        }))
+    }
+
+    /// Kafka's `translateOffset`: the first batch at or after `start_position` whose last offset
+    /// is ≥ `offset`. Reads only batch headers.
+    pub fn translate_offset(
+        &self,
+        offset: Offset,
+        start_position: FilePosition,
+    ) -> SegmentResult<Option<BatchLocation>> {
+        let mut pos = start_position.as_u64();
+        while let Some(loc) = self.header_at(pos)? {
+            if loc.last_offset >= offset {
+                return Ok(Some(loc));
+            }
+            pos += loc.size as u64;
+        }
+        Ok(None)
+    }
+
+    /// The batch holding `offset` (or the first batch after it): index lookup, then a header
+    /// scan of at most `index.interval.bytes` plus one batch.
+    pub fn find_batch(&self, offset: Offset) -> SegmentResult<Option<BatchLocation>> {
+        let (_, position) = self.offset_index.lookup(offset);
+        self.translate_offset(offset, position)
+    }
+
+    /// Kafka's `LogSegment.read`: a slice starting at the batch that holds `start_offset`, of at
+    /// most `max_bytes` (at least one whole batch when `min_one_batch`), ending before
+    /// `max_position` (the byte bound of the high watermark or LSO; `None` = the end).
+    pub fn read(
+        &self,
+        start_offset: Offset,
+        max_bytes: u32,
+        max_position: Option<FilePosition>,
+        min_one_batch: bool,
+    ) -> SegmentResult<Option<FetchData>> {
+        let Some(first) = self.find_batch(start_offset)? else {
+            return Ok(None);
+        };
+        let limit = max_position.map_or(self.size, |p| p.get().min(self.size));
+        if first.position.get() >= limit {
+            return Ok(None);
+        }
+        let max = if min_one_batch {
+            max_bytes.max(first.size)
+        } else {
+            max_bytes
+        };
+        let length = (limit - first.position.get()).min(max);
+        if length == 0 {
+            return Ok(None);
+        }
+        Ok(Some(FetchData {
+            slice: FileSlice {
+                file: self.log.clone(),
+                position: first.position,
+                length,
+            },
+            first_batch_offset: first.base_offset,
+        }))
+    }
+
+    /// Reads the whole batch at `loc`.
+    pub fn read_batch(&self, loc: &BatchLocation) -> SegmentResult<RecordBatch> {
+        let mut v = vec![0u8; loc.size as usize];
+        self.log.read_exact_at(&mut v, loc.position.as_u64())?;
+        RecordBatch::at(Bytes::from(v), loc.position.as_u64()).map_err(|e| self.corrupt(e))
+    }
+
+    /// Kafka's `findOffsetByTimestamp`: the first record at or after `starting_offset` whose
+    /// timestamp is ≥ `timestamp`, as (offset, its timestamp).
+    pub fn find_offset_by_timestamp(
+        &self,
+        timestamp: TimestampMs,
+        starting_offset: Offset,
+    ) -> SegmentResult<Option<(Offset, TimestampMs)>> {
+        let (_, ts_offset) = self.time_index.lookup(timestamp);
+        let (_, mut pos) = self.offset_index.lookup(ts_offset.max(starting_offset));
+        while let Some(loc) = self.header_at(pos.as_u64())? {
+            pos = FilePosition(pos.get() + loc.size);
+            if loc.max_timestamp < timestamp || loc.last_offset < starting_offset {
+                continue;
+            }
+            let batch = self.read_batch(&loc)?;
+            for r in batch.records().map_err(|e| self.corrupt(e))? {
+                let r = r.map_err(|e| self.corrupt(e))?;
+                if r.timestamp >= timestamp && r.offset >= starting_offset {
+                    return Ok(Some((r.offset, r.timestamp)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every batch of the segment, validated, in order (for replay and inspection).
+    pub fn batches(&self) -> FileBatches<'_> {
+        FileBatches::new(&*self.log, 0, self.size as u64)
+    }
+
+    /// The largest timestamp in the segment and the last offset of the batch that has it,
+    /// starting from the time index's last entry and scanning the batches after it.
+    fn load_largest_timestamp(&self) -> SegmentResult<(TimestampMs, Offset)> {
+        let (mut max_ts, mut max_off) = self.time_index.last_entry();
+        let (_, pos) = self.offset_index.lookup(max_off);
+        let mut pos = pos.as_u64();
+        while let Some(loc) = self.header_at(pos)? {
+            if loc.max_timestamp > max_ts {
+                max_ts = loc.max_timestamp;
+                max_off = loc.last_offset;
+            }
+            pos += loc.size as u64;
+        }
+        Ok((max_ts, max_off))
+    }
+
+    /// The offset after the last batch (the base offset when empty), found from the last index
+    /// entry and a header scan.
+    fn load_next_offset(&self) -> SegmentResult<Offset> {
+        let (mut next, pos) = self.offset_index.lookup(Offset(i64::MAX));
+        if self.offset_index.is_empty() {
+            next = self.base_offset;
+        }
+        let mut pos = pos.as_u64();
+        while let Some(loc) = self.header_at(pos)? {
+            next = loc.last_offset.next();
+            pos += loc.size as u64;
+        }
+        Ok(next)
+    }
+
+    /// Checks the indexes against their own rules and against the log: sizes, order, and that
+    /// the last offset-index entry points at a batch whose last offset it names.
+    pub fn sanity_check(&self) -> SegmentResult<()> {
+        self.offset_index.sanity_check()?;
+        self.time_index.sanity_check()?;
+        self.txn_index.sanity_check()?;
+        if let Some((offset, position)) = self
+            .offset_index
+            .entries()
+            .checked_sub(1)
+            .and_then(|i| self.offset_index.entry(i))
+        {
+            match self.header_at(position.as_u64())? {
+                Some(loc) if loc.last_offset == offset => {}
+                other => {
+                    return Err(SegmentError::Inconsistent {
+                        path: self.offset_index.path().to_path_buf(),
+                        reason: format!(
+                            "last entry ({offset}, {position}) does not name a batch ending at that offset: found {other:?}"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A segment being appended to: the single writer of its files.
+#[derive(Debug)]
+pub struct ActiveSegment {
+    r: SegmentReader,
+    storage: Arc<dyn Storage>,
+    next_offset: Offset,
+    bytes_since_last_index_entry: u32,
+    max_timestamp_so_far: TimestampMs,
+    offset_of_max_timestamp_so_far: Offset,
+    /// The first batch's max timestamp, which segment.ms counts from (Kafka's
+    /// `rollingBasedTimestamp`).
+    rolling_based_timestamp: Option<TimestampMs>,
+    created_ms: i64,
+    /// Set by the first failed write or sync; see [`SegmentError::Failed`].
+    failed: Option<String>,
+}
+
+impl std::ops::Deref for ActiveSegment {
+    type Target = SegmentReader;
+    fn deref(&self) -> &SegmentReader {
+        &self.r
+    }
+}
+
+/// A segment that no longer takes appends: indexes trimmed to their entries.
+#[derive(Debug)]
+pub struct SealedSegment {
+    r: SegmentReader,
+    storage: Arc<dyn Storage>,
+    next_offset: Offset,
+}
+
+impl std::ops::Deref for SealedSegment {
+    type Target = SegmentReader;
+    fn deref(&self) -> &SegmentReader {
+        &self.r
+    }
+}
+
+fn open_indexes(
+    dir: &Path,
+    base_offset: Offset,
+    config: &SegmentConfig,
+    writable: bool,
+) -> SegmentResult<(OffsetIndex, TimeIndex, TransactionIndex)> {
+    let max = config.index_bytes_max as u64;
+    let mut oi = OffsetIndex::open(
+        segment_path(dir, base_offset, INDEX_SUFFIX),
+        base_offset,
+        max,
+        writable,
+    )?;
+    let mut ti = TimeIndex::open(
+        segment_path(dir, base_offset, TIME_INDEX_SUFFIX),
+        base_offset,
+        max,
+        writable,
+    )?;
+    if writable {
+        oi.resize(max)?;
+        ti.resize(max)?;
+    }
+    let txn = TransactionIndex::open(
+        segment_path(dir, base_offset, TXN_INDEX_SUFFIX),
+        base_offset,
+    )?;
+    Ok((oi, ti, txn))
+}
+
+impl ActiveSegment {
+    /// Creates a new, empty segment at `base_offset` in `dir`. Fails if its `.log` exists.
+    /// The directory entry is synced so the new file survives a crash.
+    pub fn create(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: Offset,
+        config: SegmentConfig,
+        now_ms: i64,
+    ) -> SegmentResult<ActiveSegment> {
+        config
+            .validate()
+            .map_err(|reason| SegmentError::DoesNotFit {
+                path: dir.to_path_buf(),
+                reason,
+            })?;
+        let log = storage.open(
+            &segment_path(dir, base_offset, LOG_SUFFIX),
+            OpenMode::CreateNew,
+        )?;
+        let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, true)?;
+        storage.sync_dir(dir)?;
+        Ok(ActiveSegment {
+            r: SegmentReader {
+                dir: dir.to_path_buf(),
+                base_offset,
+                log,
+                offset_index,
+                time_index,
+                txn_index,
+                size: 0,
+                config,
+            },
+            storage,
+            next_offset: base_offset,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: TimestampMs::NONE,
+            offset_of_max_timestamp_so_far: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            failed: None,
+        })
+    }
+
+    /// Opens an existing segment for appending (the last segment of a log on restart). Trusts
+    /// the indexes after their sanity check; after an unclean shutdown call
+    /// [`recover`](Self::recover) instead of trusting them.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: Offset,
+        config: SegmentConfig,
+        now_ms: i64,
+    ) -> SegmentResult<ActiveSegment> {
+        config
+            .validate()
+            .map_err(|reason| SegmentError::DoesNotFit {
+                path: dir.to_path_buf(),
+                reason,
+            })?;
+        let log = storage.open(
+            &segment_path(dir, base_offset, LOG_SUFFIX),
+            OpenMode::ReadWrite,
+        )?;
+        let size = log_size(&*log)?;
+        let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, true)?;
+        let r = SegmentReader {
+            dir: dir.to_path_buf(),
+            base_offset,
+            log,
+            offset_index,
+            time_index,
+            txn_index,
+            size,
+            config,
+        };
+        ActiveSegment::from_reader(r, storage, now_ms)
+    }
+
+    fn from_reader(
+        r: SegmentReader,
+        storage: Arc<dyn Storage>,
+        now_ms: i64,
+    ) -> SegmentResult<ActiveSegment> {
+        let next_offset = r.load_next_offset()?;
+        let (max_ts, max_off) = r.load_largest_timestamp()?;
+        let rolling = r.header_at(0)?.map(|l| l.max_timestamp);
+        Ok(ActiveSegment {
+            r,
+            storage,
+            next_offset,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: max_ts,
+            offset_of_max_timestamp_so_far: max_off,
+            rolling_based_timestamp: rolling,
+            created_ms: now_ms,
+            failed: None,
+        })
+    }
+
+    /// The offset the next batch must start at or after.
+    pub fn next_offset(&self) -> Offset {
+        self.next_offset
+    }
+
+    /// The largest batch max timestamp appended so far, and the last offset of its batch.
+    pub fn max_timestamp_so_far(&self) -> (TimestampMs, Offset) {
+        (
+            self.max_timestamp_so_far,
+            self.offset_of_max_timestamp_so_far,
+        )
+    }
+
+    /// The transaction index, for the engine to record aborted transactions.
+    pub fn txn_index_mut(&mut self) -> &mut TransactionIndex {
+        &mut self.r.txn_index
+    }
+
+    /// Kafka's `shouldRoll`: whether appending `incoming_bytes` whose largest offset is
+    /// `max_offset` and largest timestamp `max_timestamp` needs a new segment first.
+    pub fn should_roll(
+        &self,
+        incoming_bytes: u32,
+        max_offset: Offset,
+        max_timestamp: TimestampMs,
+        now_ms: i64,
+    ) -> Option<RollReason> {
+        let c = &self.r.config;
+        if self.r.size as u64 + incoming_bytes as u64 > c.segment_bytes_max as u64 {
+            return Some(RollReason::Size);
+        }
+        if self.r.size > 0 {
+            let waited = match self.rolling_based_timestamp {
+                Some(ts) if ts.get() >= 0 => max_timestamp.get().saturating_sub(ts.get()),
+                _ => now_ms.saturating_sub(self.created_ms),
+            };
+            if waited > c.segment_ms - c.roll_jitter_ms {
+                return Some(RollReason::Time);
+            }
+        }
+        if self.r.offset_index.is_full() {
+            return Some(RollReason::OffsetIndexFull);
+        }
+        if self.r.time_index.is_full() {
+            return Some(RollReason::TimeIndexFull);
+        }
+        if max_offset.relative_to(self.r.base_offset).is_none() {
+            return Some(RollReason::OffsetOverflow);
+        }
+        None
+    }
+
+    /// Appends whole batches (one or more, back to back). The buffer is written to the file as
+    /// is — no copy — then the sparse indexes are updated batch by batch. Batches must already
+    /// be validated by the caller; here they are framed and their header checked (cheap), and
+    /// their offsets must start at or after [`next_offset`](Self::next_offset) and increase.
+    /// Not durable until [`flush`](Self::flush) (or use [`append_durable`](Self::append_durable)).
+    pub fn append(&mut self, batches: Bytes) -> SegmentResult<()> {
+        self.append_inner(batches, false)
+    }
+
+    /// [`append`](Self::append), durable on return: the write and an `fdatasync` go down in one
+    /// submission (linked on io_uring).
+    pub fn append_durable(&mut self, batches: Bytes) -> SegmentResult<()> {
+        self.append_inner(batches, true)
+    }
+
+    fn check_usable(&self) -> SegmentResult<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(cause) => Err(SegmentError::Failed {
+                path: self.r.log.path().to_path_buf(),
+                cause: cause.clone(),
+            }),
+        }
+    }
+
+    /// Runs a write or sync; a failure poisons the segment.
+    fn io<T>(&mut self, f: impl FnOnce(&SegmentReader) -> Result<T, IoError>) -> SegmentResult<T> {
+        f(&self.r).map_err(|e| {
+            self.failed.get_or_insert_with(|| e.to_string());
+            SegmentError::Io(e)
+        })
+    }
+
+    fn append_inner(&mut self, batches: Bytes, durable: bool) -> SegmentResult<()> {
+        self.check_usable()?;
+        let path = self.r.log.path().to_path_buf();
+        let len = batches.len();
+        let new_size = self.r.size as u64 + len as u64;
+        if new_size > i32::MAX as u64 {
+            return Err(SegmentError::DoesNotFit {
+                path,
+                reason: format!(
+                    "{len} bytes at position {} would pass the 2 GiB position limit",
+                    self.r.size
+                ),
+            });
+        }
+        // Frame and check every batch before a byte is written.
+        let mut metas = Vec::new();
+        let mut expected = self.next_offset;
+        for b in crate::batch::Batches::at(batches.clone(), self.r.size as u64).verify(false) {
+            let b = b.map_err(|source| SegmentError::Corrupt {
+                path: path.clone(),
+                source,
+            })?;
+            b.validate_header()
+                .map_err(|source| SegmentError::Corrupt {
+                    path: path.clone(),
+                    source,
+                })?;
+            debug_assert_eq!(b.validate(), Ok(()), "append of an unvalidated batch");
+            assert!(
+                b.base_offset() >= expected,
+                "{}: batch at offset {} appended after offset {}",
+                path.display(),
+                b.base_offset(),
+                expected
+            );
+            if b.last_offset().relative_to(self.r.base_offset).is_none() {
+                return Err(SegmentError::DoesNotFit {
+                    path,
+                    reason: format!(
+                        "offset {} is not within i32 of base offset {}: roll first",
+                        b.last_offset(),
+                        self.r.base_offset
+                    ),
+                });
+            }
+            expected = b.next_offset();
+            metas.push((b.last_offset(), b.max_timestamp(), b.size_bytes() as u32));
+        }
+        let consumed: usize = metas.iter().map(|m| m.2 as usize).sum();
+        if consumed != len {
+            return Err(SegmentError::Corrupt {
+                path,
+                source: BatchError::Truncated {
+                    position: self.r.size as u64 + consumed as u64,
+                    needed: len - consumed,
+                    available: len - consumed,
+                },
+            });
+        }
+        if metas.is_empty() {
+            return Ok(());
+        }
+        let position = self.r.size;
+        if durable {
+            self.io(|r| r.log.write_all_at(&[batches], position as u64, true))?;
+        } else {
+            self.io(|r| r.log.write_at(batches, position as u64))?;
+        }
+        self.r.size = new_size as u32;
+        if self.rolling_based_timestamp.is_none() {
+            self.rolling_based_timestamp = Some(metas[0].1);
+        }
+        let mut pos = position;
+        for (last_offset, max_ts, size) in metas {
+            self.index_batch(last_offset, max_ts, pos)?;
+            pos += size;
+            self.bytes_since_last_index_entry += size;
+        }
+        self.next_offset = expected;
+        Ok(())
+    }
+
+    /// Kafka's per-batch index rule, shared by append and recovery.
+    fn index_batch(
+        &mut self,
+        last_offset: Offset,
+        max_ts: TimestampMs,
+        position: u32,
+    ) -> SegmentResult<()> {
+        if max_ts > self.max_timestamp_so_far {
+            self.max_timestamp_so_far = max_ts;
+            self.offset_of_max_timestamp_so_far = last_offset;
+        }
+        if self.bytes_since_last_index_entry > self.r.config.index_interval_bytes {
+            self.r
+                .offset_index
+                .append(last_offset, FilePosition(position))?;
+            self.r.time_index.maybe_append(
+                self.max_timestamp_so_far,
+                self.offset_of_max_timestamp_so_far,
+                false,
+            )?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        Ok(())
+    }
+
+    /// Makes everything appended so far durable: `fdatasync` of the log, `msync` of the indexes.
+    pub fn flush(&mut self) -> SegmentResult<()> {
+        self.check_usable()?;
+        self.io(|r| r.log.sync_data())?;
+        self.r.offset_index.flush()?;
+        self.r.time_index.flush()?;
+        self.r.txn_index.flush()?;
+        Ok(())
+    }
+
+    /// Kafka's `LogSegment.truncateTo`: removes every batch whose last offset is ≥ `offset`
+    /// (batch-granular: a batch holding `offset` goes whole), truncates the indexes to match and
+    /// returns the bytes removed.
+    pub fn truncate_to(&mut self, offset: Offset) -> SegmentResult<u64> {
+        self.check_usable()?;
+        let loc = self.r.find_batch(offset)?;
+        self.r.offset_index.truncate_to(offset)?;
+        self.r.time_index.truncate_to(offset)?;
+        self.r.txn_index.truncate_to(offset)?;
+        let Some(loc) = loc else { return Ok(0) };
+        let removed = (self.r.size - loc.position.get()) as u64;
+        self.io(|r| r.log.set_len(loc.position.as_u64()))?;
+        self.r.size = loc.position.get();
+        self.bytes_since_last_index_entry = 0;
+        self.next_offset = if self.r.size == 0 {
+            self.r.base_offset
+        } else {
+            self.r.load_next_offset()?
+        };
+        let (ts, off) = if self.r.size == 0 {
+            (TimestampMs::NONE, self.r.base_offset)
+        } else {
+            self.r.load_largest_timestamp()?
+        };
+        self.max_timestamp_so_far = ts;
+        self.offset_of_max_timestamp_so_far = off;
+        if self.r.size == 0 {
+            self.rolling_based_timestamp = None;
+        }
+        Ok(removed)
+    }
+
+    /// Kafka's `LogSegment.recover`: drops the indexes, scans every batch from the start,
+    /// checking its CRC and header, rebuilds the offset and time indexes with the interval rule,
+    /// and truncates the file at the first batch that is corrupt or torn. `on_batch` sees each
+    /// valid batch in order (the engine rebuilds producer state, the epoch cache and the
+    /// transaction index from them).
+    pub fn recover(
+        &mut self,
+        mut on_batch: impl FnMut(&mut ActiveSegment, &RecordBatch) -> SegmentResult<()>,
+    ) -> SegmentResult<RecoveryReport> {
+        self.failed = None;
+        self.r.offset_index.truncate()?;
+        self.r.time_index.truncate()?;
+        self.r.txn_index.reset()?;
+        self.r.size = log_size(&*self.r.log)?;
+        self.bytes_since_last_index_entry = 0;
+        self.max_timestamp_so_far = TimestampMs::NONE;
+        self.offset_of_max_timestamp_so_far = self.r.base_offset;
+        self.next_offset = self.r.base_offset;
+        self.rolling_based_timestamp = None;
+        let file = self.r.log.clone();
+        let end = self.r.size as u64;
+        let mut scan = FileBatches::new(&*file, 0, end);
+        let mut report = RecoveryReport {
+            batches: 0,
+            valid_bytes: 0,
+            truncated_bytes: 0,
+            last_offset: None,
+            stopped_by: None,
+        };
+        for item in scan.by_ref() {
+            let batch = match item {
+                Ok(b) => b,
+                Err(ScanError::Io(e)) => return Err(e.into()),
+                Err(ScanError::Batch(e)) => {
+                    report.stopped_by = Some(e.to_string());
+                    break;
+                }
+            };
+            if batch.base_offset() < self.next_offset
+                || batch
+                    .last_offset()
+                    .relative_to(self.r.base_offset)
+                    .is_none()
+            {
+                report.stopped_by = Some(format!(
+                    "batch at position {} has offsets {}..={}, out of order after {} in a segment based at {}",
+                    batch.position(),
+                    batch.base_offset(),
+                    batch.last_offset(),
+                    self.next_offset,
+                    self.r.base_offset
+                ));
+                break;
+            }
+            if self.rolling_based_timestamp.is_none() {
+                self.rolling_based_timestamp = Some(batch.max_timestamp());
+            }
+            let position = batch.position() as u32;
+            self.index_batch(batch.last_offset(), batch.max_timestamp(), position)?;
+            self.bytes_since_last_index_entry += batch.size_bytes() as u32;
+            self.next_offset = batch.next_offset();
+            report.batches += 1;
+            report.valid_bytes = batch.position() + batch.size_bytes() as u64;
+            report.last_offset = Some(batch.last_offset());
+            on_batch(self, &batch)?;
+        }
+        if report.stopped_by.is_none()
+            && let Some(t) = scan.truncated_tail()
+        {
+            report.stopped_by = Some(format!(
+                "torn batch at position {}: {} bytes present{}",
+                t.position,
+                t.available,
+                t.needed.map_or(String::new(), |n| format!(" of {n}"))
+            ));
+        }
+        report.truncated_bytes = end - report.valid_bytes;
+        if report.truncated_bytes > 0 {
+            self.r.log.set_len(report.valid_bytes)?;
+            self.r.log.sync_data()?;
+            self.r.size = report.valid_bytes as u32;
+        }
+        if let Some(reason) = &report.stopped_by {
+            tracing::warn!(
+                log = %self.r.log.path().display(),
+                truncated_bytes = report.truncated_bytes,
+                "recovery truncated the segment: {reason}"
+            );
+        }
+        Ok(report)
+    }
+
+    /// Stops appends: the final max-timestamp entry goes into the time index, both indexes are
+    /// trimmed to their entries, and everything is made durable.
+    pub fn seal(mut self) -> SegmentResult<SealedSegment> {
+        self.r.time_index.maybe_append(
+            self.max_timestamp_so_far,
+            self.offset_of_max_timestamp_so_far,
+            true,
+        )?;
+        self.flush()?;
+        self.r.offset_index.trim_to_valid_size()?;
+        self.r.time_index.trim_to_valid_size()?;
+        Ok(SealedSegment {
+            r: self.r,
+            storage: self.storage,
+            next_offset: self.next_offset,
+        })
+    }
+}
+
+impl SealedSegment {
+    /// Opens a sealed segment of an existing log, read-only.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: Offset,
+        config: SegmentConfig,
+    ) -> SegmentResult<SealedSegment> {
+        let log = storage.open(&segment_path(dir, base_offset, LOG_SUFFIX), OpenMode::Read)?;
+        let size = log_size(&*log)?;
+        let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, false)?;
+        let r = SegmentReader {
+            dir: dir.to_path_buf(),
+            base_offset,
+            log,
+            offset_index,
+            time_index,
+            txn_index,
+            size,
+            config,
+        };
+        let next_offset = r.load_next_offset()?;
+        Ok(SealedSegment {
+            r,
+            storage,
+            next_offset,
+        })
+    }
+
+    /// The offset after its last batch.
+    pub fn next_offset(&self) -> Offset {
+        self.next_offset
+    }
+
+    /// Turns it back into the active segment (when truncation makes it the last one): the log
+    /// is reopened for writing and the indexes are given room again.
+    pub fn reopen_active(self, now_ms: i64) -> SegmentResult<ActiveSegment> {
+        let SealedSegment { r, storage, .. } = self;
+        let (dir, base, config) = (r.dir.clone(), r.base_offset, r.config);
+        drop(r);
+        ActiveSegment::open(storage, &dir, base, config, now_ms)
+    }
+}
+
+fn log_size(log: &dyn StorageFile) -> SegmentResult<u32> {
+    let len = log.len()?;
+    u32::try_from(len)
+        .ok()
+        .filter(|&l| l <= i32::MAX as u32)
+        .ok_or_else(|| SegmentError::DoesNotFit {
+            path: log.path().to_path_buf(),
+            reason: format!("{len} bytes is beyond the 2 GiB segment limit"),
+        })
+}

@@ -494,6 +494,39 @@ impl SegmentReader {
         Ok(next)
     }
 
+    /// Deletes the segment's files (`.log` through the storage backend, the indexes directly).
+    fn delete_files(self, storage: &dyn Storage) -> SegmentResult<()> {
+        let SegmentReader {
+            dir,
+            log,
+            offset_index,
+            time_index,
+            txn_index,
+            ..
+        } = self;
+        let path = log.path().to_path_buf();
+        drop(log);
+        storage.remove(&path)?;
+        // A removal that is not durable could bring truncated data back after a crash.
+        storage.sync_dir(&dir)?;
+        offset_index.delete()?;
+        time_index.delete()?;
+        txn_index.delete()?;
+        Ok(())
+    }
+
+    /// The largest batch max timestamp in the segment, from the time index (sealed segments
+    /// hold the final max-timestamp entry) and a scan of the batches after its last entry.
+    pub fn largest_timestamp(&self) -> SegmentResult<TimestampMs> {
+        Ok(self.load_largest_timestamp()?.0)
+    }
+
+    /// [`largest_timestamp`](Self::largest_timestamp) and the last offset of the batch that
+    /// holds it (−1 timestamp and the base offset for an empty segment).
+    pub fn largest_timestamp_and_offset(&self) -> SegmentResult<(TimestampMs, Offset)> {
+        self.load_largest_timestamp()
+    }
+
     /// Checks the indexes against their own rules and against the log: sizes, order, and that
     /// the last offset-index entry points at a batch whose last offset it names.
     pub fn sanity_check(&self) -> SegmentResult<()> {
@@ -904,7 +937,12 @@ impl ActiveSegment {
         self.r.txn_index.truncate_to(offset)?;
         let Some(loc) = loc else { return Ok(0) };
         let removed = (self.r.size - loc.position.get()) as u64;
-        self.io(|r| r.log.set_len(loc.position.as_u64()))?;
+        // Durable at once: a crash must not bring the removed batches back.
+        self.io(|r| {
+            r.log
+                .set_len(loc.position.as_u64())
+                .and_then(|()| r.log.sync_data())
+        })?;
         self.r.size = loc.position.get();
         self.bytes_since_last_index_entry = 0;
         self.next_offset = if self.r.size == 0 {
@@ -1017,6 +1055,12 @@ impl ActiveSegment {
         Ok(report)
     }
 
+    /// Deletes the segment's files.
+    pub fn delete(self) -> SegmentResult<()> {
+        let ActiveSegment { r, storage, .. } = self;
+        r.delete_files(&*storage)
+    }
+
     /// Stops appends: the final max-timestamp entry goes into the time index, both indexes are
     /// trimmed to their entries, and everything is made durable.
     pub fn seal(mut self) -> SegmentResult<SealedSegment> {
@@ -1068,6 +1112,12 @@ impl SealedSegment {
     /// The offset after its last batch.
     pub fn next_offset(&self) -> Offset {
         self.next_offset
+    }
+
+    /// Deletes the segment's files.
+    pub fn delete(self) -> SegmentResult<()> {
+        let SealedSegment { r, storage, .. } = self;
+        r.delete_files(&*storage)
     }
 
     /// Turns it back into the active segment (when truncation makes it the last one): the log

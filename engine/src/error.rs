@@ -1,0 +1,105 @@
+//! The engine's one error type. Each variant says which Kafka error code the broker answers with
+//! (the mapping itself lives in `broker`, the only crate that knows wire types).
+
+use crate::producer_state::ProducerStateError;
+use mirrorlog_index::Offset;
+use mirrorlog_segment::segment::SegmentError;
+use std::path::PathBuf;
+
+/// What can go wrong in a partition log operation.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A batch failed its CRC or could not be framed (`CORRUPT_MESSAGE`).
+    #[error("corrupt batch: {0}")]
+    Corrupt(#[from] mirrorlog_segment::BatchError),
+    /// A batch breaks a rule a leader enforces (`INVALID_RECORD`).
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    /// A batch is larger than `max.message.bytes` (`MESSAGE_TOO_LARGE`).
+    #[error("batch of {size} bytes exceeds max.message.bytes {max}")]
+    RecordTooLarge {
+        /// Batch size.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A batch cannot fit in a segment (`RECORD_BATCH_TOO_LARGE`).
+    #[error("batch of {size} bytes cannot fit a segment of segment.bytes {segment_bytes}")]
+    RecordBatchTooLarge {
+        /// Batch size.
+        size: usize,
+        /// The segment size limit.
+        segment_bytes: u32,
+    },
+    /// A record's timestamp is outside the topic's bounds (`INVALID_TIMESTAMP`).
+    #[error("record at index {record_index} has timestamp {timestamp}: {reason}")]
+    InvalidTimestamp {
+        /// Which record of the batch.
+        record_index: u32,
+        /// Its timestamp.
+        timestamp: i64,
+        /// The bound it broke.
+        reason: String,
+    },
+    /// A producer-state check failed (`INVALID_PRODUCER_EPOCH`, `OUT_OF_ORDER_SEQUENCE_NUMBER`,
+    /// `INVALID_TXN_STATE`, `TRANSACTION_COORDINATOR_FENCED`).
+    #[error(transparent)]
+    ProducerState(#[from] ProducerStateError),
+    /// A client append to a read-only (mirror) partition (`READ_ONLY_TOPIC`).
+    #[error("partition {0} is a read-only mirror: client appends are refused")]
+    ReadOnly(String),
+    /// A replica append does not start at or after the log end (`OFFSET_OUT_OF_RANGE` to a
+    /// follower; the mirror truncates and refetches).
+    #[error("replica append starts at {first_offset}, below the log end offset {log_end_offset}")]
+    UnexpectedAppendOffset {
+        /// The append's first offset.
+        first_offset: Offset,
+        /// The log end offset.
+        log_end_offset: Offset,
+    },
+    /// Batches of a replica append go backwards (`CORRUPT_MESSAGE`).
+    #[error("replica append has offsets out of order: {next} after {previous_last}")]
+    OffsetsOutOfOrder {
+        /// Last offset of the previous batch.
+        previous_last: Offset,
+        /// Base offset of the next.
+        next: Offset,
+    },
+    /// A read or offset request outside `[log start, log end]` (`OFFSET_OUT_OF_RANGE`).
+    #[error("offset {requested} is outside [{log_start}, {log_end}]")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        requested: Offset,
+        /// Log start offset.
+        log_start: Offset,
+        /// Log end offset.
+        log_end: Offset,
+    },
+    /// Storage failed (`KAFKA_STORAGE_ERROR`): the partition should be taken offline.
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
+    /// An index, checkpoint or snapshot file failed (`KAFKA_STORAGE_ERROR`).
+    #[error(transparent)]
+    Index(#[from] mirrorlog_index::Error),
+    /// A configuration value was rejected (`INVALID_CONFIG`).
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The partition directory is not usable.
+    #[error("{}: {reason}", path.display())]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The engine's result type.
+pub type EngineResult<T> = Result<T, EngineError>;
+
+impl From<mirrorlog_segment::io::IoError> for EngineError {
+    fn from(e: mirrorlog_segment::io::IoError) -> Self {
+        EngineError::Segment(SegmentError::Io(e))
+    }
+}

@@ -1,0 +1,549 @@
+//! Group commit: concurrent durable appends, on one partition or many, share `fdatasync`s.
+//!
+//! A durable append is acknowledged only once its bytes are durable (DESIGN.md §4). Paying one
+//! `fdatasync` per append caps a partition at one append per sync latency (~0.1–0.2 ms on the
+//! reference disk); with group commit, every caller that asks while its file is being synced is
+//! served by that file's next sync, so N concurrent writers of one file cost about one sync per
+//! sync latency instead of N, and the syncs of different files run side by side (concurrent
+//! `fdatasync`s on one file system also share its journal commits).
+//!
+//! # How it works
+//!
+//! Leader/follower without a dedicated thread (no thread hop on the sync path), on one
+//! `parking_lot` mutex:
+//!
+//! - [`GroupCommit::sync`] attaches the caller to its file's *queued ticket* — the one request
+//!   for the file's next sync, created by the first caller and joined by the others (files are
+//!   identified by their `Arc` allocation) — and waits.
+//! - A ticket is *ready* when its file has no sync in flight. A *round* starts every ready ticket,
+//!   oldest first, up to [`GroupCommitConfig::max_batch_files`] syncs in flight in total. A round
+//!   is started by a caller whose ticket is queued when nothing is in flight for it to wait on
+//!   (after waiting up to [`GroupCommitConfig::max_wait_us`] for more tickets, when set), or by
+//!   the thread whose sync just finished (with `max_wait_us = 0`; otherwise it wakes a waiter of
+//!   the oldest ready ticket to lead).
+//! - Each started ticket is synced — once, with [`StorageFile::sync_data`], outside the lock —
+//!   by one of its own waiters; when that returns, all its waiters are woken with the result and
+//!   the file's next ticket, if callers queued one meanwhile, becomes ready at once.
+//!
+//! So a file never has more than one sync in flight and one ticket queued, and there is no
+//! barrier between files: a slow sync of one file does not hold back the next sync of another.
+//! With `max_wait_us = 0` (the default) there is no deliberate delay anywhere.
+//!
+//! # Guarantee
+//!
+//! `sync(file)` returning `Ok(())` means: a `sync_data` of `file` that **started after this call
+//! began** completed successfully. So every write to `file` that completed before the call (and
+//! the file length it set) is durable. Writes that run concurrently with the call may or may not
+//! be covered; writes issued after it returns are not. A request never joins a sync already in
+//! progress, only a queued one.
+//!
+//! `Err` means that sync failed; every caller waiting for the same sync gets the same error (op,
+//! path and OS error copied). After a failed `fdatasync` the kernel may have dropped dirty pages,
+//! and a later sync of the same file can succeed without bringing them back; so a failure means
+//! the file's durable content is unknown, and the owner of the file (the segment) must stop using
+//! it and recover, as `ActiveSegment` does. Group commit keeps no per-file memory of failures.
+//!
+//! # Bounds
+//!
+//! At most `max_batch_files` syncs are in flight at once. Each file has at most one queued
+//! ticket, and every ticket has at least one caller blocked on it, so the number of tickets never
+//! exceeds the number of threads blocked in [`GroupCommit::sync`]; a ticket is freed when its
+//! last waiter returns.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mirrorlog_segment::io::{IoError, IoOp, StorageFile};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::config::ConfigError;
+
+/// Group-commit settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupCommitConfig {
+    /// The most distinct files one round syncs; more wait for the next round. Default 1024;
+    /// range 1 ..= 65536.
+    pub max_batch_files: usize,
+    /// How long a leader waits for more files before starting a round, in microseconds; the
+    /// wait ends early once `max_batch_files` files are queued. Default 0 (no deliberate delay:
+    /// a round starts as soon as the previous one finishes); range 0 ..= 1000000 (1 s).
+    pub max_wait_us: u64,
+}
+
+impl Default for GroupCommitConfig {
+    fn default() -> Self {
+        GroupCommitConfig {
+            max_batch_files: 1024,
+            max_wait_us: 0,
+        }
+    }
+}
+
+/// The largest accepted [`GroupCommitConfig::max_batch_files`].
+const MAX_BATCH_FILES_LIMIT: usize = 1 << 16;
+/// The largest accepted [`GroupCommitConfig::max_wait_us`] (1 s).
+const MAX_WAIT_US_LIMIT: u64 = 1_000_000;
+
+impl GroupCommitConfig {
+    /// Rejects out-of-range settings, naming the setting, the value and the range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=MAX_BATCH_FILES_LIMIT).contains(&self.max_batch_files) {
+            return Err(ConfigError::InvalidValue {
+                key: "group_commit.max_batch_files".to_owned(),
+                value: self.max_batch_files.to_string(),
+                reason: format!("must be in 1..={MAX_BATCH_FILES_LIMIT}"),
+            });
+        }
+        if self.max_wait_us > MAX_WAIT_US_LIMIT {
+            return Err(ConfigError::InvalidValue {
+                key: "group_commit.max_wait_us".to_owned(),
+                value: self.max_wait_us.to_string(),
+                reason: format!("must be in 0..={MAX_WAIT_US_LIMIT}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What a [`GroupCommit::sync`] can fail with.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum GroupCommitError {
+    /// The `fdatasync` serving this request failed: the operation, the file and the OS error,
+    /// as [`StorageFile::sync_data`] reported them (a copy for each waiter). The file's durable
+    /// content is now unknown (module docs).
+    #[error(transparent)]
+    Sync(IoError),
+}
+
+/// Counters since [`GroupCommit::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GroupCommitStats {
+    /// [`GroupCommit::sync`] calls (counted when they are queued).
+    pub requests: u64,
+    /// `sync_data` calls issued (successful or not). `requests - syncs` is the number of syncs
+    /// saved by sharing, once every request has returned.
+    pub syncs: u64,
+    /// Rounds started.
+    pub rounds: u64,
+}
+
+/// Where a queued file stands.
+enum Phase {
+    /// In the queue, not in a round yet: new requests for the file join it.
+    Queued,
+    /// In the running round; `claimed` once a thread has started its sync.
+    Started { claimed: bool },
+    /// Synced, with the result every waiter gets.
+    Done(Result<(), IoError>),
+}
+
+/// One file to sync once, and the callers waiting for that sync.
+struct Ticket {
+    file: Arc<dyn StorageFile>,
+    phase: Phase,
+    /// Callers waiting for this ticket; the last one to see it done removes it.
+    waiters: usize,
+    /// The waiters sleep here (always with the state mutex).
+    cv: Arc<Condvar>,
+}
+
+#[derive(Default)]
+struct State {
+    tickets: HashMap<u64, Ticket>,
+    next_ticket: u64,
+    /// Queued tickets in arrival order.
+    queue: VecDeque<u64>,
+    /// The queued ticket of each file, so requests for one file share it.
+    queued_by_file: HashMap<usize, u64>,
+    /// Syncs of the running round not finished yet; `None` when no round runs.
+    round_remaining: Option<usize>,
+    /// A leader is waiting (`max_wait_us`) for more files before starting a round.
+    gathering: bool,
+    stats: GroupCommitStats,
+}
+
+impl State {
+    fn ticket(&mut self, id: u64) -> &mut Ticket {
+        self.tickets
+            .get_mut(&id)
+            .expect("a ticket lives while it has waiters")
+    }
+
+    /// Whether a new round may start now.
+    fn idle(&self) -> bool {
+        self.round_remaining.is_none() && !self.gathering
+    }
+}
+
+/// The identity of a file: its `Arc` allocation (the queued ticket holds a clone, so the
+/// address cannot be reused by another file while it is queued).
+fn file_key(file: &Arc<dyn StorageFile>) -> usize {
+    Arc::as_ptr(file).cast::<()>() as usize
+}
+
+/// A copy of `e` for one more waiter: same op, path, error kind and OS error code.
+fn copy_io_error(e: &IoError) -> IoError {
+    let source = match e.source.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(e.source.kind(), e.source.to_string()),
+    };
+    IoError::new(e.op, e.path.clone(), source)
+}
+
+/// Shares `fdatasync`s among concurrent callers, across files (module docs). `Send + Sync`;
+/// share it as `Arc<GroupCommit>`.
+pub struct GroupCommit {
+    config: GroupCommitConfig,
+    state: Mutex<State>,
+    /// A gathering leader sleeps here until the queue fills or its wait ends.
+    gather_cv: Condvar,
+}
+
+impl fmt::Debug for GroupCommit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupCommit")
+            .field("config", &self.config)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl GroupCommit {
+    /// A group committer with `config`.
+    ///
+    /// # Panics
+    ///
+    /// If `config` is invalid ([`GroupCommitConfig::validate`]): settings are checked where they
+    /// are read, so an invalid one here is a programmer error.
+    pub fn new(config: GroupCommitConfig) -> Arc<Self> {
+        if let Err(e) = config.validate() {
+            panic!("invalid GroupCommitConfig: {e}");
+        }
+        Arc::new(GroupCommit {
+            config,
+            state: Mutex::new(State::default()),
+            gather_cv: Condvar::new(),
+        })
+    }
+
+    /// The settings this committer was built with.
+    pub fn config(&self) -> GroupCommitConfig {
+        self.config
+    }
+
+    /// Blocks until `file` has been `fdatasync`ed by a sync that started after this call, so
+    /// everything written to it before the call is durable (module docs: "Guarantee").
+    /// Concurrent callers share syncs: one sync per distinct file per round, whatever the number
+    /// of callers waiting for it.
+    ///
+    /// # Errors
+    ///
+    /// [`GroupCommitError::Sync`] when that sync failed; every caller served by it gets the
+    /// error, callers of other files are unaffected.
+    ///
+    /// # Panics
+    ///
+    /// If `file.sync_data()` panics, in the thread that called it; the other callers waiting
+    /// for that file get an error instead of waiting forever.
+    pub fn sync(&self, file: &Arc<dyn StorageFile>) -> Result<(), GroupCommitError> {
+        let mut st = self.state.lock();
+        st.stats.requests += 1;
+        let key = file_key(file);
+        let id = match st.queued_by_file.get(&key).copied() {
+            Some(id) => {
+                st.ticket(id).waiters += 1;
+                id
+            }
+            None => {
+                let id = st.next_ticket;
+                st.next_ticket += 1;
+                st.tickets.insert(
+                    id,
+                    Ticket {
+                        file: Arc::clone(file),
+                        phase: Phase::Queued,
+                        waiters: 1,
+                        cv: Arc::new(Condvar::new()),
+                    },
+                );
+                st.queue.push_back(id);
+                st.queued_by_file.insert(key, id);
+                if st.gathering && st.queue.len() >= self.config.max_batch_files {
+                    self.gather_cv.notify_one();
+                }
+                id
+            }
+        };
+        let cv = Arc::clone(&st.ticket(id).cv);
+        loop {
+            let idle = st.idle();
+            let ticket = st.ticket(id);
+            match &mut ticket.phase {
+                Phase::Done(result) => {
+                    let result = result.as_ref().map(|_| ()).map_err(copy_io_error);
+                    ticket.waiters -= 1;
+                    if ticket.waiters == 0 {
+                        st.tickets.remove(&id);
+                    }
+                    return result.map_err(GroupCommitError::Sync);
+                }
+                Phase::Started { claimed } if !*claimed => {
+                    *claimed = true;
+                    let file = Arc::clone(&ticket.file);
+                    self.sync_one(&mut st, id, &file);
+                }
+                Phase::Queued if idle => self.lead(&mut st),
+                Phase::Started { .. } | Phase::Queued => cv.wait(&mut st),
+            }
+        }
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> GroupCommitStats {
+        self.state.lock().stats
+    }
+
+    /// Starts a round with the queue's first `max_batch_files` files, after the optional
+    /// gathering wait. Called with the state locked, no round running, the queue non-empty.
+    fn lead(&self, st: &mut MutexGuard<'_, State>) {
+        debug_assert!(st.idle() && !st.queue.is_empty());
+        if self.config.max_wait_us > 0 {
+            st.gathering = true;
+            let deadline = Instant::now() + Duration::from_micros(self.config.max_wait_us);
+            while st.queue.len() < self.config.max_batch_files
+                && !self.gather_cv.wait_until(st, deadline).timed_out()
+            {}
+            st.gathering = false;
+        }
+        let n = st.queue.len().min(self.config.max_batch_files);
+        assert!(n > 0, "a leader's own request is queued");
+        for _ in 0..n {
+            let id = st.queue.pop_front().expect("n <= queue length");
+            let ticket = st.ticket(id);
+            ticket.phase = Phase::Started { claimed: false };
+            // Wake one of its waiters to sync it (a no-op for the leader's own file: the
+            // leader claims it itself when it loops).
+            ticket.cv.notify_one();
+            let key = file_key(&ticket.file);
+            st.queued_by_file.remove(&key);
+        }
+        st.round_remaining = Some(n);
+        st.stats.rounds += 1;
+    }
+
+    /// Syncs the claimed ticket `id` with the lock released, then publishes the result and,
+    /// if it was the round's last sync, ends the round.
+    fn sync_one(&self, st: &mut MutexGuard<'_, State>, id: u64, file: &Arc<dyn StorageFile>) {
+        st.stats.syncs += 1;
+        let outcome =
+            MutexGuard::unlocked(st, || catch_unwind(AssertUnwindSafe(|| file.sync_data())));
+        let (result, panic) = match outcome {
+            Ok(result) => (result, None),
+            Err(payload) => {
+                let e = IoError::new(
+                    IoOp::SyncData,
+                    file.path(),
+                    io::Error::other("sync_data panicked; durability unknown"),
+                );
+                (Err(e), Some(payload))
+            }
+        };
+        let ticket = st.ticket(id);
+        if let Err(e) = &result {
+            tracing::warn!(error = %e, waiters = ticket.waiters, "group commit: sync failed");
+        }
+        ticket.phase = Phase::Done(result);
+        ticket.cv.notify_all();
+        let remaining = st
+            .round_remaining
+            .as_mut()
+            .expect("a started ticket belongs to the running round");
+        *remaining -= 1;
+        if *remaining == 0 {
+            st.round_remaining = None;
+            // Hand the next round to one of the queue's waiters (a newcomer may start it
+            // first, which is as good).
+            if let Some(&next) = st.queue.front() {
+                st.ticket(next).cv.notify_one();
+            }
+        }
+        if let Some(payload) = panic {
+            // The ticket is done and the round accounted for; now fail this caller.
+            let ticket = st.ticket(id);
+            ticket.waiters -= 1;
+            if ticket.waiters == 0 {
+                st.tickets.remove(&id);
+            }
+            // Unwinding drops the caller's guard, which unlocks (parking_lot does not poison).
+            resume_unwind(payload);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use mirrorlog_segment::io::{OpenMode, SimStorage, Storage};
+    use std::os::fd::RawFd;
+    use std::path::{Path, PathBuf};
+
+    fn sim_file(sim: &SimStorage, name: &str) -> Arc<dyn StorageFile> {
+        sim.create_dir_all(Path::new("/d")).unwrap();
+        sim.open(&PathBuf::from("/d").join(name), OpenMode::CreateOrOpen)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_default_config_is_valid_and_has_no_deliberate_delay() {
+        let c = GroupCommitConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.max_batch_files, 1024);
+        assert_eq!(c.max_wait_us, 0);
+    }
+
+    #[test]
+    fn out_of_range_settings_are_rejected_with_their_name() {
+        let zero = GroupCommitConfig {
+            max_batch_files: 0,
+            ..Default::default()
+        };
+        assert!(
+            zero.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("max_batch_files")
+        );
+        let long = GroupCommitConfig {
+            max_wait_us: 1_000_001,
+            ..Default::default()
+        };
+        assert!(
+            long.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("max_wait_us")
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid GroupCommitConfig")]
+    fn building_with_an_invalid_config_is_a_programmer_error() {
+        GroupCommit::new(GroupCommitConfig {
+            max_batch_files: 0,
+            max_wait_us: 0,
+        });
+    }
+
+    #[test]
+    fn a_lone_request_is_one_round_and_one_sync() {
+        let sim = SimStorage::new();
+        let f = sim_file(&sim, "a.log");
+        let gc = GroupCommit::new(GroupCommitConfig::default());
+        f.write_at(Bytes::from_static(b"abc"), 0).unwrap();
+        gc.sync(&f).unwrap();
+        assert_eq!(
+            gc.stats(),
+            GroupCommitStats {
+                requests: 1,
+                syncs: 1,
+                rounds: 1
+            }
+        );
+        assert_eq!(sim.durable_bytes(Path::new("/d/a.log")).unwrap(), b"abc");
+        assert!(gc.state.lock().tickets.is_empty(), "tickets are freed");
+    }
+
+    #[test]
+    fn a_gathering_leader_still_syncs_alone_when_nobody_else_comes() {
+        let sim = SimStorage::new();
+        let f = sim_file(&sim, "a.log");
+        let gc = GroupCommit::new(GroupCommitConfig {
+            max_batch_files: 8,
+            max_wait_us: 200,
+        });
+        for i in 0..3u8 {
+            f.write_at(Bytes::from(vec![i]), u64::from(i)).unwrap();
+            gc.sync(&f).unwrap();
+        }
+        assert_eq!(sim.durable_bytes(Path::new("/d/a.log")).unwrap(), [0, 1, 2]);
+        assert_eq!(gc.stats().rounds, 3);
+    }
+
+    #[test]
+    fn a_copied_error_keeps_op_path_kind_and_os_code() {
+        let e = IoError::new(
+            IoOp::SyncData,
+            "/d/x.log",
+            io::Error::from_raw_os_error(EIO),
+        );
+        let c = copy_io_error(&e);
+        assert_eq!(c.op, IoOp::SyncData);
+        assert_eq!(c.path, PathBuf::from("/d/x.log"));
+        assert_eq!(c.kind(), e.kind());
+        assert_eq!(c.source.raw_os_error(), Some(EIO));
+        let custom = IoError::new(IoOp::SyncData, "/d/y", io::Error::other("boom"));
+        let c = copy_io_error(&custom);
+        assert_eq!(c.kind(), io::ErrorKind::Other);
+        assert!(c.to_string().contains("boom"));
+    }
+
+    /// `EIO` on Linux.
+    const EIO: i32 = 5;
+
+    /// A file whose `sync_data` panics: a programmer error in a backend must not strand the
+    /// other waiters.
+    #[derive(Debug)]
+    struct PanickingFile;
+
+    impl StorageFile for PanickingFile {
+        fn path(&self) -> &Path {
+            Path::new("/panics")
+        }
+        fn write_at(&self, _: Bytes, _: u64) -> mirrorlog_segment::io::IoResult<()> {
+            Ok(())
+        }
+        fn write_all_at(
+            &self,
+            _: &[Bytes],
+            _: u64,
+            _: bool,
+        ) -> mirrorlog_segment::io::IoResult<()> {
+            Ok(())
+        }
+        fn read_at(&self, _: &mut [u8], _: u64) -> mirrorlog_segment::io::IoResult<usize> {
+            Ok(0)
+        }
+        fn sync_data(&self) -> mirrorlog_segment::io::IoResult<()> {
+            panic!("backend bug")
+        }
+        fn set_len(&self, _: u64) -> mirrorlog_segment::io::IoResult<()> {
+            Ok(())
+        }
+        fn len(&self) -> mirrorlog_segment::io::IoResult<u64> {
+            Ok(0)
+        }
+        fn raw_fd(&self) -> Option<RawFd> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_panicking_sync_panics_its_caller_and_leaves_the_committer_usable() {
+        let gc = GroupCommit::new(GroupCommitConfig::default());
+        let bad: Arc<dyn StorageFile> = Arc::new(PanickingFile);
+        let gc2 = Arc::clone(&gc);
+        let joined = std::thread::spawn(move || gc2.sync(&bad)).join();
+        assert!(joined.is_err(), "the panic reaches the caller");
+        let sim = SimStorage::new();
+        let f = sim_file(&sim, "ok.log");
+        gc.sync(&f).unwrap();
+        let st = gc.state.lock();
+        assert!(st.tickets.is_empty() && st.queue.is_empty() && st.round_remaining.is_none());
+    }
+}

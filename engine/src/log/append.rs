@@ -1,0 +1,498 @@
+//! Appends by origin. See `spec/kafka-storage-format.md` §8 for Kafka's rules this follows.
+//!
+//! - **Leader** ([`PartitionLog::append_as_leader`]): one batch per call. For a client:
+//!   `baseOffset == 0`, record offsets sequential, no control batch, size ≤ `max.message.bytes`,
+//!   timestamps within `message.timestamp.before/after.max.ms`, producer checks (duplicates return
+//!   the original offsets, sequence, epoch, transaction state), recompression only when the
+//!   topic's `compression.type` differs; a read-only (mirror) partition refuses it. For the
+//!   coordinator: epoch checks only. Then offsets are assigned from the log end and the leader
+//!   epoch (and for LogAppendTime topics the append time, with a new CRC) stamped in place.
+//! - **Follower / mirror** ([`PartitionLog::append_as_follower`]): any number of batches as the
+//!   leader or source wrote them — offsets, producer ids, sequences, epochs and CRCs kept; only
+//!   CRC and offset continuity are checked (first offset ≥ log end, increasing); the epoch cache
+//!   follows each batch's partition leader epoch; producer state and the transaction index are
+//!   rebuilt locally; MIRROR_PID_RESET forgets every producer; no timestamp bounds.
+
+use super::{PartitionLog, record_completed_txn};
+use crate::error::{EngineError, EngineResult};
+use crate::producer_state::{AppendOrigin, BatchInfo, Transition};
+use bytes::{Bytes, BytesMut};
+use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
+use mirrorlog_segment::batch::Batches;
+use mirrorlog_segment::{BatchBuilder, BatchHeaderMut, Compression, RecordBatch, TimestampType};
+
+/// Who appends as leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaderOrigin {
+    /// A producer (every check).
+    Client,
+    /// The transaction coordinator or the mirror's stop sequence (markers, barriers).
+    Coordinator,
+}
+
+/// Who appends as a replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaOrigin {
+    /// A follower of this cluster's leader.
+    Replication,
+    /// A mirror fetcher copying a source cluster (KIP-1279).
+    Mirror,
+}
+
+/// What an append did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    /// First offset appended (for a duplicate: of the original batch).
+    pub first_offset: Offset,
+    /// Last offset appended.
+    pub last_offset: Offset,
+    /// Largest batch max timestamp appended.
+    pub max_timestamp: TimestampMs,
+    /// The broker time stamped on a LogAppendTime topic.
+    pub log_append_time: Option<TimestampMs>,
+    /// The log start offset after the append.
+    pub log_start_offset: Offset,
+    /// Records appended.
+    pub record_count: u64,
+    /// Whole batches appended.
+    pub batch_count: u32,
+    /// Bytes appended.
+    pub bytes: u64,
+    /// A retried producer batch already in the log: nothing was appended.
+    pub duplicate: bool,
+}
+
+impl PartitionLog {
+    /// Appends one batch as the partition leader; see the module docs for the checks. Returns the
+    /// offsets assigned. Not durable on return unless the flush policy flushed: call
+    /// [`flush`](Self::flush) (or the log manager's durable append) for that.
+    ///
+    /// # Errors
+    /// [`EngineError::ReadOnly`] for a client append to a mirror partition; `Corrupt`,
+    /// `InvalidRecord`, `RecordTooLarge`, `InvalidTimestamp`, `ProducerState` for a batch Kafka
+    /// would refuse (nothing is written); `Segment`/`Index` when storage fails.
+    pub fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: LeaderEpoch,
+        origin: LeaderOrigin,
+    ) -> EngineResult<LogAppendInfo> {
+        let now = self.clock.now_ms();
+        if origin == LeaderOrigin::Client && self.config.read_only {
+            return Err(EngineError::ReadOnly(self.name.clone()));
+        }
+        let mut it = Batches::new(records.clone());
+        let batch = match it.next() {
+            None => {
+                return Err(EngineError::InvalidRecord(
+                    "the request holds no complete batch".into(),
+                ));
+            }
+            Some(r) => r?,
+        };
+        if it.next().is_some() || it.truncated_tail().is_some() {
+            return Err(EngineError::InvalidRecord(
+                "a produce request must hold exactly one batch per partition".into(),
+            ));
+        }
+        let mut batch = batch;
+        if origin == LeaderOrigin::Client {
+            self.validate_client_batch(&batch, now)?;
+            let target = self.config.compression.codec();
+            let codec = batch.compression()?;
+            if let Some(target) = target
+                && target != codec
+            {
+                batch = recompress(&batch, target)?;
+                if batch.size_bytes() > self.config.max_message_bytes as usize {
+                    return Err(EngineError::RecordTooLarge {
+                        size: batch.size_bytes(),
+                        max: self.config.max_message_bytes as usize,
+                    });
+                }
+            }
+        }
+        // Duplicate detection looks at sequences only, so it can run before offsets exist.
+        let pre = BatchInfo::from_batch(&batch)?;
+        let producer_origin = match origin {
+            LeaderOrigin::Client => AppendOrigin::Client,
+            LeaderOrigin::Coordinator => AppendOrigin::Coordinator,
+        };
+        if let Transition::Duplicate(meta) = self.producers.transition(&pre, producer_origin)? {
+            return Ok(LogAppendInfo {
+                first_offset: meta.first_offset(),
+                last_offset: meta.last_offset,
+                max_timestamp: meta.timestamp,
+                log_append_time: None,
+                log_start_offset: self.log_start_offset,
+                record_count: 0,
+                batch_count: 0,
+                bytes: 0,
+                duplicate: true,
+            });
+        }
+        // Assign offsets and stamp the broker-owned header fields in place.
+        let base = self.log_end_offset();
+        let mut buf = into_mut(batch.into_bytes());
+        let log_append_time = {
+            let mut h = BatchHeaderMut::new(&mut buf)?;
+            h.set_base_offset(base);
+            h.set_partition_leader_epoch(leader_epoch);
+            if origin == LeaderOrigin::Client
+                && self.config.timestamp_type == TimestampType::LogAppendTime
+            {
+                h.set_max_timestamp(TimestampType::LogAppendTime, TimestampMs(now));
+                Some(TimestampMs(now))
+            } else {
+                None
+            }
+        };
+        let batch = RecordBatch::new(buf.freeze())?;
+        if batch.last_offset().relative_to(base).is_none()
+            || batch.size_bytes() > self.config.segment.segment_bytes_max as usize
+        {
+            return Err(EngineError::RecordBatchTooLarge {
+                size: batch.size_bytes(),
+                segment_bytes: self.config.segment.segment_bytes_max,
+            });
+        }
+        let info = BatchInfo::from_batch(&batch)?;
+        let transition = self.producers.transition(&info, producer_origin)?;
+        debug_assert_eq!(batch.validate(), Ok(()), "a stamped batch stays valid");
+        self.maybe_roll(
+            batch.size_bytes() as u32,
+            base,
+            batch.last_offset(),
+            batch.max_timestamp(),
+        )?;
+        let bytes = batch.as_bytes().clone();
+        self.active.append(bytes)?;
+        self.after_batch_written(&batch, &info, transition)?;
+        let count = batch.records_count().max(0) as u64;
+        self.after_append(count)?;
+        Ok(LogAppendInfo {
+            first_offset: base,
+            last_offset: batch.last_offset(),
+            max_timestamp: batch.max_timestamp(),
+            log_append_time,
+            log_start_offset: self.log_start_offset,
+            record_count: count,
+            batch_count: 1,
+            bytes: batch.size_bytes() as u64,
+            duplicate: false,
+        })
+    }
+
+    /// The client-only checks of Kafka's `LogValidator`.
+    fn validate_client_batch(&self, batch: &RecordBatch, now: i64) -> EngineResult<()> {
+        let invalid = |s: &str| Err(EngineError::InvalidRecord(s.to_string()));
+        if batch.is_control() {
+            return invalid("clients may not write control batches");
+        }
+        if batch.base_offset() != Offset(0) {
+            return Err(EngineError::InvalidRecord(format!(
+                "a produced batch must have base offset 0, not {}",
+                batch.base_offset()
+            )));
+        }
+        let count = batch.records_count();
+        if count <= 0 || batch.last_offset_delta() != count - 1 {
+            return Err(EngineError::InvalidRecord(format!(
+                "lastOffsetDelta {} does not match {count} records",
+                batch.last_offset_delta()
+            )));
+        }
+        if batch.producer_id().is_some() && batch.base_sequence().get() < 0 {
+            return invalid("an idempotent batch must carry a base sequence");
+        }
+        if batch.timestamp_type() == TimestampType::LogAppendTime {
+            return invalid("producers may not set LogAppendTime; the topic decides");
+        }
+        let max = self.config.max_message_bytes as usize;
+        if batch.size_bytes() > max {
+            return Err(EngineError::RecordTooLarge {
+                size: batch.size_bytes(),
+                max,
+            });
+        }
+        let check_ts = self.config.timestamp_type == TimestampType::CreateTime;
+        for (i, r) in batch.records()?.enumerate() {
+            let r = r?;
+            if r.offset != batch.base_offset().plus(i as i64) {
+                return Err(EngineError::InvalidRecord(format!(
+                    "record {i} has offset delta {}, expected {i}",
+                    r.offset.get() - batch.base_offset().get()
+                )));
+            }
+            if check_ts {
+                let ts = r.timestamp.get();
+                if now.saturating_sub(ts) > self.config.timestamp_before_max_ms {
+                    return Err(EngineError::InvalidTimestamp {
+                        record_index: i as u32,
+                        timestamp: ts,
+                        reason: format!(
+                            "more than message.timestamp.before.max.ms={} before the broker time {now}",
+                            self.config.timestamp_before_max_ms
+                        ),
+                    });
+                }
+                if ts.saturating_sub(now) > self.config.timestamp_after_max_ms {
+                    return Err(EngineError::InvalidTimestamp {
+                        record_index: i as u32,
+                        timestamp: ts,
+                        reason: format!(
+                            "more than message.timestamp.after.max.ms={} after the broker time {now}",
+                            self.config.timestamp_after_max_ms
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends batches as a replica (follower or mirror); see the module docs. A partial batch at
+    /// the end of `records` (a fetch response cut by its byte limit) is ignored, as Kafka's
+    /// follower ignores it. Appends that do not fit the active segment roll it, as often as
+    /// needed.
+    ///
+    /// # Errors
+    /// `Corrupt` (bad CRC or framing: nothing is written), `UnexpectedAppendOffset` (first offset
+    /// below the log end), `OffsetsOutOfOrder`, `RecordBatchTooLarge`, storage errors.
+    pub fn append_as_follower(
+        &mut self,
+        records: Bytes,
+        origin: ReplicaOrigin,
+    ) -> EngineResult<LogAppendInfo> {
+        let producer_origin = match origin {
+            ReplicaOrigin::Replication => AppendOrigin::Replication,
+            ReplicaOrigin::Mirror => AppendOrigin::Mirror,
+        };
+        // Validate everything before writing anything.
+        let leo = self.log_end_offset();
+        let mut batches = vec![];
+        let mut next = leo;
+        let seg_max = self.config.segment.segment_bytes_max as usize;
+        let mut it = Batches::new(records.clone());
+        for b in it.by_ref() {
+            let b = b?;
+            if batches.is_empty() && b.base_offset() < leo {
+                return Err(EngineError::UnexpectedAppendOffset {
+                    first_offset: b.base_offset(),
+                    log_end_offset: leo,
+                });
+            }
+            if b.base_offset() < next {
+                return Err(EngineError::OffsetsOutOfOrder {
+                    previous_last: Offset(next.get() - 1),
+                    next: b.base_offset(),
+                });
+            }
+            if b.size_bytes() > seg_max {
+                return Err(EngineError::RecordBatchTooLarge {
+                    size: b.size_bytes(),
+                    segment_bytes: seg_max as u32,
+                });
+            }
+            next = b.next_offset();
+            let info = BatchInfo::from_batch(&b)?;
+            batches.push((b, info));
+        }
+        if let Some(t) = it.truncated_tail() {
+            tracing::debug!(log = %self.name, position = t.position, "ignoring a partial batch at the end of a replica append");
+        }
+        let Some((first, _)) = batches.first() else {
+            return Ok(LogAppendInfo {
+                first_offset: leo,
+                last_offset: Offset(leo.get() - 1),
+                max_timestamp: TimestampMs::NONE,
+                log_append_time: None,
+                log_start_offset: self.log_start_offset,
+                record_count: 0,
+                batch_count: 0,
+                bytes: 0,
+                duplicate: false,
+            });
+        };
+        let first_offset = first.base_offset();
+        // Write in runs that fit the active segment, rolling between them.
+        let mut i = 0;
+        let mut total_records = 0u64;
+        let mut total_bytes = 0u64;
+        let mut max_ts = TimestampMs::NONE;
+        while i < batches.len() {
+            let run_start = batches[i].0.position() as usize;
+            self.maybe_roll(
+                batches[i].0.size_bytes() as u32,
+                batches[i].0.base_offset(),
+                batches[i].0.last_offset(),
+                batches[i].0.max_timestamp(),
+            )?;
+            let mut j = i + 1;
+            let mut run_bytes = batches[i].0.size_bytes() as u32;
+            while j < batches.len() {
+                let b = &batches[j].0;
+                let fits = self
+                    .active
+                    .should_roll(
+                        run_bytes + b.size_bytes() as u32,
+                        b.last_offset(),
+                        b.max_timestamp(),
+                        self.clock.now_ms(),
+                    )
+                    .is_none();
+                if !fits {
+                    break;
+                }
+                run_bytes += b.size_bytes() as u32;
+                j += 1;
+            }
+            let run_end = run_start + run_bytes as usize;
+            self.active.append(records.slice(run_start..run_end))?;
+            for (b, info) in &batches[i..j] {
+                let t = self
+                    .producers
+                    .transition(info, producer_origin)
+                    .expect("replica transitions never fail");
+                self.after_batch_written(b, info, t)?;
+                total_records += b.records_count().max(0) as u64;
+                max_ts = max_ts.max(b.max_timestamp());
+            }
+            total_bytes += run_bytes as u64;
+            i = j;
+        }
+        let last_offset = batches.last().expect("non-empty").0.last_offset();
+        self.after_append(total_records)?;
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset,
+            max_timestamp: max_ts,
+            log_append_time: None,
+            log_start_offset: self.log_start_offset,
+            record_count: total_records,
+            batch_count: batches.len() as u32,
+            bytes: total_bytes,
+            duplicate: false,
+        })
+    }
+
+    /// Epoch cache, producer state and transaction index for a batch just written to the active
+    /// segment.
+    fn after_batch_written(
+        &mut self,
+        batch: &RecordBatch,
+        info: &BatchInfo,
+        t: Transition,
+    ) -> EngineResult<()> {
+        let epoch = batch.partition_leader_epoch();
+        if epoch.get() >= 0 {
+            self.epochs.assign(epoch, batch.base_offset())?;
+        }
+        if let Some(c) = self.producers.commit(t, info.last_offset) {
+            record_completed_txn(&mut self.producers, &mut self.active, &c)?;
+        }
+        Ok(())
+    }
+
+    /// Flush policy after an append: `flush.messages`.
+    fn after_append(&mut self, records: u64) -> EngineResult<()> {
+        self.unflushed_messages = self.unflushed_messages.saturating_add(records as i64);
+        if self.unflushed_messages >= self.config.flush_messages {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Rolls to a new segment when the next append of `incoming` bytes would not fit the active
+    /// one (size, time, full index, relative-offset overflow). The new segment starts at
+    /// `first_offset`.
+    fn maybe_roll(
+        &mut self,
+        incoming: u32,
+        first_offset: Offset,
+        max_offset: Offset,
+        max_ts: TimestampMs,
+    ) -> EngineResult<()> {
+        let now = self.clock.now_ms();
+        if let Some(reason) = self.active.should_roll(incoming, max_offset, max_ts, now) {
+            tracing::debug!(log = %self.name, ?reason, at = %first_offset, "rolling segment");
+            self.roll(first_offset)?;
+        }
+        Ok(())
+    }
+
+    /// Seals the active segment and starts a new one at `new_base` (≥ the log end). An empty
+    /// active segment is replaced instead of sealed. Takes a producer snapshot at the roll point,
+    /// as Kafka does.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn roll(&mut self, new_base: Offset) -> EngineResult<()> {
+        let leo = self.log_end_offset();
+        assert!(
+            new_base >= leo,
+            "{}: rolling to {new_base} below the log end {leo}",
+            self.name
+        );
+        let now = self.clock.now_ms();
+        let seg_config = *self.active.config();
+        if self.active.size_bytes() == 0 && self.active.base_offset() == new_base {
+            return Ok(());
+        }
+        let fresh = mirrorlog_segment::segment::ActiveSegment::create(
+            self.storage.clone(),
+            &self.dir,
+            new_base,
+            seg_config,
+            now,
+        )?;
+        let old = std::mem::replace(&mut self.active, fresh);
+        if old.size_bytes() == 0 {
+            old.delete()?;
+        } else {
+            let sealed = old.seal()?;
+            self.sealed.insert(sealed.base_offset(), sealed);
+        }
+        self.producers.take_snapshot()?;
+        // Everything before the new segment was flushed by seal().
+        self.recovery_point = self.recovery_point.max(leo);
+        Ok(())
+    }
+}
+
+/// A unique buffer to stamp: the producer's own when nothing else holds it (no copy), else one
+/// copy.
+fn into_mut(b: Bytes) -> BytesMut {
+    b.try_into_mut().unwrap_or_else(|b| BytesMut::from(&b[..]))
+}
+
+/// Re-encodes a batch with another codec, keeping producer fields, flags, timestamps, keys,
+/// values and headers.
+fn recompress(batch: &RecordBatch, codec: Compression) -> EngineResult<RecordBatch> {
+    let mut b = BatchBuilder::new()
+        .compression(codec)
+        .base_offset(batch.base_offset())
+        .partition_leader_epoch(batch.partition_leader_epoch())
+        .producer(
+            batch.producer_id(),
+            batch.producer_epoch(),
+            batch.base_sequence(),
+        )
+        .transactional(batch.is_transactional());
+    for r in batch.records()? {
+        let r = r?;
+        let headers: Vec<(&[u8], Option<&[u8]>)> = r
+            .headers
+            .iter()
+            .map(|h| (&h.key[..], h.value.as_deref()))
+            .collect();
+        b.append_at(
+            r.offset,
+            r.timestamp,
+            r.key.as_deref(),
+            r.value.as_deref(),
+            &headers,
+        );
+    }
+    Ok(b.build())
+}

@@ -1,0 +1,332 @@
+//! Offsets (high watermark, log start), truncation, retention, flushing and closing.
+
+use super::{PartitionLog, replay_segment};
+use crate::config::LogConfig;
+use crate::error::{EngineError, EngineResult};
+use mirrorlog_index::{LeaderEpoch, Offset};
+use mirrorlog_segment::io::StorageFile;
+use mirrorlog_segment::segment::ActiveSegment;
+use std::sync::Arc;
+
+impl PartitionLog {
+    /// Sets the high watermark, clamped to `[log start, log end]` (a follower takes its leader's;
+    /// truncation may lower it). Returns the value set.
+    pub fn update_high_watermark(&mut self, hw: Offset) -> Offset {
+        let hw = hw.clamp(self.log_start_offset, self.log_end_offset());
+        self.high_watermark = hw;
+        self.producers.on_high_watermark_updated(hw);
+        hw
+    }
+
+    /// Raises the high watermark to `hw` (clamped to the log end); never lowers it. Returns
+    /// whether it moved.
+    pub fn maybe_increment_high_watermark(&mut self, hw: Offset) -> bool {
+        let hw = hw.min(self.log_end_offset());
+        if hw > self.high_watermark {
+            self.update_high_watermark(hw);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Raises the log start offset (DeleteRecords, a mirror following its source's log start):
+    /// never above the high watermark, never down. Whole segments below it are deleted; the epoch
+    /// cache and producer state are trimmed. Returns whether it moved.
+    ///
+    /// # Errors
+    /// [`EngineError::OffsetOutOfRange`] when `new_start` is above the high watermark.
+    pub fn maybe_increment_log_start_offset(&mut self, new_start: Offset) -> EngineResult<bool> {
+        if new_start > self.high_watermark {
+            return Err(EngineError::OffsetOutOfRange {
+                requested: new_start,
+                log_start: self.log_start_offset,
+                log_end: self.high_watermark,
+            });
+        }
+        if new_start <= self.log_start_offset {
+            return Ok(false);
+        }
+        self.set_log_start(new_start)?;
+        self.delete_segments_below_log_start()?;
+        Ok(true)
+    }
+
+    fn set_log_start(&mut self, new_start: Offset) -> EngineResult<()> {
+        self.log_start_offset = new_start;
+        self.epochs.truncate_from_start(new_start)?;
+        self.producers.on_log_start_offset_incremented(new_start);
+        Ok(())
+    }
+
+    fn delete_segments_below_log_start(&mut self) -> EngineResult<usize> {
+        let mut deleted = 0;
+        loop {
+            let mut it = self.sealed.keys();
+            let Some(&first) = it.next() else { break };
+            let next_base = it.next().copied().unwrap_or(self.active.base_offset());
+            if next_base > self.log_start_offset {
+                break;
+            }
+            self.sealed.remove(&first).expect("present").delete()?;
+            deleted += 1;
+        }
+        if deleted > 0 {
+            let first = self.segments().next().expect("active").base_offset();
+            self.producers.delete_snapshots_before(first)?;
+        }
+        Ok(deleted)
+    }
+
+    /// Retention: deletes the oldest sealed segments that are wholly below the log start, older
+    /// than `retention.ms` (by their largest timestamp), or beyond `retention.bytes`; only
+    /// segments below the high watermark go, and never the active segment. The log start moves
+    /// to the first remaining segment. Returns how many segments were deleted.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn delete_old_segments(&mut self) -> EngineResult<usize> {
+        let mut deleted = self.delete_segments_below_log_start()?;
+        let now = self.clock.now_ms();
+        let mut excess = if self.config.retention_bytes >= 0 {
+            self.size_bytes() as i64 - self.config.retention_bytes
+        } else {
+            i64::MIN
+        };
+        loop {
+            let mut it = self.sealed.iter();
+            let Some((&first, seg)) = it.next() else {
+                break;
+            };
+            let next_base = it
+                .next()
+                .map(|(b, _)| *b)
+                .unwrap_or(self.active.base_offset());
+            if next_base > self.high_watermark {
+                break;
+            }
+            let by_time = self.config.retention_ms >= 0
+                && now.saturating_sub(seg.largest_timestamp()?.get()) > self.config.retention_ms;
+            let by_size = excess >= seg.size_bytes() as i64;
+            if !(by_time || by_size) {
+                break;
+            }
+            excess -= seg.size_bytes() as i64;
+            self.sealed.remove(&first).expect("present").delete()?;
+            deleted += 1;
+            if next_base > self.log_start_offset {
+                self.set_log_start(next_base)?;
+            }
+        }
+        if deleted > 0 {
+            let first = self.segments().next().expect("active").base_offset();
+            self.producers.delete_snapshots_before(first)?;
+            tracing::info!(log = %self.name, deleted, log_start = %self.log_start_offset, "retention deleted segments");
+        }
+        Ok(deleted)
+    }
+
+    /// Kafka's `truncateTo`: removes everything at and after `target` (batch-granular: a batch
+    /// holding `target` goes whole), trims the epoch cache, rebuilds producer state from the
+    /// newest snapshot at or below the point plus replay, and lowers the high watermark and
+    /// recovery point to the new end. A target below the first segment truncates fully. Returns
+    /// whether anything was removed.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn truncate_to(&mut self, target: Offset) -> EngineResult<bool> {
+        assert!(
+            target.get() >= 0,
+            "{}: truncating to negative offset {target}",
+            self.name
+        );
+        let leo = self.log_end_offset();
+        if target >= leo {
+            self.epochs.truncate_from_end(leo)?;
+            return Ok(false);
+        }
+        let first_base = self.segments().next().expect("active").base_offset();
+        if target < first_base {
+            self.truncate_fully_and_start_at(target)?;
+            return Ok(true);
+        }
+        let now = self.clock.now_ms();
+        if target < self.active.base_offset() {
+            // The segment holding `target` becomes the active one; everything after it goes.
+            let holder = *self
+                .sealed
+                .range(..=target)
+                .next_back()
+                .expect("a segment at or below target")
+                .0;
+            let later: Vec<Offset> = self
+                .sealed
+                .range(holder..)
+                .skip(1)
+                .map(|(b, _)| *b)
+                .collect();
+            for b in later {
+                self.sealed.remove(&b).expect("present").delete()?;
+            }
+            let seg = self.sealed.remove(&holder).expect("present");
+            let reopened = seg.reopen_active(now)?;
+            let old = std::mem::replace(&mut self.active, reopened);
+            old.delete()?;
+        }
+        self.active.truncate_to(target)?;
+        let end = self.log_end_offset();
+        self.epochs.truncate_from_end(end)?;
+        self.log_start_offset = self.log_start_offset.min(end);
+        self.rebuild_producer_state(end)?;
+        self.high_watermark = self.high_watermark.min(end);
+        self.producers
+            .on_high_watermark_updated(self.high_watermark);
+        self.recovery_point = self.recovery_point.min(end);
+        Ok(true)
+    }
+
+    /// Reloads producer state to `end` from the newest usable snapshot and the log.
+    fn rebuild_producer_state(&mut self, end: Offset) -> EngineResult<()> {
+        let now = self.clock.now_ms();
+        let from = self
+            .producers
+            .truncate_and_reload(self.log_start_offset, end, now)?;
+        let PartitionLog {
+            sealed,
+            active,
+            producers,
+            ..
+        } = self;
+        for s in sealed
+            .values()
+            .map(|s| &**s)
+            .chain(std::iter::once(&**active))
+        {
+            replay_segment(producers, s, from, end)?;
+        }
+        Ok(())
+    }
+
+    /// Kafka's `truncateFullyAndStartAt`: deletes every segment and starts empty at `new_offset`
+    /// (which becomes the log start, high watermark and recovery point); the epoch cache and
+    /// producer state are cleared.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn truncate_fully_and_start_at(&mut self, new_offset: Offset) -> EngineResult<()> {
+        assert!(
+            new_offset.get() >= 0,
+            "{}: starting at negative offset {new_offset}",
+            self.name
+        );
+        let now = self.clock.now_ms();
+        let seg_config = *self.active.config();
+        for (_, s) in std::mem::take(&mut self.sealed) {
+            s.delete()?;
+        }
+        if self.active.base_offset() == new_offset {
+            // Same name: emptying it in place is the same as a new segment.
+            self.active.truncate_to(new_offset)?;
+        } else {
+            let fresh = ActiveSegment::create(
+                self.storage.clone(),
+                &self.dir,
+                new_offset,
+                seg_config,
+                now,
+            )?;
+            std::mem::replace(&mut self.active, fresh).delete()?;
+        }
+        self.epochs.clear()?;
+        self.producers.truncate_fully_and_start_at(new_offset)?;
+        self.log_start_offset = new_offset;
+        self.high_watermark = new_offset;
+        self.recovery_point = new_offset;
+        Ok(())
+    }
+
+    /// Makes everything appended durable (`fdatasync` of the active segment; sealed ones were
+    /// synced when sealed) and moves the recovery point to the log end.
+    ///
+    /// # Errors
+    /// Storage failures; after a failed sync the active segment refuses writes until the log is
+    /// reopened and recovered.
+    pub fn flush(&mut self) -> EngineResult<()> {
+        self.active.flush()?;
+        self.recovery_point = self.log_end_offset();
+        self.unflushed_messages = 0;
+        self.last_flush_ms = self.clock.now_ms();
+        Ok(())
+    }
+
+    /// Flushes when `flush.ms` has passed since the last flush. Returns whether it flushed.
+    ///
+    /// # Errors
+    /// As [`flush`](Self::flush).
+    pub fn maybe_flush_by_time(&mut self) -> EngineResult<bool> {
+        let now = self.clock.now_ms();
+        if self.unflushed_messages > 0
+            && now.saturating_sub(self.last_flush_ms) >= self.config.flush_ms
+        {
+            self.flush()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The active segment's `.log` file, for a group commit to sync outside the log's lock.
+    pub fn active_log_file(&self) -> Arc<dyn StorageFile> {
+        self.active.log_file().clone()
+    }
+
+    /// Records that everything below `offset` was made durable by a sync done elsewhere (group
+    /// commit).
+    pub fn mark_flushed(&mut self, offset: Offset) {
+        if offset <= self.log_end_offset() && offset > self.recovery_point {
+            self.recovery_point = offset;
+        }
+    }
+
+    /// Records a new leader epoch starting at the log end (on becoming leader, or a mirror's
+    /// epoch bump). Returns whether the cache changed.
+    ///
+    /// # Errors
+    /// Writing the checkpoint failed.
+    pub fn assign_leader_epoch(&mut self, epoch: LeaderEpoch) -> EngineResult<bool> {
+        let leo = self.log_end_offset();
+        Ok(self.epochs.assign(epoch, leo)?)
+    }
+
+    /// Replaces the topic configuration (IncrementalAlterConfigs, a mirror's config sync, the
+    /// read-only flag). Segment sizes apply from the next roll.
+    ///
+    /// # Errors
+    /// [`EngineError::Config`] for an invalid configuration.
+    pub fn update_config(&mut self, config: LogConfig) -> EngineResult<()> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+
+    /// Marks the partition read-only (a mirror topic) or writable.
+    pub fn set_read_only(&mut self, read_only: bool) {
+        self.config.read_only = read_only;
+    }
+
+    /// Removes idle producers (`producer.id.expiration.ms`).
+    pub fn remove_expired_producers(&mut self) -> usize {
+        let now = self.clock.now_ms();
+        self.producers.remove_expired_producers(now)
+    }
+
+    /// Clean close: flush, write a producer snapshot at the log end. A log closed this way
+    /// reopens with [`Shutdown::Clean`](super::Shutdown::Clean) without a scan.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn close(mut self) -> EngineResult<()> {
+        self.flush()?;
+        self.producers.take_snapshot()?;
+        Ok(())
+    }
+}

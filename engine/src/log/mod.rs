@@ -1,0 +1,529 @@
+//! The partition log: Kafka's `UnifiedLog`, with the mirror-aware append path of KIP-1279.
+//!
+//! A [`PartitionLog`] owns one partition directory: its sealed segments and the active one, the
+//! leader-epoch cache, the producer state and the offsets (log start, high watermark, recovery
+//! point). Mutations take `&mut self` — the single writer is in the type — and reads take `&self`;
+//! the [`LogManager`](crate::manager::LogManager) puts each log behind a lock.
+//!
+//! - `append.rs`: appends by origin (client and coordinator as leader; replication and mirror as
+//!   follower), rolling, flush policy;
+//! - `read.rs`: reads by offset bounded by the log end, high watermark or last stable offset,
+//!   aborted transactions for READ_COMMITTED, offset lookups (ListOffsets);
+//! - `maintain.rs`: offsets (high watermark, log start, LSO), truncation, retention, flush;
+//! - this file: opening a directory, including recovery after an unclean shutdown.
+
+mod append;
+mod maintain;
+mod read;
+
+pub use append::{LeaderOrigin, LogAppendInfo, ReplicaOrigin};
+pub use read::{FetchDataInfo, FetchIsolation, OffsetLookup};
+
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::epoch_cache::LeaderEpochCache;
+use crate::error::{EngineError, EngineResult};
+use crate::producer_state::{AppendOrigin, BatchInfo, ProducerStateManager};
+use mirrorlog_index::{AbortedTxn, Offset, offset_from_file_name};
+use mirrorlog_segment::RecordBatch;
+use mirrorlog_segment::io::Storage;
+use mirrorlog_segment::segment::{
+    ActiveSegment, INDEX_SUFFIX, LOG_SUFFIX, SealedSegment, SegmentConfig, SegmentReader,
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_path,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How the log was left last time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// The clean-shutdown marker was present: indexes and snapshots are trusted after a sanity
+    /// check.
+    Clean,
+    /// Crash or kill: every segment from the one holding `recovery_point` on is scanned.
+    Unclean,
+}
+
+/// Where a log starts when opened: the offsets the log manager keeps in its checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOffsets {
+    /// `log-start-offset-checkpoint` entry (or 0).
+    pub log_start_offset: Offset,
+    /// `recovery-point-offset-checkpoint` entry (or 0): everything below is known durable.
+    pub recovery_point: Offset,
+    /// `replication-offset-checkpoint` entry (or 0).
+    pub high_watermark: Offset,
+}
+
+impl Default for OpenOffsets {
+    fn default() -> Self {
+        OpenOffsets {
+            log_start_offset: Offset(0),
+            recovery_point: Offset(0),
+            high_watermark: Offset(0),
+        }
+    }
+}
+
+/// What opening a log did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Segments opened.
+    pub segments: usize,
+    /// Segments scanned batch by batch.
+    pub segments_recovered: usize,
+    /// Bytes cut off corrupt or torn tails.
+    pub bytes_truncated: u64,
+    /// Segments deleted because they followed a corrupt one.
+    pub segments_deleted: usize,
+    /// Why recovery truncated, with positions.
+    pub problems: Vec<String>,
+}
+
+/// One partition's log. See the module docs.
+#[derive(Debug)]
+pub struct PartitionLog {
+    name: String,
+    dir: PathBuf,
+    storage: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    config: LogConfig,
+    sealed: BTreeMap<Offset, SealedSegment>,
+    active: ActiveSegment,
+    log_start_offset: Offset,
+    high_watermark: Offset,
+    recovery_point: Offset,
+    epochs: LeaderEpochCache,
+    producers: ProducerStateManager,
+    unflushed_messages: i64,
+    last_flush_ms: i64,
+}
+
+/// The segment settings for this log: the topic's, plus this log's share of `segment.jitter.ms`
+/// (drawn once per log, deterministically from its name, so restarts keep it).
+fn segment_config(config: &LogConfig, name: &str) -> SegmentConfig {
+    let mut s = config.segment;
+    if config.segment_jitter_ms > 0 {
+        let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
+        s.roll_jitter_ms =
+            (h % config.segment_jitter_ms.min(s.segment_ms - 1).max(1) as u64) as i64;
+    }
+    s
+}
+
+impl PartitionLog {
+    /// Opens (or creates) the log in `dir`. `name` is `topic-partition`, for messages. After an
+    /// unclean shutdown every segment from the one holding the recovery point on is scanned and
+    /// its indexes rebuilt; the first corrupt or torn batch truncates the log there. The epoch
+    /// cache is trimmed to the log end, and producer state is loaded from the newest snapshot and
+    /// the log replayed after it.
+    ///
+    /// # Errors
+    /// A storage failure, or files that cannot be made consistent (an unreadable snapshot is
+    /// deleted and rebuilt from the log instead; a corrupt batch truncates; neither fails).
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        name: &str,
+        config: LogConfig,
+        clock: Arc<dyn Clock>,
+        shutdown: Shutdown,
+        offsets: OpenOffsets,
+    ) -> EngineResult<(PartitionLog, LoadReport)> {
+        config.validate()?;
+        storage.create_dir_all(dir)?;
+        let seg_config = segment_config(&config, name);
+        let now = clock.now_ms();
+        let mut report = LoadReport::default();
+
+        // Leftovers of interrupted deletions and compactions go; the logs we have decide the
+        // segments. `.log` files live in the storage backend; indexes, snapshots and
+        // checkpoints are regular files beside them.
+        let mut bases = vec![];
+        for p in storage.list_dir(dir)? {
+            let n = file_name(&p);
+            if is_leftover(&n) {
+                storage.remove(&p)?;
+            } else if let Some(base) = n
+                .ends_with(LOG_SUFFIX)
+                .then(|| offset_from_file_name(&n))
+                .flatten()
+            {
+                bases.push(base);
+            }
+        }
+        bases.sort();
+        std::fs::create_dir_all(dir).map_err(|e| dir_error(dir, e))?;
+        for entry in std::fs::read_dir(dir).map_err(|e| dir_error(dir, e))? {
+            let p = entry.map_err(|e| dir_error(dir, e))?.path();
+            let n = file_name(&p);
+            let stray_index = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
+                .iter()
+                .any(|suffix| {
+                    n.ends_with(suffix)
+                        && offset_from_file_name(&n).is_some_and(|b| !bases.contains(&b))
+                });
+            if (is_leftover(&n) || stray_index) && !n.ends_with(LOG_SUFFIX) {
+                remove_file(&p)?;
+            }
+        }
+        let mut epochs = LeaderEpochCache::open(dir)?;
+        let mut producers = ProducerStateManager::new(Some(dir), config.producer_id_expiration_ms);
+
+        if bases.is_empty() {
+            let start = offsets.log_start_offset.max(Offset(0));
+            let active = ActiveSegment::create(storage.clone(), dir, start, seg_config, now)?;
+            epochs.clear()?;
+            producers.truncate_fully_and_start_at(start)?;
+            let log = PartitionLog {
+                name: name.to_string(),
+                dir: dir.to_path_buf(),
+                storage,
+                clock,
+                config,
+                sealed: BTreeMap::new(),
+                active,
+                log_start_offset: start,
+                high_watermark: start,
+                recovery_point: start,
+                epochs,
+                producers,
+                unflushed_messages: 0,
+                last_flush_ms: now,
+            };
+            report.segments = 1;
+            return Ok((log, report));
+        }
+
+        // Which segments must be scanned: after an unclean shutdown, every one from the segment
+        // holding the recovery point; always, one whose index is missing or fails its check.
+        let recover_from = match shutdown {
+            Shutdown::Clean => None,
+            Shutdown::Unclean => {
+                let rp = offsets.recovery_point;
+                Some(
+                    bases
+                        .iter()
+                        .rev()
+                        .find(|b| **b <= rp)
+                        .copied()
+                        .unwrap_or(bases[0]),
+                )
+            }
+        };
+        let last = *bases.last().expect("non-empty");
+        let mut sealed = BTreeMap::new();
+        let mut active: Option<ActiveSegment> = None;
+        let mut to_recover: Vec<Offset> = vec![];
+        for &base in &bases {
+            let indexes_present = segment_path(dir, base, INDEX_SUFFIX).exists()
+                && segment_path(dir, base, TIME_INDEX_SUFFIX).exists();
+            let must = recover_from.is_some_and(|r| base >= r) || !indexes_present;
+            if must {
+                to_recover.push(base);
+                continue;
+            }
+            if base == last {
+                let a = ActiveSegment::open(storage.clone(), dir, base, seg_config, now)?;
+                if a.sanity_check().is_err() {
+                    drop(a);
+                    to_recover.push(base);
+                } else {
+                    active = Some(a);
+                }
+            } else {
+                match SealedSegment::open(storage.clone(), dir, base, seg_config) {
+                    Ok(s) if s.sanity_check().is_ok() => {
+                        sealed.insert(base, s);
+                    }
+                    _ => to_recover.push(base),
+                }
+            }
+        }
+        report.segments = bases.len();
+
+        // Producer state up to the first segment to recover (or the whole log).
+        let first_recover = to_recover.first().copied();
+        let log_start = offsets.log_start_offset.max(bases[0]);
+        let replay_to =
+            first_recover.unwrap_or_else(|| active.as_ref().map_or(last, |a| a.next_offset()));
+        let from = producers.truncate_and_reload(log_start, replay_to, now)?;
+        for s in sealed.values() {
+            replay_segment(&mut producers, s, from, replay_to)?;
+        }
+        if let Some(a) = &active {
+            replay_segment(&mut producers, a, from, replay_to)?;
+        }
+
+        // Recover in order; a segment that had to be truncated ends the log.
+        let mut truncated_at: Option<Offset> = None;
+        for &base in &to_recover {
+            if truncated_at.is_some() {
+                // Everything after a truncated segment is gone.
+                let a = ActiveSegment::open(storage.clone(), dir, base, seg_config, now)?;
+                a.delete()?;
+                report.segments_deleted += 1;
+                continue;
+            }
+            let mut seg = ActiveSegment::open(storage.clone(), dir, base, seg_config, now)?;
+            let r = seg.recover(|seg, batch| {
+                recover_batch(&mut producers, &mut epochs, seg, batch).map_err(|e| {
+                    mirrorlog_segment::segment::SegmentError::Inconsistent {
+                        path: seg.log_path().to_path_buf(),
+                        reason: e.to_string(),
+                    }
+                })
+            })?;
+            report.segments_recovered += 1;
+            report.bytes_truncated += r.truncated_bytes;
+            if let Some(p) = r.stopped_by {
+                report
+                    .problems
+                    .push(format!("{}: {p}", seg.log_path().display()));
+                if base != last {
+                    truncated_at = Some(base);
+                }
+            }
+            if base == last || truncated_at.is_some() {
+                active = Some(seg);
+            } else {
+                sealed.insert(base, seg.seal()?);
+            }
+        }
+        // A recovered active segment replaced a sealed one: sealed entries past it must go.
+        let mut active = match active {
+            Some(a) => a,
+            None => {
+                // Every segment was sealed (a clean log whose last segment failed to open as
+                // active is handled above); reopen the last as active.
+                let (_, s) = sealed.pop_last().expect("at least one segment");
+                s.reopen_active(now)?
+            }
+        };
+        let active_base = active.base_offset();
+        let later: Vec<Offset> = sealed.range(active_base..).map(|(b, _)| *b).collect();
+        for b in later {
+            sealed.remove(&b).expect("present").delete()?;
+            report.segments_deleted += 1;
+        }
+        if active.sanity_check().is_err() {
+            active.recover(|_, _| Ok(()))?;
+        }
+
+        let log_end = active.next_offset();
+        epochs.truncate_from_end(log_end)?;
+        if let Some(e) = epochs.earliest_entry()
+            && e.start_offset < log_start
+        {
+            epochs.truncate_from_start(log_start)?;
+        }
+        let log_start = log_start.min(log_end);
+        let hw = offsets.high_watermark.clamp(log_start, log_end);
+        producers.on_high_watermark_updated(hw);
+        let mut log = PartitionLog {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            storage,
+            clock,
+            config,
+            sealed,
+            active,
+            log_start_offset: log_start,
+            high_watermark: hw,
+            recovery_point: log_end,
+            epochs,
+            producers,
+            unflushed_messages: 0,
+            last_flush_ms: now,
+        };
+        if report.segments_recovered > 0 {
+            log.flush()?;
+            log.producers.take_snapshot()?;
+            tracing::info!(
+                log = %log.name,
+                segments = report.segments_recovered,
+                truncated_bytes = report.bytes_truncated,
+                log_end = %log_end,
+                "recovered"
+            );
+        }
+        Ok((log, report))
+    }
+
+    /// `topic-partition`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// The topic configuration in force.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    /// Whether client appends are refused (a mirror topic).
+    pub fn is_read_only(&self) -> bool {
+        self.config.read_only
+    }
+    /// The next offset to be written.
+    pub fn log_end_offset(&self) -> Offset {
+        self.active.next_offset()
+    }
+    /// The first offset readable.
+    pub fn log_start_offset(&self) -> Offset {
+        self.log_start_offset
+    }
+    /// The high watermark.
+    pub fn high_watermark(&self) -> Offset {
+        self.high_watermark
+    }
+    /// Everything below is durable.
+    pub fn recovery_point(&self) -> Offset {
+        self.recovery_point
+    }
+    /// The leader-epoch cache.
+    pub fn epoch_cache(&self) -> &LeaderEpochCache {
+        &self.epochs
+    }
+    /// The producer state.
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producers
+    }
+    /// Total bytes of all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments().map(|s| s.size_bytes() as u64).sum()
+    }
+    /// Number of segments, the active one included.
+    pub fn segment_count(&self) -> usize {
+        self.sealed.len() + 1
+    }
+    /// Base offsets of all segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<Offset> {
+        self.segments().map(|s| s.base_offset()).collect()
+    }
+
+    /// All segments, oldest first.
+    fn segments(&self) -> impl Iterator<Item = &SegmentReader> {
+        self.sealed
+            .values()
+            .map(|s| &**s)
+            .chain(std::iter::once(&*self.active))
+    }
+
+    /// Segments that may hold offsets ≥ `offset`, oldest first.
+    fn segments_from(&self, offset: Offset) -> impl Iterator<Item = &SegmentReader> {
+        let floor = self
+            .sealed
+            .range(..=offset)
+            .next_back()
+            .map(|(b, _)| *b)
+            .unwrap_or(Offset(i64::MIN));
+        self.sealed
+            .range(floor..)
+            .map(|(_, s)| &**s)
+            .chain(std::iter::once(&*self.active))
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+fn is_leftover(name: &str) -> bool {
+    [".deleted", ".cleaned", ".swap", ".tmp"]
+        .iter()
+        .any(|s| name.ends_with(s))
+}
+
+fn dir_error(dir: &Path, e: std::io::Error) -> EngineError {
+    EngineError::Directory {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+fn remove_file(p: &Path) -> EngineResult<()> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(EngineError::Index(mirrorlog_index::Error::Io {
+            op: "remove stray file",
+            path: p.to_path_buf(),
+            source,
+        })),
+    }
+}
+
+/// Replays the batches of `seg` in `[from, to)` into producer state (no index work).
+fn replay_segment(
+    producers: &mut ProducerStateManager,
+    seg: &SegmentReader,
+    from: Offset,
+    to: Offset,
+) -> EngineResult<()> {
+    if seg.size_bytes() == 0 || from >= to {
+        return Ok(());
+    }
+    for b in seg.batches() {
+        let b = b.map_err(|e| match e {
+            mirrorlog_segment::scan::ScanError::Batch(e) => EngineError::Corrupt(e),
+            mirrorlog_segment::scan::ScanError::Io(e) => EngineError::from(e),
+        })?;
+        if b.last_offset() < from {
+            continue;
+        }
+        if b.base_offset() >= to {
+            break;
+        }
+        if let Some(c) = producers.replay(&BatchInfo::from_batch(&b)?, AppendOrigin::Replication) {
+            // Its transaction-index entry was written when the marker was first appended.
+            producers.complete_txn(&c);
+        }
+    }
+    Ok(())
+}
+
+/// One batch seen by recovery: epoch cache, producer state, transaction index.
+fn recover_batch(
+    producers: &mut ProducerStateManager,
+    epochs: &mut LeaderEpochCache,
+    seg: &mut ActiveSegment,
+    batch: &RecordBatch,
+) -> EngineResult<()> {
+    let epoch = batch.partition_leader_epoch();
+    if epoch.get() >= 0 && epochs.latest_epoch().is_none_or(|l| epoch > l) {
+        epochs.assign(epoch, batch.base_offset())?;
+    }
+    let info = BatchInfo::from_batch(batch)?;
+    if let Some(c) = producers.replay(&info, AppendOrigin::Replication) {
+        record_completed_txn(producers, seg, &c)?;
+    }
+    Ok(())
+}
+
+/// Records a completed transaction: an aborted one gets a transaction-index entry in the
+/// segment holding its marker; both leave the ongoing set.
+fn record_completed_txn(
+    producers: &mut ProducerStateManager,
+    seg: &mut ActiveSegment,
+    c: &crate::producer_state::CompletedTxn,
+) -> EngineResult<()> {
+    let lso = producers.last_stable_offset(c);
+    if c.is_aborted {
+        seg.txn_index_mut().append(AbortedTxn {
+            producer_id: c.producer_id,
+            first_offset: c.first_offset,
+            last_offset: c.last_offset,
+            last_stable_offset: lso,
+        })?;
+    }
+    producers.complete_txn(c);
+    Ok(())
+}

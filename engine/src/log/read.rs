@@ -1,0 +1,215 @@
+//! Reads: by offset, bounded by the log end (replicas), the high watermark (READ_UNCOMMITTED
+//! consumers) or the last stable offset (READ_COMMITTED, with the aborted transactions in range);
+//! and the offset lookups ListOffsets needs.
+
+use super::PartitionLog;
+use crate::error::{EngineError, EngineResult};
+use mirrorlog_index::FilePosition;
+use mirrorlog_index::{AbortedTxn, LeaderEpoch, Offset, TimestampMs};
+use mirrorlog_segment::segment::FetchData;
+
+/// How far a read may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchIsolation {
+    /// To the log end: followers and mirrors of this log.
+    LogEnd,
+    /// To the high watermark: READ_UNCOMMITTED consumers.
+    HighWatermark,
+    /// To the last stable offset: READ_COMMITTED consumers.
+    TxnCommitted,
+}
+
+/// What a read returns.
+#[derive(Debug, Clone)]
+pub struct FetchDataInfo {
+    /// The bytes to send (from the batch holding the start offset), or nothing when the start is
+    /// at the bound.
+    pub records: Option<FetchData>,
+    /// For [`FetchIsolation::TxnCommitted`], the aborted transactions overlapping the range.
+    pub aborted_transactions: Option<Vec<AbortedTxn>>,
+    /// High watermark at the time of the read.
+    pub high_watermark: Offset,
+    /// Last stable offset.
+    pub last_stable_offset: Offset,
+    /// Log start offset.
+    pub log_start_offset: Offset,
+    /// Log end offset.
+    pub log_end_offset: Offset,
+}
+
+/// Which offset a ListOffsets request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetLookup {
+    /// The log start offset (−2).
+    Earliest,
+    /// The bound of the isolation level: LEO, HW or LSO (−1).
+    Latest(FetchIsolation),
+    /// The record with the largest timestamp (−3).
+    MaxTimestamp,
+    /// The first record with a timestamp ≥ this (≥ 0).
+    Timestamp(TimestampMs),
+}
+
+impl PartitionLog {
+    /// The last stable offset: the first unstable offset (an open or not yet replicated
+    /// transaction) when it is below the high watermark, else the high watermark.
+    pub fn last_stable_offset(&self) -> Offset {
+        match self.producers.first_unstable_offset() {
+            Some(fuo) if fuo.max(self.log_start_offset) < self.high_watermark => {
+                fuo.max(self.log_start_offset)
+            }
+            _ => self.high_watermark,
+        }
+    }
+
+    fn upper_bound(&self, isolation: FetchIsolation) -> Offset {
+        match isolation {
+            FetchIsolation::LogEnd => self.log_end_offset(),
+            FetchIsolation::HighWatermark => self.high_watermark,
+            FetchIsolation::TxnCommitted => self.last_stable_offset(),
+        }
+    }
+
+    /// Reads from `start` at most `max_bytes` (at least one whole batch when `min_one_batch`),
+    /// never past the isolation bound. Returns a file slice, ready for `sendfile`.
+    ///
+    /// # Errors
+    /// [`EngineError::OffsetOutOfRange`] when `start` is below the log start or above the log end.
+    pub fn read(
+        &self,
+        start: Offset,
+        max_bytes: u32,
+        isolation: FetchIsolation,
+        min_one_batch: bool,
+    ) -> EngineResult<FetchDataInfo> {
+        let leo = self.log_end_offset();
+        if start < self.log_start_offset || start > leo {
+            return Err(EngineError::OffsetOutOfRange {
+                requested: start,
+                log_start: self.log_start_offset,
+                log_end: leo,
+            });
+        }
+        let upper = self.upper_bound(isolation);
+        let mut info = FetchDataInfo {
+            records: None,
+            aborted_transactions: None,
+            high_watermark: self.high_watermark,
+            last_stable_offset: self.last_stable_offset(),
+            log_start_offset: self.log_start_offset,
+            log_end_offset: leo,
+        };
+        if start >= upper {
+            if isolation == FetchIsolation::TxnCommitted {
+                info.aborted_transactions = Some(vec![]);
+            }
+            return Ok(info);
+        }
+        let upper_pos = self.position_of(upper)?;
+        for seg in self.segments_from(start) {
+            let max_pos = match upper_pos {
+                Some((base, pos)) if base == seg.base_offset() => Some(pos),
+                _ => None,
+            };
+            if let Some(d) = seg.read(start, max_bytes, max_pos, min_one_batch)? {
+                info.records = Some(d);
+                break;
+            }
+            if max_pos.is_some() {
+                break;
+            }
+        }
+        if isolation == FetchIsolation::TxnCommitted {
+            info.aborted_transactions = Some(self.collect_aborted_txns(start, upper)?);
+        }
+        Ok(info)
+    }
+
+    /// The (segment base, byte position) where offset `bound` starts: reads stop there.
+    fn position_of(&self, bound: Offset) -> EngineResult<Option<(Offset, FilePosition)>> {
+        for seg in self.segments_from(bound) {
+            if let Some(loc) = seg.find_batch(bound)? {
+                return Ok(Some((seg.base_offset(), loc.position)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Kafka's `collectAbortedTransactions`: every aborted transaction with a marker at or after
+    /// `start` and a first offset below `upper`, from the segments holding `start` on.
+    pub fn collect_aborted_txns(
+        &self,
+        start: Offset,
+        upper: Offset,
+    ) -> EngineResult<Vec<AbortedTxn>> {
+        let mut out = vec![];
+        for seg in self.segments_from(start) {
+            let (mut txns, done) = seg.txn_index().collect_aborted_txns(start, upper)?;
+            out.append(&mut txns);
+            if done {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// ListOffsets: the offset, its timestamp (−1 when not by time) and the leader epoch of that
+    /// offset. `None` when no record matches (a timestamp after every record).
+    pub fn fetch_offset(
+        &self,
+        lookup: OffsetLookup,
+    ) -> EngineResult<Option<(Offset, TimestampMs, Option<LeaderEpoch>)>> {
+        let with_epoch = |o: Offset, ts: TimestampMs| Some((o, ts, self.epoch_at(o)));
+        match lookup {
+            OffsetLookup::Earliest => Ok(with_epoch(self.log_start_offset, TimestampMs::NONE)),
+            OffsetLookup::Latest(iso) => {
+                let o = self.upper_bound(iso);
+                Ok(Some((o, TimestampMs::NONE, self.epochs.latest_epoch())))
+            }
+            OffsetLookup::MaxTimestamp => {
+                let mut best: Option<(TimestampMs, Offset)> = None;
+                for seg in self.segments() {
+                    let (ts, off) = seg.largest_timestamp_and_offset()?;
+                    if ts.get() >= 0 && best.is_none_or(|(b, _)| ts > b) {
+                        best = Some((ts, off));
+                    }
+                }
+                let Some((ts, batch_last)) = best else {
+                    return Ok(None);
+                };
+                // The exact record: the first one in that batch carrying the max timestamp.
+                for seg in self.segments_from(batch_last) {
+                    if let Some(loc) = seg.find_batch(batch_last)? {
+                        let batch = seg.read_batch(&loc)?;
+                        for r in batch.records()? {
+                            let r = r?;
+                            if r.timestamp == ts && r.offset >= self.log_start_offset {
+                                return Ok(with_epoch(r.offset, ts));
+                            }
+                        }
+                        return Ok(with_epoch(batch_last.max(self.log_start_offset), ts));
+                    }
+                }
+                Ok(None)
+            }
+            OffsetLookup::Timestamp(target) => {
+                for seg in self.segments() {
+                    if seg.largest_timestamp()? < target {
+                        continue;
+                    }
+                    if let Some((o, ts)) =
+                        seg.find_offset_by_timestamp(target, self.log_start_offset)?
+                    {
+                        return Ok(with_epoch(o, ts));
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The leader epoch of `offset` from the epoch cache.
+    pub fn epoch_at(&self, offset: Offset) -> Option<LeaderEpoch> {
+        self.epochs.epoch_for_offset(offset)
+    }
+}

@@ -1,0 +1,700 @@
+//! The log manager: many partitions across one or more data directories, laid out as Kafka lays
+//! them out.
+//!
+//! ```text
+//! <data dir>/
+//!   .kafka_cleanshutdown              present only after a clean shutdown
+//!   recovery-point-offset-checkpoint  topic partition offset   (everything below is durable)
+//!   log-start-offset-checkpoint       topic partition offset
+//!   replication-offset-checkpoint     topic partition offset   (high watermarks)
+//!   <topic>-<partition>/              partition.metadata, segments, snapshots, epoch checkpoint
+//!   <topic>-<partition>.<id>-delete/  a deleted partition, removed in the background
+//! ```
+//!
+//! On open, a data dir without the clean-shutdown marker has each of its logs recovered from its
+//! recovery point, several logs in parallel, with progress logged. The marker is removed once the
+//! logs are open (a crash from then on is unclean) and written again by [`LogManager::shutdown`].
+//!
+//! Each partition sits behind a lock in a [`PartitionHandle`]. A durable append takes the lock
+//! only to append, then waits for its `fdatasync` outside it through the shared
+//! [`GroupCommit`], so concurrent durable appends, on one
+//! partition or many, share syncs.
+
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::error::{EngineError, EngineResult};
+use crate::group_commit::{GroupCommit, GroupCommitConfig};
+use crate::log::{LeaderOrigin, LogAppendInfo, OpenOffsets, PartitionLog, ReplicaOrigin, Shutdown};
+use bytes::Bytes;
+use mirrorlog_index::{
+    LeaderEpoch, Offset, OffsetCheckpoint, PartitionMetadata, TopicId, TopicPartition,
+};
+use mirrorlog_segment::io::Storage;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Kafka's clean-shutdown marker file name.
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+/// Recovery points.
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+/// Log start offsets.
+pub const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// High watermarks.
+pub const HIGH_WATERMARK_CHECKPOINT: &str = "replication-offset-checkpoint";
+
+/// Log manager settings.
+#[derive(Debug, Clone)]
+pub struct LogManagerConfig {
+    /// `log.dirs`: one or more data directories. At least one.
+    pub data_dirs: Vec<PathBuf>,
+    /// `num.recovery.threads.per.data.dir` × data dirs: logs opened in parallel. Default 2;
+    /// range 1 ..= 64.
+    pub recovery_threads: usize,
+    /// The broker-level topic defaults.
+    pub default_log_config: LogConfig,
+    /// Group commit settings.
+    pub group_commit: GroupCommitConfig,
+}
+
+impl LogManagerConfig {
+    /// Defaults for one data directory.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        LogManagerConfig {
+            data_dirs: vec![data_dir.into()],
+            recovery_threads: 2,
+            default_log_config: LogConfig::default(),
+            group_commit: GroupCommitConfig::default(),
+        }
+    }
+
+    /// Rejects out-of-range settings.
+    ///
+    /// # Errors
+    /// A message naming the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.data_dirs.is_empty() {
+            return Err("log.dirs must name at least one directory".into());
+        }
+        if !(1..=64).contains(&self.recovery_threads) {
+            return Err(format!(
+                "recovery threads {} is outside 1..=64",
+                self.recovery_threads
+            ));
+        }
+        self.default_log_config
+            .validate()
+            .map_err(|e| e.to_string())?;
+        self.group_commit.validate().map_err(|e| e.to_string())
+    }
+}
+
+/// One partition: its log behind a lock, and where it lives.
+#[derive(Debug)]
+pub struct PartitionHandle {
+    tp: TopicPartition,
+    topic_id: TopicId,
+    data_dir: PathBuf,
+    log: RwLock<PartitionLog>,
+    group_commit: Arc<GroupCommit>,
+}
+
+impl PartitionHandle {
+    /// The topic and partition.
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+    /// The topic id from `partition.metadata`.
+    pub fn topic_id(&self) -> TopicId {
+        self.topic_id
+    }
+    /// The data directory holding it.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+    /// Shared access to the log (reads).
+    pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, PartitionLog> {
+        self.log.read()
+    }
+    /// Exclusive access to the log (appends, truncation, offsets).
+    pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, PartitionLog> {
+        self.log.write()
+    }
+
+    /// Appends as leader and returns once the batch is durable: the log's lock is held only for
+    /// the append; the `fdatasync` is shared with every other durable append in flight.
+    /// "Returned Ok" means the batch survives a crash of the process or the machine.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::append_as_leader`], plus a failed sync (the partition must then be
+    /// reopened; its acknowledged data is intact).
+    pub fn append_as_leader_durable(
+        &self,
+        records: Bytes,
+        epoch: LeaderEpoch,
+        origin: LeaderOrigin,
+    ) -> EngineResult<LogAppendInfo> {
+        let (info, file) = {
+            let mut log = self.log.write();
+            let info = log.append_as_leader(records, epoch, origin)?;
+            (info, log.active_log_file())
+        };
+        if !info.duplicate {
+            self.sync(file, info.last_offset)?;
+        }
+        Ok(info)
+    }
+
+    /// As [`append_as_leader_durable`](Self::append_as_leader_durable), for a replica append.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::append_as_follower`], plus a failed sync.
+    pub fn append_as_follower_durable(
+        &self,
+        records: Bytes,
+        origin: ReplicaOrigin,
+    ) -> EngineResult<LogAppendInfo> {
+        let (info, file) = {
+            let mut log = self.log.write();
+            let info = log.append_as_follower(records, origin)?;
+            (info, log.active_log_file())
+        };
+        if info.batch_count > 0 {
+            self.sync(file, info.last_offset)?;
+        }
+        Ok(info)
+    }
+
+    fn sync(
+        &self,
+        file: Arc<dyn mirrorlog_segment::io::StorageFile>,
+        last: Offset,
+    ) -> EngineResult<()> {
+        self.group_commit
+            .sync(&file)
+            .map_err(|e| EngineError::Directory {
+                path: file.path().to_path_buf(),
+                reason: format!("group commit sync failed: {e}"),
+            })?;
+        self.log.write().mark_flushed(last.next());
+        Ok(())
+    }
+}
+
+/// What opening the data directories found.
+#[derive(Debug, Clone, Default)]
+pub struct ManagerLoadReport {
+    /// Logs opened.
+    pub logs: usize,
+    /// Logs that went through recovery (their dir had no clean-shutdown marker).
+    pub unclean_logs: usize,
+    /// Bytes cut off corrupt or torn tails, summed.
+    pub bytes_truncated: u64,
+    /// Problems recovery found, per log.
+    pub problems: Vec<String>,
+}
+
+/// The log manager. See the module docs.
+#[derive(Debug)]
+pub struct LogManager {
+    config: LogManagerConfig,
+    storage: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    logs: RwLock<BTreeMap<TopicPartition, Arc<PartitionHandle>>>,
+    group_commit: Arc<GroupCommit>,
+    /// Serialises creation and deletion (not appends).
+    admin: Mutex<()>,
+}
+
+/// Parses a partition directory name `<topic>-<partition>`.
+pub fn parse_partition_dir(name: &str) -> Option<TopicPartition> {
+    let (topic, partition) = name.rsplit_once('-')?;
+    let partition: i32 = partition.parse().ok()?;
+    if topic.is_empty()
+        || partition < 0
+        || !topic
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return None;
+    }
+    Some(TopicPartition {
+        topic: topic.to_string(),
+        partition,
+    })
+}
+
+impl LogManager {
+    /// Opens every partition in the data directories, recovering the logs of directories that
+    /// were not shut down cleanly, in parallel.
+    ///
+    /// # Errors
+    /// An invalid configuration, an unreadable directory, or a log that cannot be opened.
+    pub fn open(
+        config: LogManagerConfig,
+        storage: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+    ) -> EngineResult<(LogManager, ManagerLoadReport)> {
+        config.validate().map_err(|reason| EngineError::Directory {
+            path: config.data_dirs[0].clone(),
+            reason,
+        })?;
+        let group_commit = GroupCommit::new(config.group_commit);
+        let mut jobs = vec![];
+        for data_dir in &config.data_dirs {
+            std::fs::create_dir_all(data_dir).map_err(|e| dir_err(data_dir, e))?;
+            storage.create_dir_all(data_dir)?;
+            let clean = data_dir.join(CLEAN_SHUTDOWN_FILE).exists();
+            let rp = OffsetCheckpoint::new(data_dir.join(RECOVERY_POINT_CHECKPOINT)).read()?;
+            let ls = OffsetCheckpoint::new(data_dir.join(LOG_START_CHECKPOINT)).read()?;
+            let hw = OffsetCheckpoint::new(data_dir.join(HIGH_WATERMARK_CHECKPOINT)).read()?;
+            for entry in std::fs::read_dir(data_dir).map_err(|e| dir_err(data_dir, e))? {
+                let path = entry.map_err(|e| dir_err(data_dir, e))?.path();
+                if !path.is_dir() {
+                    continue;
+                }
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("")
+                    .to_string();
+                if name.ends_with("-delete") {
+                    remove_dir(&*storage, &path)?;
+                    continue;
+                }
+                let Some(tp) = parse_partition_dir(&name) else {
+                    continue;
+                };
+                let offsets = OpenOffsets {
+                    log_start_offset: ls.get(&tp).copied().unwrap_or(Offset(0)),
+                    recovery_point: rp.get(&tp).copied().unwrap_or(Offset(0)),
+                    high_watermark: hw.get(&tp).copied().unwrap_or(Offset(0)),
+                };
+                jobs.push((data_dir.clone(), path, tp, clean, offsets));
+            }
+        }
+        let total = jobs.len();
+        let done = AtomicUsize::new(0);
+        let queue = Mutex::new(jobs);
+        let results = Mutex::new(Vec::with_capacity(total));
+        let threads = config.recovery_threads.min(total.max(1));
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    loop {
+                        let Some((data_dir, path, tp, clean, offsets)) = queue.lock().pop() else {
+                            break;
+                        };
+                        let r = Self::open_one(
+                            &config,
+                            &storage,
+                            &clock,
+                            &group_commit,
+                            &data_dir,
+                            &path,
+                            &tp,
+                            clean,
+                            offsets,
+                        );
+                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        if !clean || n.is_multiple_of(100) || n == total {
+                            tracing::info!(
+                                "loaded log {n}/{total} ({tp}{})",
+                                if clean { "" } else { ", recovered" }
+                            );
+                        }
+                        results.lock().push((tp, clean, r));
+                    }
+                });
+            }
+        });
+        let mut report = ManagerLoadReport::default();
+        let mut logs = BTreeMap::new();
+        for (tp, clean, r) in results.into_inner() {
+            let (handle, load) = r?;
+            report.logs += 1;
+            if !clean {
+                report.unclean_logs += 1;
+            }
+            report.bytes_truncated += load.bytes_truncated;
+            report.problems.extend(load.problems);
+            logs.insert(tp, Arc::new(handle));
+        }
+        // From here on a crash is unclean.
+        for data_dir in &config.data_dirs {
+            let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
+            if marker.exists() {
+                std::fs::remove_file(&marker).map_err(|e| dir_err(&marker, e))?;
+                sync_dir(data_dir)?;
+            }
+        }
+        let mgr = LogManager {
+            config,
+            storage,
+            clock,
+            logs: RwLock::new(logs),
+            group_commit,
+            admin: Mutex::new(()),
+        };
+        mgr.checkpoint()?;
+        Ok((mgr, report))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn open_one(
+        config: &LogManagerConfig,
+        storage: &Arc<dyn Storage>,
+        clock: &Arc<dyn Clock>,
+        group_commit: &Arc<GroupCommit>,
+        data_dir: &Path,
+        path: &Path,
+        tp: &TopicPartition,
+        clean: bool,
+        offsets: OpenOffsets,
+    ) -> EngineResult<(PartitionHandle, crate::log::LoadReport)> {
+        let meta =
+            PartitionMetadata::read(&PartitionMetadata::path_in(path))?.ok_or_else(|| {
+                EngineError::Directory {
+                    path: path.to_path_buf(),
+                    reason: "partition.metadata is missing".into(),
+                }
+            })?;
+        let shutdown = if clean {
+            Shutdown::Clean
+        } else {
+            Shutdown::Unclean
+        };
+        let log_config = topic_config(path, &config.default_log_config)?;
+        let (log, load) = PartitionLog::open(
+            storage.clone(),
+            path,
+            &tp.to_string(),
+            log_config,
+            clock.clone(),
+            shutdown,
+            offsets,
+        )?;
+        Ok((
+            PartitionHandle {
+                tp: tp.clone(),
+                topic_id: meta.topic_id,
+                data_dir: data_dir.to_path_buf(),
+                log: RwLock::new(log),
+                group_commit: group_commit.clone(),
+            },
+            load,
+        ))
+    }
+
+    /// The partition, if it exists.
+    pub fn get(&self, tp: &TopicPartition) -> Option<Arc<PartitionHandle>> {
+        self.logs.read().get(tp).cloned()
+    }
+
+    /// Every partition.
+    pub fn partitions(&self) -> Vec<Arc<PartitionHandle>> {
+        self.logs.read().values().cloned().collect()
+    }
+
+    /// The shared group commit.
+    pub fn group_commit(&self) -> &Arc<GroupCommit> {
+        &self.group_commit
+    }
+
+    /// The clock the logs use.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The broker-level topic defaults.
+    pub fn default_log_config(&self) -> &LogConfig {
+        &self.config.default_log_config
+    }
+
+    /// Creates a partition (or returns the existing one with the same topic id): picks the data
+    /// directory holding the fewest partitions, writes `partition.metadata` before any log data,
+    /// and stores the topic's config overrides beside it.
+    ///
+    /// # Errors
+    /// The partition exists with another topic id; storage failures.
+    pub fn create(
+        &self,
+        tp: &TopicPartition,
+        topic_id: TopicId,
+        config: LogConfig,
+    ) -> EngineResult<Arc<PartitionHandle>> {
+        let _g = self.admin.lock();
+        if let Some(h) = self.get(tp) {
+            if h.topic_id == topic_id {
+                return Ok(h);
+            }
+            return Err(EngineError::Directory {
+                path: h.data_dir.join(tp.to_string()),
+                reason: format!("exists with topic id {}, not {topic_id}", h.topic_id),
+            });
+        }
+        config.validate()?;
+        let counts: HashMap<PathBuf, usize> =
+            self.logs.read().values().fold(HashMap::new(), |mut m, h| {
+                *m.entry(h.data_dir.clone()).or_default() += 1;
+                m
+            });
+        let data_dir = self
+            .config
+            .data_dirs
+            .iter()
+            .min_by_key(|d| counts.get(*d).copied().unwrap_or(0))
+            .expect("one dir")
+            .clone();
+        let path = data_dir.join(tp.to_string());
+        std::fs::create_dir_all(&path).map_err(|e| dir_err(&path, e))?;
+        PartitionMetadata { topic_id }.write(&PartitionMetadata::path_in(&path))?;
+        write_topic_config(&path, &config, &self.config.default_log_config)?;
+        let (log, _) = PartitionLog::open(
+            self.storage.clone(),
+            &path,
+            &tp.to_string(),
+            config,
+            self.clock.clone(),
+            Shutdown::Clean,
+            OpenOffsets::default(),
+        )?;
+        sync_dir(&data_dir)?;
+        let h = Arc::new(PartitionHandle {
+            tp: tp.clone(),
+            topic_id,
+            data_dir,
+            log: RwLock::new(log),
+            group_commit: self.group_commit.clone(),
+        });
+        self.logs.write().insert(tp.clone(), h.clone());
+        Ok(h)
+    }
+
+    /// Changes a partition's topic config and stores it.
+    ///
+    /// # Errors
+    /// Unknown partition, invalid config, storage failure.
+    pub fn update_config(&self, tp: &TopicPartition, config: LogConfig) -> EngineResult<()> {
+        let h = self.get(tp).ok_or_else(|| unknown(tp))?;
+        write_topic_config(
+            &h.data_dir.join(tp.to_string()),
+            &config,
+            &self.config.default_log_config,
+        )?;
+        h.write().update_config(config)
+    }
+
+    /// Deletes a partition: its directory is renamed `<tp>.<id>-delete` (so a crash cannot bring
+    /// it back), then removed.
+    ///
+    /// # Errors
+    /// Unknown partition or storage failure.
+    pub fn delete(&self, tp: &TopicPartition) -> EngineResult<()> {
+        let _g = self.admin.lock();
+        let h = self.logs.write().remove(tp).ok_or_else(|| unknown(tp))?;
+        let path = h.data_dir.join(tp.to_string());
+        let gone = h.data_dir.join(format!("{tp}.{}-delete", h.topic_id));
+        drop(h);
+        std::fs::rename(&path, &gone).map_err(|e| dir_err(&path, e))?;
+        sync_dir(&gone.parent().map(Path::to_path_buf).unwrap_or_default())?;
+        remove_dir(&*self.storage, &gone)?;
+        self.checkpoint()
+    }
+
+    /// Writes the three offset checkpoints of every data dir (tmp + fsync + rename).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn checkpoint(&self) -> EngineResult<()> {
+        for data_dir in &self.config.data_dirs {
+            let mut rp = BTreeMap::new();
+            let mut ls = BTreeMap::new();
+            let mut hw = BTreeMap::new();
+            for h in self
+                .logs
+                .read()
+                .values()
+                .filter(|h| &h.data_dir == data_dir)
+            {
+                let log = h.read();
+                rp.insert(h.tp.clone(), log.recovery_point());
+                ls.insert(h.tp.clone(), log.log_start_offset());
+                hw.insert(h.tp.clone(), log.high_watermark());
+            }
+            OffsetCheckpoint::new(data_dir.join(RECOVERY_POINT_CHECKPOINT)).write(&rp)?;
+            OffsetCheckpoint::new(data_dir.join(LOG_START_CHECKPOINT)).write(&ls)?;
+            OffsetCheckpoint::new(data_dir.join(HIGH_WATERMARK_CHECKPOINT)).write(&hw)?;
+        }
+        Ok(())
+    }
+
+    /// Periodic upkeep: flush by `flush.ms`, retention, producer expiry, checkpoints. Returns the
+    /// number of segments deleted.
+    ///
+    /// # Errors
+    /// The first storage failure (the other partitions are still processed).
+    pub fn maintain(&self) -> EngineResult<usize> {
+        let mut deleted = 0;
+        let mut first_err = None;
+        for h in self.partitions() {
+            let mut log = h.write();
+            let r = (|| -> EngineResult<usize> {
+                log.maybe_flush_by_time()?;
+                log.remove_expired_producers();
+                log.delete_old_segments()
+            })();
+            match r {
+                Ok(n) => deleted += n,
+                Err(e) => {
+                    tracing::error!(partition = %h.tp, "maintenance failed: {e}");
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        self.checkpoint()?;
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(deleted),
+        }
+    }
+
+    /// Clean shutdown: every log flushed and closed with a producer snapshot, checkpoints
+    /// written, then the clean-shutdown marker, so the next open skips recovery.
+    ///
+    /// # Errors
+    /// Storage failures (the marker is then not written, and the next open recovers).
+    pub fn shutdown(self) -> EngineResult<()> {
+        self.checkpoint_after_flush()?;
+        let logs = std::mem::take(&mut *self.logs.write());
+        for (_, h) in logs {
+            let h = Arc::try_unwrap(h).map_err(|h| EngineError::Directory {
+                path: h.data_dir.clone(),
+                reason: format!("{} is still in use at shutdown", h.tp),
+            })?;
+            h.log.into_inner().close()?;
+        }
+        for data_dir in &self.config.data_dirs {
+            let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
+            std::fs::write(&marker, b"").map_err(|e| dir_err(&marker, e))?;
+            std::fs::File::open(&marker)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| dir_err(&marker, e))?;
+            sync_dir(data_dir)?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint_after_flush(&self) -> EngineResult<()> {
+        for h in self.partitions() {
+            h.write().flush()?;
+        }
+        self.checkpoint()
+    }
+
+    /// Append as leader to a partition, durable on return (see
+    /// [`PartitionHandle::append_as_leader_durable`]).
+    ///
+    /// # Errors
+    /// Unknown partition, or the append's errors.
+    pub fn append_durable(
+        &self,
+        tp: &TopicPartition,
+        records: Bytes,
+        epoch: LeaderEpoch,
+    ) -> EngineResult<LogAppendInfo> {
+        self.get(tp)
+            .ok_or_else(|| unknown(tp))?
+            .append_as_leader_durable(records, epoch, LeaderOrigin::Client)
+    }
+}
+
+/// Topic config overrides live in `topic.config` beside the partition's files, one `key=value`
+/// per line in Kafka's names (only keys that differ from the broker defaults).
+pub const TOPIC_CONFIG_FILE: &str = "topic.config";
+
+fn topic_config(path: &Path, defaults: &LogConfig) -> EngineResult<LogConfig> {
+    let f = path.join(TOPIC_CONFIG_FILE);
+    let text = match std::fs::read_to_string(&f) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(defaults.clone()),
+        Err(e) => return Err(dir_err(&f, e)),
+    };
+    let mut pairs = vec![];
+    let mut read_only = false;
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (k, v) = line.split_once('=').ok_or_else(|| EngineError::Directory {
+            path: f.clone(),
+            reason: format!("line {line:?} is not key=value"),
+        })?;
+        if k == "mirrorlog.read.only" {
+            read_only = v == "true";
+        } else {
+            pairs.push((k.to_string(), v.to_string()));
+        }
+    }
+    let mut c = defaults.with_overrides(pairs)?;
+    c.read_only = read_only;
+    Ok(c)
+}
+
+fn write_topic_config(path: &Path, config: &LogConfig, defaults: &LogConfig) -> EngineResult<()> {
+    let base: HashMap<&str, String> = defaults.to_kafka_pairs().into_iter().collect();
+    let mut text = String::new();
+    for (k, v) in config.to_kafka_pairs() {
+        if base.get(k) != Some(&v) {
+            text.push_str(&format!("{k}={v}\n"));
+        }
+    }
+    if config.read_only {
+        text.push_str("mirrorlog.read.only=true\n");
+    }
+    let f = path.join(TOPIC_CONFIG_FILE);
+    let tmp = path.join(format!("{TOPIC_CONFIG_FILE}.tmp"));
+    std::fs::write(&tmp, text.as_bytes()).map_err(|e| dir_err(&tmp, e))?;
+    std::fs::File::open(&tmp)
+        .and_then(|h| h.sync_all())
+        .map_err(|e| dir_err(&tmp, e))?;
+    std::fs::rename(&tmp, &f).map_err(|e| dir_err(&f, e))?;
+    sync_dir(path)
+}
+
+fn unknown(tp: &TopicPartition) -> EngineError {
+    EngineError::Directory {
+        path: PathBuf::from(tp.to_string()),
+        reason: "no such partition".into(),
+    }
+}
+
+fn dir_err(p: &Path, e: std::io::Error) -> EngineError {
+    EngineError::Directory {
+        path: p.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+fn sync_dir(dir: &Path) -> EngineResult<()> {
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| dir_err(dir, e))
+}
+
+fn remove_dir(storage: &dyn Storage, dir: &Path) -> EngineResult<()> {
+    // `.log` files may live in the storage backend (the simulated one keeps them in memory).
+    if let Ok(files) = storage.list_dir(dir) {
+        for f in files {
+            storage.remove(&f)?;
+        }
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(dir_err(dir, e)),
+    }
+}

@@ -1,0 +1,144 @@
+//! Helpers for the engine's scenario tests.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use mirrorlog_engine::clock::{Clock, ManualClock};
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::log::{OpenOffsets, PartitionLog, Shutdown};
+use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs};
+use mirrorlog_segment::io::{PwriteStorage, Storage};
+use mirrorlog_segment::{BatchBuilder, Compression};
+use std::path::Path;
+use std::sync::Arc;
+
+pub const T0: i64 = 1_700_000_000_000;
+
+pub fn clock() -> Arc<ManualClock> {
+    ManualClock::new(T0)
+}
+
+pub fn small_config() -> LogConfig {
+    let mut c = LogConfig::default();
+    c.segment.segment_bytes_max = 4096;
+    c.segment.index_interval_bytes = 256;
+    c.segment.index_bytes_max = 4096;
+    c
+}
+
+pub fn open(
+    dir: &Path,
+    config: LogConfig,
+    clock: Arc<dyn Clock>,
+    shutdown: Shutdown,
+) -> PartitionLog {
+    open_with(
+        Arc::new(PwriteStorage::new()),
+        dir,
+        config,
+        clock,
+        shutdown,
+        OpenOffsets::default(),
+    )
+}
+
+pub fn open_with(
+    storage: Arc<dyn Storage>,
+    dir: &Path,
+    config: LogConfig,
+    clock: Arc<dyn Clock>,
+    shutdown: Shutdown,
+    offsets: OpenOffsets,
+) -> PartitionLog {
+    PartitionLog::open(storage, dir, "t-0", config, clock, shutdown, offsets)
+        .unwrap()
+        .0
+}
+
+/// A client batch (base offset 0) of `n` records `v{i}`.
+pub fn client_batch(n: usize, ts: i64) -> Bytes {
+    let mut b = BatchBuilder::new();
+    for i in 0..n {
+        b.append(
+            TimestampMs(ts),
+            Some(format!("k{i}").as_bytes()),
+            Some(format!("v{i}").as_bytes()),
+            &[],
+        );
+    }
+    b.build().into_bytes()
+}
+
+/// An idempotent or transactional client batch.
+pub fn producer_batch(pid: i64, epoch: i16, seq: i32, n: usize, txn: bool, ts: i64) -> Bytes {
+    let mut b = BatchBuilder::new()
+        .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(seq))
+        .transactional(txn);
+    for i in 0..n {
+        b.append(
+            TimestampMs(ts),
+            None,
+            Some(format!("p{pid}-{}", seq as usize + i).as_bytes()),
+            &[],
+        );
+    }
+    b.build().into_bytes()
+}
+
+/// A replica batch as a leader wrote it: offsets and epoch set.
+pub fn replica_batch(base: i64, n: usize, epoch: i32, codec: Compression, ts: i64) -> Bytes {
+    let mut b = BatchBuilder::new()
+        .base_offset(Offset(base))
+        .partition_leader_epoch(LeaderEpoch(epoch))
+        .compression(codec);
+    for i in 0..n {
+        b.append(
+            TimestampMs(ts + i as i64),
+            None,
+            Some(format!("r{}", base + i as i64).as_bytes()),
+            &[],
+        );
+    }
+    b.build().into_bytes()
+}
+
+pub fn marker(pid: i64, epoch: i16, commit: bool, ts: i64) -> Bytes {
+    BatchBuilder::end_txn_marker(
+        ProducerId(pid),
+        ProducerEpoch(epoch),
+        commit,
+        0,
+        TimestampMs(ts),
+    )
+    .build()
+    .into_bytes()
+}
+
+/// Every record value readable from `start` to the log end, in order.
+pub fn values(log: &PartitionLog, start: Offset) -> Vec<(i64, String)> {
+    use mirrorlog_engine::log::FetchIsolation;
+    let mut out = vec![];
+    let mut at = start;
+    while at < log.log_end_offset() {
+        let info = log.read(at, 1 << 20, FetchIsolation::LogEnd, true).unwrap();
+        let Some(d) = info.records else { break };
+        let bytes = d.slice.read_all().unwrap();
+        let mut last = at;
+        for b in mirrorlog_segment::batch::Batches::new(bytes) {
+            let b = b.unwrap();
+            if !b.is_control() {
+                for r in b.records().unwrap() {
+                    let r = r.unwrap();
+                    if r.offset >= at {
+                        out.push((
+                            r.offset.get(),
+                            String::from_utf8_lossy(r.value.as_deref().unwrap_or(b"")).into_owned(),
+                        ));
+                    }
+                }
+            }
+            last = b.next_offset();
+        }
+        at = last;
+    }
+    out
+}

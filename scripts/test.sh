@@ -26,6 +26,11 @@ export MIRRORLOG_KAFKA_JAVA_DIR="$oracle"
 # 2. Every unit, property, scenario and quick-benchmark test of the workspace.
 cargo test --workspace
 
-# 3. The fuzz target must build (running it needs cargo-fuzz; see README).
+# 3. The embedding example runs end to end (open, append as leader and mirror, read, truncate,
+#    crash, recover).
+cargo run --quiet -p mirrorlog-engine --example embed > /dev/null
+echo "embedding example ran"
+
+# 4. The fuzz targets must build (running it needs cargo-fuzz; see README).
 cargo build --quiet --manifest-path fuzz/Cargo.toml
 echo "fuzz target builds"

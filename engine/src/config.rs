@@ -885,8 +885,10 @@ mod tests {
             "{text}"
         );
 
-        let mut c = LogConfig::default();
-        c.retention_ms = -7;
+        let c = LogConfig {
+            retention_ms: -7,
+            ..LogConfig::default()
+        };
         let text = c.validate().unwrap_err().to_string();
         assert!(
             text.contains("retention.ms") && text.contains("-7") && text.contains("at least -1"),
@@ -898,8 +900,10 @@ mod tests {
         let text = c.validate().unwrap_err().to_string();
         assert!(text.contains("12-byte entry"), "{text}");
 
-        let mut c = LogConfig::default();
-        c.flush_messages = 0;
+        let c = LogConfig {
+            flush_messages: 0,
+            ..LogConfig::default()
+        };
         assert!(
             c.validate()
                 .unwrap_err()
@@ -1150,6 +1154,60 @@ mod tests {
                 .with_overrides(pairs.iter().map(|(k, v)| (*k, v.as_str())))
                 .unwrap();
             assert_eq!(back, original);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_valid_config_round_trips_through_kafka_pairs(
+            segment_bytes_max in 14u32..=i32::MAX as u32,
+            index_bytes_max in 12u32..=i32::MAX as u32,
+            index_interval_bytes in 0u32..=i32::MAX as u32,
+            segment_ms in 1i64..,
+            segment_jitter_ms in 0i64..,
+            retention_bytes in proptest::num::i64::ANY,
+            retention_ms in -1i64..,
+            max_message_bytes in 0i32..,
+            log_append_time in proptest::bool::ANY,
+            timestamp_before_max_ms in 0i64..,
+            timestamp_after_max_ms in 0i64..,
+            compression in 0usize..CompressionConfig::ALL.len(),
+            flush_messages in 1i64..,
+            flush_ms in 0i64..,
+            file_delete_delay_ms in 0i64..,
+        ) {
+            let original = LogConfig {
+                segment: SegmentConfig {
+                    segment_bytes_max,
+                    index_bytes_max,
+                    index_interval_bytes,
+                    segment_ms,
+                    roll_jitter_ms: 0,
+                },
+                segment_jitter_ms,
+                retention_bytes,
+                retention_ms,
+                max_message_bytes,
+                timestamp_type: if log_append_time {
+                    TimestampType::LogAppendTime
+                } else {
+                    TimestampType::CreateTime
+                },
+                timestamp_before_max_ms,
+                timestamp_after_max_ms,
+                compression: CompressionConfig::ALL[compression],
+                cleanup_policy: CleanupPolicy::Delete,
+                flush_messages,
+                flush_ms,
+                file_delete_delay_ms,
+                ..LogConfig::default()
+            };
+            proptest::prop_assert!(original.validate().is_ok());
+            let pairs = original.to_kafka_pairs();
+            let back = LogConfig::default()
+                .with_overrides(pairs.iter().map(|(k, v)| (*k, v.as_str())))
+                .unwrap();
+            proptest::prop_assert_eq!(back, original);
         }
     }
 

@@ -17,10 +17,9 @@
 //!   identified by their `Arc` allocation) — and waits.
 //! - A ticket is *ready* when its file has no sync in flight. A *round* starts every ready ticket,
 //!   oldest first, up to [`GroupCommitConfig::max_batch_files`] syncs in flight in total. A round
-//!   is started by a caller whose ticket is queued when nothing is in flight for it to wait on
-//!   (after waiting up to [`GroupCommitConfig::max_wait_us`] for more tickets, when set), or by
-//!   the thread whose sync just finished (with `max_wait_us = 0`; otherwise it wakes a waiter of
-//!   the oldest ready ticket to lead).
+//!   starts as soon as a ticket is ready and a slot is free: led by a waiting caller (who first
+//!   waits up to [`GroupCommitConfig::max_wait_us`] for more tickets, when that is set), or, with
+//!   `max_wait_us = 0`, directly by the thread whose sync just finished and freed the slot.
 //! - Each started ticket is synced — once, with [`StorageFile::sync_data`], outside the lock —
 //!   by one of its own waiters; when that returns, all its waiters are woken with the result and
 //!   the file's next ticket, if callers queued one meanwhile, becomes ready at once.
@@ -34,8 +33,10 @@
 //! `sync(file)` returning `Ok(())` means: a `sync_data` of `file` that **started after this call
 //! began** completed successfully. So every write to `file` that completed before the call (and
 //! the file length it set) is durable. Writes that run concurrently with the call may or may not
-//! be covered; writes issued after it returns are not. A request never joins a sync already in
-//! progress, only a queued one.
+//! be covered, and nothing is promised for writes issued after it returns. A request never joins
+//! a sync already in progress, only a queued one. There is no ordering between files: each file's
+//! syncs are independent. Two `Arc`s opened separately on one path are two files here (synced
+//! separately, which is correct but shares nothing).
 //!
 //! `Err` means that sync failed; every caller waiting for the same sync gets the same error (op,
 //! path and OS error copied). After a failed `fdatasync` the kernel may have dropped dirty pages,
@@ -50,7 +51,7 @@
 //! exceeds the number of threads blocked in [`GroupCommit::sync`]; a ticket is freed when its
 //! last waiter returns.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -65,12 +66,13 @@ use crate::config::ConfigError;
 /// Group-commit settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupCommitConfig {
-    /// The most distinct files one round syncs; more wait for the next round. Default 1024;
-    /// range 1 ..= 65536.
+    /// The most syncs in flight at once, over all files (one per file at most); tickets beyond
+    /// wait for a slot, oldest first. Default 1024; range 1 ..= 65536.
     pub max_batch_files: usize,
-    /// How long a leader waits for more files before starting a round, in microseconds; the
-    /// wait ends early once `max_batch_files` files are queued. Default 0 (no deliberate delay:
-    /// a round starts as soon as the previous one finishes); range 0 ..= 1000000 (1 s).
+    /// How long a round's leader waits for more tickets before starting it, in microseconds; the
+    /// wait ends early once enough tickets are ready to fill every free slot. Default 0 (no
+    /// deliberate delay: a file's next sync starts as soon as its previous one finished);
+    /// range 0 ..= 1000000 (1 s).
     pub max_wait_us: u64,
 }
 
@@ -123,26 +125,26 @@ pub enum GroupCommitError {
 /// Counters since [`GroupCommit::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GroupCommitStats {
-    /// [`GroupCommit::sync`] calls (counted when they are queued).
+    /// [`GroupCommit::sync`] calls (counted as they are queued).
     pub requests: u64,
-    /// `sync_data` calls issued (successful or not). `requests - syncs` is the number of syncs
-    /// saved by sharing, once every request has returned.
+    /// `sync_data` calls issued (successful or not). Once every request has returned,
+    /// `requests - syncs` is the number of syncs saved by sharing.
     pub syncs: u64,
-    /// Rounds started.
+    /// Rounds started (each starts one or more syncs at once).
     pub rounds: u64,
 }
 
-/// Where a queued file stands.
+/// Where a ticket stands.
 enum Phase {
-    /// In the queue, not in a round yet: new requests for the file join it.
+    /// Waiting for its round: new requests for the file join it.
     Queued,
-    /// In the running round; `claimed` once a thread has started its sync.
+    /// Started by a round; `claimed` once one of its waiters is running the sync.
     Started { claimed: bool },
     /// Synced, with the result every waiter gets.
     Done(Result<(), IoError>),
 }
 
-/// One file to sync once, and the callers waiting for that sync.
+/// One sync of one file, and the callers waiting for it.
 struct Ticket {
     file: Arc<dyn StorageFile>,
     phase: Phase,
@@ -156,13 +158,13 @@ struct Ticket {
 struct State {
     tickets: HashMap<u64, Ticket>,
     next_ticket: u64,
-    /// Queued tickets in arrival order.
-    queue: VecDeque<u64>,
     /// The queued ticket of each file, so requests for one file share it.
     queued_by_file: HashMap<usize, u64>,
-    /// Syncs of the running round not finished yet; `None` when no round runs.
-    round_remaining: Option<usize>,
-    /// A leader is waiting (`max_wait_us`) for more files before starting a round.
+    /// Queued tickets whose file has no sync in flight, oldest first: what a round starts.
+    ready: VecDeque<u64>,
+    /// Files with a sync in flight (started, not done).
+    syncing: HashSet<usize>,
+    /// A leader is waiting (`max_wait_us`) for more tickets before starting a round.
     gathering: bool,
     stats: GroupCommitStats,
 }
@@ -173,15 +175,10 @@ impl State {
             .get_mut(&id)
             .expect("a ticket lives while it has waiters")
     }
-
-    /// Whether a new round may start now.
-    fn idle(&self) -> bool {
-        self.round_remaining.is_none() && !self.gathering
-    }
 }
 
-/// The identity of a file: its `Arc` allocation (the queued ticket holds a clone, so the
-/// address cannot be reused by another file while it is queued).
+/// The identity of a file: its `Arc` allocation (a live ticket holds a clone, so the address
+/// cannot be reused by another file while the file is queued or syncing).
 fn file_key(file: &Arc<dyn StorageFile>) -> usize {
     Arc::as_ptr(file).cast::<()>() as usize
 }
@@ -200,7 +197,7 @@ fn copy_io_error(e: &IoError) -> IoError {
 pub struct GroupCommit {
     config: GroupCommitConfig,
     state: Mutex<State>,
-    /// A gathering leader sleeps here until the queue fills or its wait ends.
+    /// A gathering leader sleeps here until enough tickets are ready or its wait ends.
     gather_cv: Condvar,
 }
 
@@ -238,18 +235,18 @@ impl GroupCommit {
 
     /// Blocks until `file` has been `fdatasync`ed by a sync that started after this call, so
     /// everything written to it before the call is durable (module docs: "Guarantee").
-    /// Concurrent callers share syncs: one sync per distinct file per round, whatever the number
-    /// of callers waiting for it.
+    /// Concurrent callers share syncs: all the callers that queue for a file while it is being
+    /// synced are served by its next sync, one `sync_data` whatever their number.
     ///
     /// # Errors
     ///
     /// [`GroupCommitError::Sync`] when that sync failed; every caller served by it gets the
-    /// error, callers of other files are unaffected.
+    /// error, callers of other files (and of other syncs of this file) are unaffected.
     ///
     /// # Panics
     ///
     /// If `file.sync_data()` panics, in the thread that called it; the other callers waiting
-    /// for that file get an error instead of waiting forever.
+    /// for that sync get an error instead of waiting forever.
     pub fn sync(&self, file: &Arc<dyn StorageFile>) -> Result<(), GroupCommitError> {
         let mut st = self.state.lock();
         st.stats.requests += 1;
@@ -271,17 +268,17 @@ impl GroupCommit {
                         cv: Arc::new(Condvar::new()),
                     },
                 );
-                st.queue.push_back(id);
                 st.queued_by_file.insert(key, id);
-                if st.gathering && st.queue.len() >= self.config.max_batch_files {
-                    self.gather_cv.notify_one();
+                // A file with a sync in flight gets its ticket ready when that sync ends.
+                if !st.syncing.contains(&key) {
+                    self.make_ready(&mut st, id);
                 }
                 id
             }
         };
         let cv = Arc::clone(&st.ticket(id).cv);
         loop {
-            let idle = st.idle();
+            let can_start = self.can_start_round(&st);
             let ticket = st.ticket(id);
             match &mut ticket.phase {
                 Phase::Done(result) => {
@@ -295,9 +292,9 @@ impl GroupCommit {
                 Phase::Started { claimed } if !*claimed => {
                     *claimed = true;
                     let file = Arc::clone(&ticket.file);
-                    self.sync_one(&mut st, id, &file);
+                    self.sync_one(&mut st, id, key, &file);
                 }
-                Phase::Queued if idle => self.lead(&mut st),
+                Phase::Queued if can_start => self.lead(&mut st),
                 Phase::Started { .. } | Phase::Queued => cv.wait(&mut st),
             }
         }
@@ -308,37 +305,68 @@ impl GroupCommit {
         self.state.lock().stats
     }
 
-    /// Starts a round with the queue's first `max_batch_files` files, after the optional
-    /// gathering wait. Called with the state locked, no round running, the queue non-empty.
+    /// How many more syncs may start now.
+    fn free_slots(&self, st: &State) -> usize {
+        self.config.max_batch_files - st.syncing.len()
+    }
+
+    /// Whether a round could start now: something ready, a free slot, no leader gathering.
+    fn can_start_round(&self, st: &State) -> bool {
+        !st.gathering && !st.ready.is_empty() && self.free_slots(st) > 0
+    }
+
+    /// Appends a queued ticket to the ready list, waking a gathering leader once it has enough.
+    fn make_ready(&self, st: &mut State, id: u64) {
+        st.ready.push_back(id);
+        if st.gathering && st.ready.len() >= self.free_slots(st) {
+            self.gather_cv.notify_one();
+        }
+    }
+
+    /// Starts a round after the optional gathering wait. Called by a waiter of a queued ticket
+    /// when [`Self::can_start_round`].
     fn lead(&self, st: &mut MutexGuard<'_, State>) {
-        debug_assert!(st.idle() && !st.queue.is_empty());
         if self.config.max_wait_us > 0 {
             st.gathering = true;
             let deadline = Instant::now() + Duration::from_micros(self.config.max_wait_us);
-            while st.queue.len() < self.config.max_batch_files
+            while st.ready.len() < self.free_slots(st)
                 && !self.gather_cv.wait_until(st, deadline).timed_out()
             {}
             st.gathering = false;
         }
-        let n = st.queue.len().min(self.config.max_batch_files);
-        assert!(n > 0, "a leader's own request is queued");
+        self.start_round(st);
+    }
+
+    /// Starts a sync for every ready ticket, oldest first, as far as free slots allow; wakes
+    /// one waiter of each to run it (a no-op for the caller's own ticket: it claims it itself
+    /// when it loops).
+    fn start_round(&self, st: &mut State) {
+        let n = st.ready.len().min(self.free_slots(st));
+        if n == 0 {
+            return;
+        }
         for _ in 0..n {
-            let id = st.queue.pop_front().expect("n <= queue length");
+            let id = st.ready.pop_front().expect("n <= ready.len()");
             let ticket = st.ticket(id);
             ticket.phase = Phase::Started { claimed: false };
-            // Wake one of its waiters to sync it (a no-op for the leader's own file: the
-            // leader claims it itself when it loops).
             ticket.cv.notify_one();
             let key = file_key(&ticket.file);
             st.queued_by_file.remove(&key);
+            let fresh = st.syncing.insert(key);
+            assert!(fresh, "a ready ticket's file has no sync in flight");
         }
-        st.round_remaining = Some(n);
         st.stats.rounds += 1;
     }
 
-    /// Syncs the claimed ticket `id` with the lock released, then publishes the result and,
-    /// if it was the round's last sync, ends the round.
-    fn sync_one(&self, st: &mut MutexGuard<'_, State>, id: u64, file: &Arc<dyn StorageFile>) {
+    /// Runs the claimed ticket `id`'s sync of `file` (identity `key`) with the lock released,
+    /// publishes the result, then lets the file's next ticket and the waiting rounds go on.
+    fn sync_one(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        id: u64,
+        key: usize,
+        file: &Arc<dyn StorageFile>,
+    ) {
         st.stats.syncs += 1;
         let outcome =
             MutexGuard::unlocked(st, || catch_unwind(AssertUnwindSafe(|| file.sync_data())));
@@ -359,27 +387,31 @@ impl GroupCommit {
         }
         ticket.phase = Phase::Done(result);
         ticket.cv.notify_all();
-        let remaining = st
-            .round_remaining
-            .as_mut()
-            .expect("a started ticket belongs to the running round");
-        *remaining -= 1;
-        if *remaining == 0 {
-            st.round_remaining = None;
-            // Hand the next round to one of the queue's waiters (a newcomer may start it
-            // first, which is as good).
-            if let Some(&next) = st.queue.front() {
-                st.ticket(next).cv.notify_one();
+        let was_syncing = st.syncing.remove(&key);
+        assert!(was_syncing, "a started ticket's file is syncing");
+        if let Some(&next) = st.queued_by_file.get(&key) {
+            self.make_ready(st, next);
+        }
+        if self.can_start_round(st) {
+            if self.config.max_wait_us == 0 {
+                // No gathering: start the next round here rather than wake a thread to do it.
+                self.start_round(st);
+            } else {
+                let front = *st
+                    .ready
+                    .front()
+                    .expect("can_start_round: ready is non-empty");
+                st.ticket(front).cv.notify_one();
             }
         }
         if let Some(payload) = panic {
-            // The ticket is done and the round accounted for; now fail this caller.
+            // The ticket is done and accounted for; now fail this caller. Unwinding drops the
+            // caller's guard, which unlocks (parking_lot does not poison).
             let ticket = st.ticket(id);
             ticket.waiters -= 1;
             if ticket.waiters == 0 {
                 st.tickets.remove(&id);
             }
-            // Unwinding drops the caller's guard, which unlocks (parking_lot does not poison).
             resume_unwind(payload);
         }
     }
@@ -544,6 +576,7 @@ mod tests {
         let f = sim_file(&sim, "ok.log");
         gc.sync(&f).unwrap();
         let st = gc.state.lock();
-        assert!(st.tickets.is_empty() && st.queue.is_empty() && st.round_remaining.is_none());
+        assert!(st.tickets.is_empty() && st.ready.is_empty() && st.syncing.is_empty());
+        assert!(st.queued_by_file.is_empty());
     }
 }

@@ -50,7 +50,7 @@ fn assert_durable(sim: &SimStorage, name: &str, pos: usize, record: &[u8]) {
     );
 }
 
-/// Holds the first `sync_data` of any file sharing it until [`Gate::open`].
+/// Holds every `sync_data` of the files sharing it until [`Gate::open`]; counts them.
 #[derive(Debug, Default)]
 struct Gate {
     state: Mutex<GateState>,
@@ -59,15 +59,23 @@ struct Gate {
 
 #[derive(Debug, Default)]
 struct GateState {
-    used: bool,
-    entered: bool,
     open: bool,
+    /// Gated syncs that started.
+    entered: usize,
+    /// Gated syncs running now, and the most seen at once.
+    running: usize,
+    running_max: usize,
 }
 
 impl Gate {
-    /// Whether the held sync has started.
-    fn entered(&self) -> bool {
+    /// How many gated syncs have started.
+    fn entered(&self) -> usize {
         self.state.lock().unwrap().entered
+    }
+
+    /// The most gated syncs seen running at once.
+    fn running_max(&self) -> usize {
+        self.state.lock().unwrap().running_max
     }
 
     fn open(&self) {
@@ -75,14 +83,31 @@ impl Gate {
         self.cv.notify_all();
     }
 
-    /// Called at the start of every gated `sync_data`: holds the first one.
-    fn pass(&self) {
-        let mut st = self.state.lock().unwrap();
-        if st.used {
-            return;
+    /// Runs `sync` as a gated sync: held before or after it until the gate opens.
+    fn run(&self, hold: Hold, sync: impl FnOnce() -> IoResult<()>) -> IoResult<()> {
+        {
+            let mut st = self.state.lock().unwrap();
+            st.entered += 1;
+            st.running += 1;
+            st.running_max = st.running_max.max(st.running);
         }
-        st.used = true;
-        st.entered = true;
+        let result = match hold {
+            Hold::BeforeSync => {
+                self.wait_open();
+                sync()
+            }
+            Hold::AfterSync => {
+                let r = sync();
+                self.wait_open();
+                r
+            }
+        };
+        self.state.lock().unwrap().running -= 1;
+        result
+    }
+
+    fn wait_open(&self) {
+        let mut st = self.state.lock().unwrap();
         let start = Instant::now();
         while !st.open {
             assert!(
@@ -105,7 +130,7 @@ enum Hold {
     AfterSync,
 }
 
-/// A file that delegates to a simulated one, with its first sync held by a [`Gate`].
+/// A file that delegates to a simulated one, its syncs held by a [`Gate`] until it opens.
 #[derive(Debug)]
 struct GatedFile {
     inner: Arc<dyn StorageFile>,
@@ -135,17 +160,7 @@ impl StorageFile for GatedFile {
         self.inner.read_at(buf, pos)
     }
     fn sync_data(&self) -> IoResult<()> {
-        match self.hold {
-            Hold::BeforeSync => {
-                self.gate.pass();
-                self.inner.sync_data()
-            }
-            Hold::AfterSync => {
-                let r = self.inner.sync_data();
-                self.gate.pass();
-                r
-            }
-        }
+        self.gate.run(self.hold, || self.inner.sync_data())
     }
     fn set_len(&self, len: u64) -> IoResult<()> {
         self.inner.set_len(len)
@@ -195,8 +210,8 @@ fn concurrent_writers_on_eight_files_share_syncs_and_every_sync_covers_its_write
     const SYNCS_PER_THREAD: usize = 200;
     const RECORD: usize = 8;
     let sim = SimStorage::new();
-    // The first sync of the run is held until every thread has asked for its first sync, so
-    // those 64 requests (on at most 8 + 8 distinct queued-or-running files) must share syncs.
+    // Every sync is held until each thread has asked for its first sync. Those 64 requests then
+    // sit on at most 16 tickets (per file: one syncing, one queued), so syncs must be shared.
     let gate = Arc::new(Gate::default());
     let files: Vec<Arc<dyn StorageFile>> = (0..FILES)
         .map(|i| gated(open(&sim, &format!("{i}.log")), &gate, Hold::BeforeSync))
@@ -224,10 +239,10 @@ fn concurrent_writers_on_eight_files_share_syncs_and_every_sync_covers_its_write
         })
         .collect();
 
-    wait_until("the first sync start", || gate.entered());
     wait_until("every thread's first request", || {
         gc.stats().requests >= THREADS as u64
     });
+    assert_eq!(gc.stats().requests, THREADS as u64, "no sync completed yet");
     gate.open();
     for w in workers {
         w.join().unwrap();
@@ -250,26 +265,31 @@ fn a_failed_sync_reaches_exactly_the_waiters_of_that_file() {
     const GOOD_WAITERS: u64 = 5;
     let sim = SimStorage::new();
     let gate = Arc::new(Gate::default());
-    let blocker = gated(open(&sim, "gate.log"), &gate, Hold::BeforeSync);
-    let bad = open(&sim, "bad.log");
-    let good = open(&sim, "good.log");
+    let bad = gated(open(&sim, "bad.log"), &gate, Hold::BeforeSync);
+    let good = gated(open(&sim, "good.log"), &gate, Hold::BeforeSync);
     bad.write_at(Bytes::from_static(b"lost?"), 0).unwrap();
     good.write_at(Bytes::from_static(b"kept"), 0).unwrap();
-    sim.inject(Fault::new(IoOp::SyncData, FaultKind::Eio).on_path("bad.log"));
+    // The first sync of bad.log succeeds; the second, shared by all BAD_WAITERS, fails.
+    sim.inject(
+        Fault::new(IoOp::SyncData, FaultKind::Eio)
+            .on_path("bad.log")
+            .after(1),
+    );
     let gc = GroupCommit::new(GroupCommitConfig::default());
 
-    // Round 1 (the blocker) is held while all the other requests queue: they then share
-    // round 2, one sync per file.
-    let first = spawn_sync(&gc, &blocker);
-    wait_until("the blocker's sync start", || gate.entered());
+    // One sync of each file is held in flight while the other requests queue behind it.
+    let first_bad = spawn_sync(&gc, &bad);
+    let first_good = spawn_sync(&gc, &good);
+    wait_until("both first syncs to start", || gate.entered() == 2);
     let bad_waiters: Vec<_> = (0..BAD_WAITERS).map(|_| spawn_sync(&gc, &bad)).collect();
     let good_waiters: Vec<_> = (0..GOOD_WAITERS).map(|_| spawn_sync(&gc, &good)).collect();
     wait_until("every request queued", || {
-        gc.stats().requests == 1 + BAD_WAITERS + GOOD_WAITERS
+        gc.stats().requests == 2 + BAD_WAITERS + GOOD_WAITERS
     });
     gate.open();
 
-    first.join().unwrap().unwrap();
+    first_bad.join().unwrap().unwrap();
+    first_good.join().unwrap().unwrap();
     for w in bad_waiters {
         match w.join().unwrap() {
             Err(GroupCommitError::Sync(e)) => {
@@ -277,39 +297,33 @@ fn a_failed_sync_reaches_exactly_the_waiters_of_that_file() {
                 assert_eq!(e.path, path("bad.log"));
                 assert_eq!(e.source.raw_os_error(), Some(EIO));
             }
-            other => panic!("a waiter of the failed file got {other:?}"),
+            other => panic!("a waiter of the failed sync got {other:?}"),
         }
     }
     for w in good_waiters {
         w.join().unwrap().unwrap();
     }
     assert_eq!(sim.durable_bytes(&path("good.log")).unwrap(), b"kept");
-    assert_eq!(sim.durable_bytes(&path("bad.log")).unwrap(), b"");
-    assert_eq!(
-        gc.stats(),
-        GroupCommitStats {
-            requests: 1 + BAD_WAITERS + GOOD_WAITERS,
-            syncs: 3,
-            rounds: 2
-        },
-        "one sync per distinct file"
-    );
+    let stats = gc.stats();
+    assert_eq!(stats.requests, 2 + BAD_WAITERS + GOOD_WAITERS);
+    assert_eq!(stats.syncs, 4, "two syncs per file, however many waiters");
 
     // The fault fired once; a later request is served by a new sync.
+    bad.write_at(Bytes::from_static(b"!"), 5).unwrap();
     gc.sync(&bad).unwrap();
-    assert_eq!(sim.durable_bytes(&path("bad.log")).unwrap(), b"lost?");
+    assert_eq!(sim.durable_bytes(&path("bad.log")).unwrap(), b"lost?!");
 }
 
 #[test]
 fn a_request_made_while_its_file_syncs_waits_for_the_next_sync() {
     let sim = SimStorage::new();
     let gate = Arc::new(Gate::default());
-    // The first sync completes, then is held before returning: a write made now is not in it.
+    // Syncs complete, then are held before returning: a write made now is not in the first.
     let f = gated(open(&sim, "a.log"), &gate, Hold::AfterSync);
     let gc = GroupCommit::new(GroupCommitConfig::default());
     f.write_at(Bytes::from_static(b"first"), 0).unwrap();
     let first = spawn_sync(&gc, &f);
-    wait_until("the first sync to complete", || gate.entered());
+    wait_until("the first sync to complete", || gate.entered() == 1);
     assert_eq!(sim.durable_bytes(&path("a.log")).unwrap(), b"first");
 
     f.write_at(Bytes::from_static(b"second"), 5).unwrap();
@@ -327,33 +341,56 @@ fn a_request_made_while_its_file_syncs_waits_for_the_next_sync() {
 }
 
 #[test]
-fn a_round_takes_at_most_max_batch_files_files() {
+fn one_sync_serves_every_request_queued_behind_the_running_one() {
+    const QUEUED: u64 = 10;
     let sim = SimStorage::new();
     let gate = Arc::new(Gate::default());
-    let blocker = gated(open(&sim, "gate.log"), &gate, Hold::BeforeSync);
-    let files: Vec<_> = (0..5).map(|i| open(&sim, &format!("{i}.log"))).collect();
+    let f = gated(open(&sim, "a.log"), &gate, Hold::BeforeSync);
+    let gc = GroupCommit::new(GroupCommitConfig::default());
+    let first = spawn_sync(&gc, &f);
+    wait_until("the first sync to start", || gate.entered() == 1);
+    let queued: Vec<_> = (0..QUEUED).map(|_| spawn_sync(&gc, &f)).collect();
+    wait_until("every request queued", || gc.stats().requests == 1 + QUEUED);
+    gate.open();
+    first.join().unwrap().unwrap();
+    for w in queued {
+        w.join().unwrap().unwrap();
+    }
+    assert_eq!(
+        gc.stats(),
+        GroupCommitStats {
+            requests: 1 + QUEUED,
+            syncs: 2,
+            rounds: 2
+        }
+    );
+}
+
+#[test]
+fn no_more_than_max_batch_files_syncs_run_at_once() {
+    const FILES: usize = 5;
+    let sim = SimStorage::new();
+    let gate = Arc::new(Gate::default());
+    let files: Vec<_> = (0..FILES)
+        .map(|i| gated(open(&sim, &format!("{i}.log")), &gate, Hold::BeforeSync))
+        .collect();
     let gc = GroupCommit::new(GroupCommitConfig {
         max_batch_files: 2,
         max_wait_us: 0,
     });
-    let first = spawn_sync(&gc, &blocker);
-    wait_until("the blocker's sync start", || gate.entered());
-    let rest: Vec<_> = files.iter().map(|f| spawn_sync(&gc, f)).collect();
-    wait_until("every request queued", || gc.stats().requests == 6);
+    let waiters: Vec<_> = files.iter().map(|f| spawn_sync(&gc, f)).collect();
+    wait_until("every request queued", || {
+        gc.stats().requests == FILES as u64
+    });
+    wait_until("two syncs in flight", || gate.entered() == 2);
     gate.open();
-    first.join().unwrap().unwrap();
-    for w in rest {
+    for w in waiters {
         w.join().unwrap().unwrap();
     }
-    // Round 1: the blocker; then the five queued files in rounds of 2, 2 and 1.
-    assert_eq!(
-        gc.stats(),
-        GroupCommitStats {
-            requests: 6,
-            syncs: 6,
-            rounds: 4
-        }
-    );
+    assert_eq!(gate.running_max(), 2);
+    let stats = gc.stats();
+    assert_eq!(stats.syncs, FILES as u64);
+    assert!(stats.rounds >= 3, "5 files, 2 at a time: {stats:?}");
 }
 
 #[test]
@@ -403,8 +440,11 @@ fn small_batches_and_gathering_leaders_stay_live_under_contention() {
         },
     ] {
         let sim = SimStorage::new();
+        // An open gate holds nothing; it only counts syncs running at once.
+        let probe = Arc::new(Gate::default());
+        probe.open();
         let files: Vec<_> = (0..FILES)
-            .map(|i| open(&sim, &format!("{i}.log")))
+            .map(|i| gated(open(&sim, &format!("{i}.log")), &probe, Hold::BeforeSync))
             .collect();
         let gc = GroupCommit::new(config);
         let workers: Vec<_> = (0..THREADS)
@@ -432,5 +472,6 @@ fn small_batches_and_gathering_leaders_stay_live_under_contention() {
             stats.syncs <= stats.rounds * config.max_batch_files as u64,
             "{config:?}: {stats:?}"
         );
+        assert!(probe.running_max() <= config.max_batch_files, "{config:?}");
     }
 }

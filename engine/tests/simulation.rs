@@ -56,6 +56,9 @@ struct MBatch {
 struct Model {
     batches: Vec<MBatch>,
     log_start: i64,
+    /// The highest log start so far: producer state may forget producers below it, and a crash
+    /// can bring the log start back down (its checkpoint lags) without bringing them back.
+    log_start_high: i64,
 }
 
 impl Model {
@@ -152,6 +155,36 @@ impl Model {
         out
     }
 
+    /// Aborted transactions as (producer, first offset, marker offset) with a marker at or after
+    /// `from`: what the transaction index must hold.
+    fn aborted(&self, from: i64) -> Vec<(i64, i64, i64)> {
+        let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+        let mut out = vec![];
+        for b in &self.batches {
+            match &b.kind {
+                Kind::Data {
+                    pid: Some((p, ..)),
+                    txn: true,
+                    ..
+                } => {
+                    open.entry(*p).or_insert(b.base);
+                }
+                Kind::Marker { pid, commit } => {
+                    if let Some(f) = open.remove(pid)
+                        && !commit
+                        && b.base >= from
+                    {
+                        out.push((*pid, f, b.base));
+                    }
+                }
+                Kind::Reset => open.clear(),
+                _ => {}
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// Next (epoch, sequence) for an idempotent producer, from what the log holds.
     fn next_seq(&self, pid: i64) -> (i16, i32) {
         for b in self.batches.iter().rev() {
@@ -168,14 +201,15 @@ impl Model {
         (0, 0)
     }
     fn truncate_to(&mut self, offset: i64) {
+        // Batch-granular: the end is the base of the first batch removed, which may fall below
+        // the target and even below the log start (which then follows it).
+        let end = match self.batches.iter().find(|b| b.last >= offset) {
+            Some(first_removed) => first_removed.base,
+            None => return,
+        };
         self.batches.retain(|b| b.last < offset);
-        // Batch-granular: the end may fall below the target, and the log start follows it.
-        let end = self
-            .batches
-            .last()
-            .map_or(offset, |b| b.last + 1)
-            .min(offset);
         self.log_start = self.log_start.min(end);
+        self.log_start_high = self.log_start_high.min(end);
     }
 }
 
@@ -369,6 +403,7 @@ impl Sim {
                     let mut m = Model {
                         batches: self.model.batches.clone(),
                         log_start: 0,
+                        log_start_high: 0,
                     };
                     m.batches.extend(added.iter().cloned());
                     m.next_seq(pid)
@@ -564,9 +599,20 @@ impl Sim {
                 if hi > lo {
                     let mut t = self.rng.random_range(lo..=hi);
                     let spans = self.model.txn_spans();
+                    let bases = self.log().segment_base_offsets();
+                    // After a crash the log start may fall back to the base of the segment that
+                    // holds it (its checkpoint lags), so keep clear of that whole range too.
+                    let floor = |t: i64| {
+                        bases
+                            .iter()
+                            .rev()
+                            .map(|b| b.get())
+                            .find(|b| *b <= t)
+                            .unwrap_or(0)
+                    };
                     while let Some(first) = spans
                         .iter()
-                        .filter(|(f, e)| *f < t && *e >= t)
+                        .filter(|(f, e)| *f < t && *e >= floor(t))
                         .map(|(f, _)| *f)
                         .min()
                     {
@@ -577,6 +623,7 @@ impl Sim {
                             .maybe_increment_log_start_offset(Offset(t))
                             .unwrap();
                         self.model.log_start = t;
+                        self.model.log_start_high = self.model.log_start_high.max(t);
                     }
                 }
             }
@@ -615,14 +662,23 @@ impl Sim {
         // producer of the readable log after it. Producers only below the log start may or may not
         // survive (Kafka keeps them only while a snapshot holds them).
         let allowed = self.model.producers(i64::MIN);
-        let required = self.model.producers(self.model.log_start);
+        let required = self
+            .model
+            .producers(self.model.log_start.max(self.model.log_start_high));
         assert!(
             held.is_subset(&allowed),
             "producers held {held:?} beyond those since the last reset {allowed:?}"
         );
         assert!(
             required.is_subset(&held),
-            "producers held {held:?} miss some of the readable log's {required:?}"
+            "producers held {held:?} miss some of the readable log's {required:?}; model tail {:?}; snapshots {:?}",
+            &self.model.batches[self.model.batches.len().saturating_sub(12)..],
+            log.producer_state()
+                .snapshots()
+                .unwrap()
+                .iter()
+                .map(|s| s.offset)
+                .collect::<Vec<_>>()
         );
         let want_lso = self
             .model
@@ -648,6 +704,40 @@ impl Sim {
         if let Some(last) = entries.last() {
             assert!(last.start_offset.get() <= self.model.leo());
         }
+        // Every batch's epoch is what the epoch cache says for its offset.
+        let from = self.model.log_start.max(self.model.log_start_high);
+        for b in self
+            .model
+            .batches
+            .iter()
+            .filter(|b| b.base >= from && b.epoch >= 0)
+        {
+            assert_eq!(
+                log.epoch_at(Offset(b.base)),
+                Some(LeaderEpoch(b.epoch)),
+                "epoch of batch at {}",
+                b.base
+            );
+        }
+        // The transaction index holds exactly the aborted transactions.
+        let mut held: Vec<(i64, i64, i64)> = log
+            .collect_aborted_txns(log.log_start_offset(), log.log_end_offset())
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t.producer_id.get(),
+                    t.first_offset.get(),
+                    t.last_offset.get(),
+                )
+            })
+            .collect();
+        held.sort();
+        assert_eq!(
+            held,
+            self.model.aborted(self.model.log_start),
+            "aborted transactions"
+        );
         // Reads through the isolation levels agree with the offsets.
         let r = log
             .read(

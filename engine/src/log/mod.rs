@@ -314,13 +314,14 @@ impl PartitionLog {
         }
 
         let log_end = active.next_offset();
+        // A checkpointed log start can be above the end after a truncation it did not see.
+        let log_start = log_start.min(log_end);
         epochs.truncate_from_end(log_end)?;
         if let Some(e) = epochs.earliest_entry()
             && e.start_offset < log_start
         {
             epochs.truncate_from_start(log_start)?;
         }
-        let log_start = log_start.min(log_end);
         let hw = offsets.high_watermark.clamp(log_start, log_end);
         producers.on_high_watermark_updated(hw);
         let mut log = PartitionLog {

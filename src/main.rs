@@ -20,11 +20,33 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Print the batches of a segment `.log` file (our kafka-dump-log.sh).
+    /// Print a partition dir or a log, index, snapshot or checkpoint file (kafka-dump-log.sh).
+    ///
+    /// PATH is one of:
+    ///   - a partition directory (e.g. `foo-0`): each segment in base-offset order (its
+    ///     batches, then its .index, .timeindex and .txnindex entries, each checked against
+    ///     the log), then the producer snapshots, leader-epoch-checkpoint, partition.metadata;
+    ///   - a .index, .timeindex, .txnindex or .snapshot file, a leader-epoch-checkpoint or a
+    ///     partition.metadata: its entries, checked against the segment's .log beside it (if
+    ///     there is one);
+    ///   - any other file: read as a segment .log, one batch per line.
+    ///
+    /// An index entry agrees with the log when: (.index) the batch starting at its position
+    /// ends at its offset; (.timeindex) its offset is a batch's last offset, that batch's max
+    /// timestamp is its timestamp and no earlier batch of the segment has a larger one;
+    /// (.txnindex) its last offset is an ABORT marker of its producer. Entries must also be in
+    /// order (see src/dump.rs for every check).
+    ///
+    /// Nothing is opened writable. The exit status is 1 when a file is corrupt or an entry
+    /// disagrees with the log, after everything readable was printed; each problem goes to
+    /// stderr naming its file and position.
+    #[command(verbatim_doc_comment, after_long_help = dump::JSON_HELP)]
     Dump {
-        /// The `.log` file.
-        file: PathBuf,
-        /// One JSON object per batch.
+        /// A partition directory, or a `.log`, `.index`, `.timeindex`, `.txnindex`, `.snapshot`,
+        /// `leader-epoch-checkpoint` or `partition.metadata` file.
+        #[arg(value_name = "PATH")]
+        path: PathBuf,
+        /// One JSON object per line (`--help` lists the shapes).
         #[arg(long)]
         json: bool,
         /// Include each batch's records.
@@ -53,17 +75,16 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Dump {
-            file,
+            path,
             json,
             records,
         } => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            let problems =
-                dump::dump_log_file(&file, dump::DumpOptions { json, records }, &mut out)?;
+            let problems = dump::dump_path(&path, dump::DumpOptions { json, records }, &mut out)?;
             std::io::Write::flush(&mut out)?;
             for p in &problems.0 {
-                eprintln!("{}: {p}", file.display());
+                eprintln!("{p}");
             }
             Ok(if problems.0.is_empty() {
                 ExitCode::SUCCESS

@@ -1,7 +1,8 @@
 //! Deterministic inputs shared by the criterion benches and the harness.
 
-use mirrorlog_index::TimestampMs;
-use mirrorlog_segment::{BatchBuilder, Compression, RecordBatch};
+use bytes::Bytes;
+use mirrorlog_index::{Offset, TimestampMs};
+use mirrorlog_segment::{BatchBuilder, BatchHeaderMut, Compression, RecordBatch};
 
 /// A batch of about 16 KiB: `16384 / record_bytes` records whose values are `record_bytes` long
 /// (minus a small key), filled with a cheap deterministic pattern that does not compress to
@@ -27,4 +28,82 @@ pub fn batch_16k(codec: Compression, record_bytes: usize) -> RecordBatch {
         );
     }
     b.build()
+}
+
+/// Many copies of one batch laid back to back in one buffer, restamped with consecutive offsets:
+/// what a segment of identical batches holds. Slices of it ([`BatchRun::batch`],
+/// [`BatchRun::chunk`]) are zero-copy views, so the same bytes feed every variant and baseline.
+#[derive(Debug, Clone)]
+pub struct BatchRun {
+    /// All batches, back to back.
+    pub bytes: Bytes,
+    /// Bytes per batch (every copy has the same size).
+    pub batch_bytes: usize,
+    /// Offsets per batch (records per batch).
+    pub offsets_per_batch: i64,
+    /// Number of batches.
+    pub count: usize,
+    /// Base offset of the first batch.
+    pub base: Offset,
+}
+
+impl BatchRun {
+    /// Batch `i`.
+    pub fn batch(&self, i: usize) -> Bytes {
+        self.bytes
+            .slice(i * self.batch_bytes..(i + 1) * self.batch_bytes)
+    }
+
+    /// Chunk `i` of `per` consecutive batches (the last chunk may be shorter).
+    pub fn chunk(&self, i: usize, per: usize) -> Bytes {
+        let start = i * per;
+        let end = ((i + 1) * per).min(self.count);
+        self.bytes
+            .slice(start * self.batch_bytes..end * self.batch_bytes)
+    }
+
+    /// How many chunks of `per` batches cover the run.
+    pub fn chunks(&self, per: usize) -> usize {
+        self.count.div_ceil(per)
+    }
+
+    /// Total bytes.
+    pub fn len_bytes(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// The offset after the last batch.
+    pub fn next_offset(&self) -> Offset {
+        Offset(self.base.get() + self.count as i64 * self.offsets_per_batch)
+    }
+}
+
+/// `count` copies of [`batch_16k`]`(Compression::None, 1024)` (16 records of ~1 KiB incompressible
+/// values, ~16 KiB per batch) with base offsets `base`, `base + 16`, …: the base offset sits
+/// outside the CRC, so a copy is restamped in place and stays valid.
+pub fn batch_run(base: Offset, count: usize) -> BatchRun {
+    let one = batch_16k(Compression::None, 1024);
+    let batch_bytes = one.size_bytes();
+    let offsets_per_batch = one.last_offset_delta() as i64 + 1;
+    let mut buf = Vec::with_capacity(batch_bytes * count);
+    for i in 0..count {
+        let start = buf.len();
+        buf.extend_from_slice(one.as_bytes());
+        BatchHeaderMut::new(&mut buf[start..])
+            .expect("one whole batch")
+            .set_base_offset(Offset(base.get() + i as i64 * offsets_per_batch));
+    }
+    BatchRun {
+        bytes: Bytes::from(buf),
+        batch_bytes,
+        offsets_per_batch,
+        count,
+        base,
+    }
+}
+
+/// How many ~16 KiB batches of [`batch_run`] make about `bytes` bytes (at least one).
+pub fn batches_for(bytes: u64) -> usize {
+    let one = batch_16k(Compression::None, 1024).size_bytes() as u64;
+    (bytes / one).max(1) as usize
 }

@@ -127,3 +127,73 @@ pub fn time(f: impl FnOnce()) -> Duration {
     f();
     t.elapsed()
 }
+
+/// Runs every closure once as a warm-up, then `rounds` rounds in which each runs once — in a
+/// fresh (deterministic) shuffled order each round, so none always runs first or right after the
+/// same neighbour, whose leftovers (freed pages, kernel workers) it would otherwise always
+/// inherit — and returns each closure's median, in the order given. Several variants and their
+/// baselines measured in the same rounds see the same machine conditions.
+pub fn interleave(rounds: usize, fs: &mut [&mut dyn FnMut() -> Duration]) -> Vec<Duration> {
+    let n = fs.len();
+    for f in fs.iter_mut() {
+        f();
+    }
+    let mut times: Vec<Vec<Duration>> = (0..n).map(|_| Vec::with_capacity(rounds)).collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut x: u64 = 0x853c_49e6_748f_ea9b;
+    for _ in 0..rounds {
+        // Fisher–Yates with xorshift64.
+        for k in (1..n).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(k, (x % (k as u64 + 1)) as usize);
+        }
+        for &i in &order {
+            times[i].push(fs[i]());
+        }
+    }
+    times.into_iter().map(median).collect()
+}
+
+/// The `p`-th percentile (0.0 ..= 1.0, nearest rank) of some durations, in microseconds.
+pub fn percentile_us(v: &[Duration], p: f64) -> f64 {
+    assert!(!v.is_empty(), "percentile of nothing");
+    let mut v = v.to_vec();
+    v.sort();
+    let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    round3(v[rank - 1].as_secs_f64() * 1e6)
+}
+
+/// A fresh directory under the system temp dir (removed with everything in it when the returned
+/// guard drops, also on panic), after checking that its file system has `need_bytes` free plus
+/// a 2 GiB margin: a benchmark must never fill the disk.
+pub fn scratch_dir(name: &str, need_bytes: u64) -> anyhow::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("mirrorlog-bench-{name}-"))
+        .tempdir()?;
+    let free = free_bytes(dir.path())?;
+    let want = need_bytes + (2 << 30);
+    anyhow::ensure!(
+        free >= want,
+        "{}: {} MiB free, the benchmark needs {} MiB (with a 2 GiB margin)",
+        dir.path().display(),
+        free >> 20,
+        want >> 20
+    );
+    Ok(dir)
+}
+
+/// Bytes available to an unprivileged user on the file system holding `path`.
+pub fn free_bytes(path: &std::path::Path) -> anyhow::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: `statvfs` is plain old data, so all-zero is a valid value to be overwritten.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a valid, exclusively borrowed out-parameter.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}

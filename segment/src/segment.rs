@@ -703,6 +703,50 @@ impl ActiveSegment {
         ActiveSegment::from_reader(r, storage, now_ms)
     }
 
+    /// Opens an existing segment that is about to be [`recover`](Self::recover)ed: nothing is
+    /// read (recovery rebuilds every piece of append state), so opening costs no scan. Until
+    /// `recover` runs, appends and flushes are refused.
+    pub fn open_for_recovery(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: Offset,
+        config: SegmentConfig,
+        now_ms: i64,
+    ) -> SegmentResult<ActiveSegment> {
+        config
+            .validate()
+            .map_err(|reason| SegmentError::DoesNotFit {
+                path: dir.to_path_buf(),
+                reason,
+            })?;
+        let log = storage.open(
+            &segment_path(dir, base_offset, LOG_SUFFIX),
+            OpenMode::ReadWrite,
+        )?;
+        let size = log_size(&*log)?;
+        let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, true)?;
+        Ok(ActiveSegment {
+            r: SegmentReader {
+                dir: dir.to_path_buf(),
+                base_offset,
+                log,
+                offset_index,
+                time_index,
+                txn_index,
+                size,
+                config,
+            },
+            storage,
+            next_offset: base_offset,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: TimestampMs::NONE,
+            offset_of_max_timestamp_so_far: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            failed: Some("opened for recovery and not yet recovered".into()),
+        })
+    }
+
     fn from_reader(
         r: SegmentReader,
         storage: Arc<dyn Storage>,

@@ -48,7 +48,7 @@ fn recover_and_check(storage: Arc<dyn Storage>, dir: &Path, bs: &[Bytes], acked:
         assert_eq!(acked, 0, "an acknowledged segment vanished");
         return 0;
     }
-    let mut seg = ActiveSegment::open(storage, dir, Offset(0), config(), 0).unwrap();
+    let mut seg = ActiveSegment::open_for_recovery(storage, dir, Offset(0), config(), 0).unwrap();
     let mut seen = 0usize;
     let report = seg
         .recover(|_, b| {
@@ -146,7 +146,8 @@ fn recovery_truncates_at_the_first_corrupt_batch_and_reports_it() {
     f.write_at(Bytes::copy_from_slice(&[byte[0] ^ 0x10]), pos as u64 + 70)
         .unwrap();
     let mut seg =
-        ActiveSegment::open(Arc::new(sim.clone()), dir.path(), Offset(0), config(), 0).unwrap();
+        ActiveSegment::open_for_recovery(Arc::new(sim.clone()), dir.path(), Offset(0), config(), 0)
+            .unwrap();
     let report = seg.recover(|_, _| Ok(())).unwrap();
     assert_eq!(report.batches, 5);
     assert_eq!(report.valid_bytes, pos as u64);
@@ -220,4 +221,24 @@ fn every_injected_fault_is_a_structured_error_and_durable_data_survives() {
         let kept = recover_and_check(crashed, dir.path(), &bs, 3);
         assert_eq!(kept, 3, "{kind:?}");
     }
+}
+
+#[test]
+fn a_segment_opened_for_recovery_refuses_appends_until_recovered() {
+    let bs = batches(0, 3, 2, 50, 1_000);
+    let sim = SimStorage::new();
+    let dir = tempfile::tempdir().unwrap();
+    sim.create_dir_all(dir.path()).unwrap();
+    assert_eq!(workload(Arc::new(sim.clone()), dir.path(), &bs), 3);
+    let storage: Arc<dyn Storage> = Arc::new(sim);
+    let mut seg =
+        ActiveSegment::open_for_recovery(storage, dir.path(), Offset(0), config(), 0).unwrap();
+    let more = batches(6, 1, 1, 10, 2_000).remove(0);
+    assert!(matches!(
+        seg.append(more.clone()),
+        Err(SegmentError::Failed { .. })
+    ));
+    seg.recover(|_, _| Ok(())).unwrap();
+    assert_eq!(seg.next_offset(), Offset(6));
+    seg.append(more).unwrap();
 }

@@ -2,3 +2,6 @@
 //! variant.
 
 pub mod batch_validate;
+pub mod index_lookup;
+pub mod recovery;
+pub mod segment_append;

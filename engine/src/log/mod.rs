@@ -263,12 +263,14 @@ impl PartitionLog {
         for &base in &to_recover {
             if truncated_at.is_some() {
                 // Everything after a truncated segment is gone.
-                let a = ActiveSegment::open(storage.clone(), dir, base, seg_config, now)?;
+                let a =
+                    ActiveSegment::open_for_recovery(storage.clone(), dir, base, seg_config, now)?;
                 a.delete()?;
                 report.segments_deleted += 1;
                 continue;
             }
-            let mut seg = ActiveSegment::open(storage.clone(), dir, base, seg_config, now)?;
+            let mut seg =
+                ActiveSegment::open_for_recovery(storage.clone(), dir, base, seg_config, now)?;
             let r = seg.recover(|seg, batch| {
                 recover_batch(&mut producers, &mut epochs, seg, batch).map_err(|e| {
                     mirrorlog_segment::segment::SegmentError::Inconsistent {

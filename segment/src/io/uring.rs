@@ -534,32 +534,6 @@ impl Ring {
         }
         Ok(())
     }
-
-    /// One positioned read of at most `len` bytes into `ptr`.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be valid for writes of `len` bytes, and not otherwise accessed, until this
-    /// returns.
-    unsafe fn read(&mut self, fd: RawFd, ptr: *mut u8, len: usize, pos: u64) -> io::Result<usize> {
-        let len = u32::try_from(len.min(MAX_IO_BYTES)).expect("at most MAX_IO_BYTES");
-        let entry = opcode::Read::new(types::Fd(fd), ptr, len)
-            .offset(pos)
-            .build()
-            .user_data(0);
-        let mut result = [0i32];
-        for _ in 0..MAX_STALLED_ROUNDS {
-            // SAFETY: our caller keeps `ptr` valid for `len` bytes until we return, and
-            // `submit_all` returns only after the kernel is done with it.
-            unsafe { self.submit_all(slice::from_ref(&entry), &mut result) }?;
-            match result[0] {
-                r if r >= 0 => return Ok(r as usize),
-                r if is_retryable(-r) => continue,
-                r => return Err(io::Error::from_raw_os_error(-r)),
-            }
-        }
-        Err(io::Error::other("io_uring read made no progress"))
-    }
 }
 
 /// One file of the io_uring backend.
@@ -608,15 +582,11 @@ impl StorageFile for UringFile {
         if buf.is_empty() {
             return Ok(0);
         }
-        let fd = self.file.as_raw_fd();
-        self.pool
-            .with_ring(IoOp::ReadAt, |ring| {
-                // SAFETY: `buf` is exclusively borrowed for this whole call and `read` returns
-                // only after the kernel is done with it.
-                unsafe { ring.read(fd, buf.as_mut_ptr(), buf.len(), pos) }
-                    .map_err(|e| (IoOp::ReadAt, e))
-            })
-            .map_err(|e| self.err(e))
+        // A synchronous read gains nothing from a ring round trip: `pread` measured 1.0 us
+        // against 2.2 us for a 61-byte header through io_uring (offset translation and recovery
+        // read many small headers).
+        std::os::unix::fs::FileExt::read_at(&self.file, buf, pos)
+            .map_err(|e| self.err((IoOp::ReadAt, e)))
     }
 
     fn sync_data(&self) -> IoResult<()> {

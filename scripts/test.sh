@@ -23,14 +23,31 @@ cmp "$oracle/00000000000000000000.log" tests/fixtures/kafka-java/000000000000000
 cmp "$oracle/expected.jsonl" tests/fixtures/kafka-java/expected.jsonl
 export MIRRORLOG_KAFKA_JAVA_DIR="$oracle"
 
-# 2. Every unit, property, scenario and quick-benchmark test of the workspace.
+# 2. Real Kafka clients for the broker tests: kcat (Debian's, on an old librdkafka) and
+#    confluent-kafka (PyPI, librdkafka 2.16) in a virtualenv.
+if ! command -v kcat >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq kcat >/dev/null
+  else
+    echo "error: kcat not found and cannot be installed here (need root + apt-get)" >&2
+    exit 1
+  fi
+fi
+venv="${MIRRORLOG_VENV:-$HOME/.cache/mirrorlog/venv}"
+if ! "$venv/bin/python" -c "import confluent_kafka" >/dev/null 2>&1; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check confluent-kafka
+fi
+export MIRRORLOG_PYTHON="$venv/bin/python"
+
+# 3. Every unit, property, scenario and quick-benchmark test of the workspace.
 cargo test --workspace
 
-# 3. The embedding example runs end to end (open, append as leader and mirror, read, truncate,
+# 4. The embedding example runs end to end (open, append as leader and mirror, read, truncate,
 #    crash, recover).
 cargo run --quiet -p mirrorlog-engine --example embed > /dev/null
 echo "embedding example ran"
 
-# 4. The fuzz targets must build (running it needs cargo-fuzz; see README).
+# 5. The fuzz targets must build (running it needs cargo-fuzz; see README).
 cargo build --quiet --manifest-path fuzz/Cargo.toml
 echo "fuzz target builds"

@@ -1,6 +1,13 @@
 //! `mirrorlog`: the one binary. Subcommands are thin wrappers over the library crates.
 
 mod dump;
+mod serve;
+
+/// Hostile requests must not abort the broker through a huge, never-used allocation in the
+/// protocol decoder: see `mirrorlog_broker::alloc`.
+#[global_allocator]
+static ALLOCATOR: mirrorlog_broker::alloc::NoReserveForHuge =
+    mirrorlog_broker::alloc::NoReserveForHuge;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -53,6 +60,8 @@ enum Command {
         #[arg(long)]
         records: bool,
     },
+    /// Run the single-node Kafka-protocol broker until SIGTERM/SIGINT.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +83,10 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Serve(args) => {
+            serve::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Dump {
             path,
             json,

@@ -1,0 +1,408 @@
+//! The broker: configuration, shared state, and the dispatch of every request to its handler.
+
+use crate::handlers;
+use crate::server::{Handler, RequestContext};
+use crate::topics::TopicRegistry;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, RequestHeader, RequestKind, ResponseKind,
+};
+use mirrorlog_engine::clock::Clock;
+use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
+use mirrorlog_index::TopicPartition;
+use mirrorlog_segment::io::Storage;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Broker settings, named after Kafka's `server.properties` keys where one exists.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// `node.id`. Default 1; range 0 ..= i32::MAX.
+    pub node_id: i32,
+    /// The cluster id reported in Metadata and DescribeCluster (Kafka: from `meta.properties`).
+    /// Default: generated once and stored in the first data dir's `meta.properties`.
+    pub cluster_id: Option<String>,
+    /// Host advertised to clients (`advertised.listeners`). Default the listen address's host.
+    pub advertised_host: String,
+    /// Port advertised to clients. Default the listen port.
+    pub advertised_port: i32,
+    /// `auto.create.topics.enable`. Default true.
+    pub auto_create_topics: bool,
+    /// `num.partitions` for auto-created topics. Default 1; range 1 ..= 100000.
+    pub num_partitions: i32,
+    /// The log manager's settings (`log.dirs` and the topic defaults).
+    pub logs: LogManagerConfig,
+}
+
+impl BrokerConfig {
+    /// Defaults for one data directory, advertised as `host:port`.
+    pub fn new(data_dir: impl Into<std::path::PathBuf>, host: &str, port: i32) -> BrokerConfig {
+        BrokerConfig {
+            node_id: 1,
+            cluster_id: None,
+            advertised_host: host.to_string(),
+            advertised_port: port,
+            auto_create_topics: true,
+            num_partitions: 1,
+            logs: LogManagerConfig::new(data_dir),
+        }
+    }
+
+    /// Rejects out-of-range settings with a message naming the setting.
+    ///
+    /// # Errors
+    /// The first invalid setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.node_id < 0 {
+            return Err(format!("node.id {} must be >= 0", self.node_id));
+        }
+        if !(1..=100_000).contains(&self.num_partitions) {
+            return Err(format!(
+                "num.partitions {} is outside 1..=100000",
+                self.num_partitions
+            ));
+        }
+        if !(1..=65535).contains(&self.advertised_port) {
+            return Err(format!(
+                "advertised port {} is outside 1..=65535",
+                self.advertised_port
+            ));
+        }
+        self.logs.validate()
+    }
+}
+
+/// A part of the broker that answers some APIs on its own (the group and transaction
+/// coordinators).
+pub trait Coordinator: Send + Sync {
+    /// The APIs it answers.
+    fn apis(&self) -> Vec<ApiKey>;
+    /// Versions implemented for `api`.
+    fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)>;
+    /// Answers one request of one of its APIs (may block).
+    fn handle(&self, api_version: i16, request: RequestKind) -> ResponseKind;
+    /// Periodic upkeep (session and transaction timeouts).
+    fn tick(&self, now_ms: i64);
+}
+
+/// Wakes long-polling fetches when data arrives.
+#[derive(Debug, Default)]
+pub struct AppendNotifier {
+    generation: Mutex<u64>,
+    cv: Condvar,
+}
+
+impl AppendNotifier {
+    /// Something was appended somewhere.
+    pub fn notify(&self) {
+        *self.generation.lock() += 1;
+        self.cv.notify_all();
+    }
+    /// The current generation (take it before checking for data).
+    pub fn generation(&self) -> u64 {
+        *self.generation.lock()
+    }
+    /// Waits until the generation moves past `seen` or `deadline` passes. Returns whether it moved.
+    pub fn wait_past(&self, seen: u64, deadline: Instant) -> bool {
+        let mut g = self.generation.lock();
+        while *g == seen {
+            if self.cv.wait_until(&mut g, deadline).timed_out() {
+                return *g != seen;
+            }
+        }
+        true
+    }
+}
+
+/// The broker. See the module docs.
+pub struct Broker {
+    /// Settings.
+    pub config: BrokerConfig,
+    /// The cluster id.
+    pub cluster_id: String,
+    /// Every partition.
+    pub logs: Arc<LogManager>,
+    /// Topics.
+    pub topics: TopicRegistry,
+    /// Long-poll wake-ups.
+    pub appends: AppendNotifier,
+    /// Incremental fetch sessions.
+    pub fetch_sessions: handlers::fetch::FetchSessionCache,
+    coordinators: RwLock<Vec<Arc<dyn Coordinator>>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("node_id", &self.config.node_id)
+            .field("cluster_id", &self.cluster_id)
+            .finish()
+    }
+}
+
+impl Broker {
+    /// Opens the data directories (recovering after a crash) and rebuilds the topic registry.
+    /// Coordinators are added with [`add_coordinator`](Self::add_coordinator).
+    ///
+    /// # Errors
+    /// Invalid configuration or storage failure.
+    pub fn open(
+        config: BrokerConfig,
+        storage: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Broker> {
+        config.validate().map_err(anyhow::Error::msg)?;
+        let (logs, report) = LogManager::open(config.logs.clone(), storage, clock.clone())?;
+        if report.unclean_logs > 0 {
+            tracing::warn!(
+                logs = report.unclean_logs,
+                truncated = report.bytes_truncated,
+                "recovered after an unclean shutdown"
+            );
+        }
+        let cluster_id = match &config.cluster_id {
+            Some(c) => c.clone(),
+            None => load_or_create_cluster_id(&config.logs.data_dirs[0], config.node_id)?,
+        };
+        // Single node: this broker is the whole ISR of every partition, so, as Kafka's leader
+        // does on election (`maybeIncrementLeaderHW`), the high watermark is the log end.
+        for h in logs.partitions() {
+            let mut log = h.write();
+            let leo = log.log_end_offset();
+            log.update_high_watermark(leo);
+        }
+        let topics = TopicRegistry::load(&logs);
+        Ok(Broker {
+            config,
+            cluster_id,
+            logs: Arc::new(logs),
+            topics,
+            appends: AppendNotifier::default(),
+            fetch_sessions: handlers::fetch::FetchSessionCache::default(),
+            coordinators: RwLock::new(vec![]),
+            clock,
+        })
+    }
+
+    /// Adds a coordinator; its APIs are dispatched to it from now on.
+    pub fn add_coordinator(&self, c: Arc<dyn Coordinator>) {
+        self.coordinators.write().push(c);
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// A partition by topic name and index.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<Arc<PartitionHandle>> {
+        self.logs.get(&TopicPartition {
+            topic: topic.to_string(),
+            partition,
+        })
+    }
+
+    /// The partition's current leader epoch: its epoch cache's latest (0 for a fresh partition).
+    pub fn leader_epoch(&self, h: &PartitionHandle) -> i32 {
+        h.read().epoch_cache().latest_epoch().map_or(0, |e| e.get())
+    }
+
+    /// Periodic upkeep: coordinators' timeouts, log maintenance (flush.ms, retention, producer
+    /// expiry, checkpoints). Call every ~100 ms.
+    pub fn tick(&self) {
+        let now = self.clock.now_ms();
+        for c in self.coordinators.read().iter() {
+            c.tick(now);
+        }
+        self.fetch_sessions.expire(now);
+    }
+
+    /// Log maintenance (retention, flush by time, checkpoints). Call every few seconds.
+    pub fn maintain(&self) {
+        if let Err(e) = self.logs.maintain() {
+            tracing::error!("log maintenance: {e}");
+        }
+    }
+
+    /// Clean shutdown: coordinators released, every log flushed and closed, checkpoints and the
+    /// clean-shutdown marker written (the next start skips recovery).
+    ///
+    /// # Errors
+    /// A partition still in use elsewhere, or a storage failure.
+    pub fn shutdown(self) -> anyhow::Result<()> {
+        let Broker {
+            logs, coordinators, ..
+        } = self;
+        drop(coordinators);
+        let logs = Arc::try_unwrap(logs)
+            .map_err(|_| anyhow::anyhow!("the log manager is still in use at shutdown"))?;
+        logs.shutdown()?;
+        Ok(())
+    }
+
+    fn coordinator_for(&self, api: ApiKey) -> Option<Arc<dyn Coordinator>> {
+        self.coordinators
+            .read()
+            .iter()
+            .find(|c| c.apis().contains(&api))
+            .cloned()
+    }
+
+    /// Every API this broker answers, with its version range.
+    pub fn api_versions(&self) -> Vec<(ApiKey, i16, i16)> {
+        let mut out = vec![];
+        for key in all_api_keys() {
+            if let Some((lo, hi)) = self.supported_versions(key) {
+                out.push((key, lo, hi));
+            }
+        }
+        out
+    }
+
+    fn api_versions_response(&self) -> ApiVersionsResponse {
+        let mut r = ApiVersionsResponse::default();
+        r.error_code = 0;
+        r.api_keys = self
+            .api_versions()
+            .into_iter()
+            .map(|(k, lo, hi)| {
+                let mut v = ApiVersion::default();
+                v.api_key = k as i16;
+                v.min_version = lo;
+                v.max_version = hi;
+                v
+            })
+            .collect();
+        r
+    }
+}
+
+/// Every API key the protocol crate knows.
+pub fn all_api_keys() -> impl Iterator<Item = ApiKey> {
+    (0..i16::MAX)
+        .map_while(|k| if k > 200 { None } else { Some(k) })
+        .filter_map(|k| ApiKey::try_from(k).ok())
+}
+
+fn load_or_create_cluster_id(dir: &std::path::Path, node_id: i32) -> anyhow::Result<String> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("meta.properties");
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Some(id) = text.lines().find_map(|l| l.strip_prefix("cluster.id="))
+    {
+        return Ok(id.trim().to_string());
+    }
+    // Kafka's cluster ids are a base64url (no padding) UUID.
+    let id = mirrorlog_index::TopicId(*uuid::Uuid::new_v4().as_bytes()).to_string();
+    let text = format!("#mirrorlog\ncluster.id={id}\nnode.id={node_id}\nversion=1\n");
+    let tmp = dir.join("meta.properties.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(id)
+}
+
+impl Handler for Broker {
+    fn handle(
+        &self,
+        ctx: &RequestContext,
+        _header: &RequestHeader,
+        request: RequestKind,
+    ) -> Option<ResponseKind> {
+        let v = ctx.api_version;
+        Some(match request {
+            RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(self.api_versions_response()),
+            RequestKind::Metadata(r) => {
+                ResponseKind::Metadata(handlers::admin::metadata(self, r, v))
+            }
+            RequestKind::Produce(r) => {
+                return handlers::produce::handle(self, r, v).map(ResponseKind::Produce);
+            }
+            RequestKind::Fetch(r) => ResponseKind::Fetch(handlers::fetch::handle(self, r, v)),
+            RequestKind::ListOffsets(r) => {
+                ResponseKind::ListOffsets(handlers::offsets::list_offsets(self, r, v))
+            }
+            RequestKind::OffsetForLeaderEpoch(r) => ResponseKind::OffsetForLeaderEpoch(
+                handlers::offsets::offset_for_leader_epoch(self, r, v),
+            ),
+            RequestKind::DeleteRecords(r) => {
+                ResponseKind::DeleteRecords(handlers::offsets::delete_records(self, r, v))
+            }
+            RequestKind::CreateTopics(r) => {
+                ResponseKind::CreateTopics(handlers::admin::create_topics(self, r, v))
+            }
+            RequestKind::DeleteTopics(r) => {
+                ResponseKind::DeleteTopics(handlers::admin::delete_topics(self, r, v))
+            }
+            RequestKind::CreatePartitions(r) => {
+                ResponseKind::CreatePartitions(handlers::admin::create_partitions(self, r, v))
+            }
+            RequestKind::DescribeConfigs(r) => {
+                ResponseKind::DescribeConfigs(handlers::admin::describe_configs(self, r, v))
+            }
+            RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
+                handlers::admin::incremental_alter_configs(self, r, v),
+            ),
+            RequestKind::DescribeCluster(r) => {
+                ResponseKind::DescribeCluster(handlers::admin::describe_cluster(self, r, v))
+            }
+            RequestKind::FindCoordinator(r) => {
+                ResponseKind::FindCoordinator(handlers::admin::find_coordinator(self, r, v))
+            }
+            other => {
+                let api = ctx.api_key;
+                match self.coordinator_for(api) {
+                    Some(c) => {
+                        let r = c.handle(v, other);
+                        // Coordinators write markers and offsets: wake long-polling fetches.
+                        self.appends.notify();
+                        r
+                    }
+                    None => {
+                        // The server only passes APIs we advertise; this is a programmer error.
+                        tracing::error!(?api, "no handler for an advertised API");
+                        return None;
+                    }
+                }
+            }
+        })
+    }
+
+    fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {
+        let own = match api {
+            ApiKey::ApiVersions => Some((0, 4)),
+            ApiKey::Metadata => Some((0, 12)),
+            ApiKey::Produce => Some((3, 11)),
+            ApiKey::Fetch => Some((4, 16)),
+            ApiKey::ListOffsets => Some((1, 8)),
+            ApiKey::OffsetForLeaderEpoch => Some((2, 4)),
+            ApiKey::DeleteRecords => Some((0, 2)),
+            ApiKey::CreateTopics => Some((2, 7)),
+            ApiKey::DeleteTopics => Some((1, 6)),
+            ApiKey::CreatePartitions => Some((0, 3)),
+            ApiKey::DescribeConfigs => Some((1, 4)),
+            ApiKey::IncrementalAlterConfigs => Some((0, 1)),
+            ApiKey::DescribeCluster => Some((0, 1)),
+            ApiKey::FindCoordinator => Some((0, 6)),
+            _ => None,
+        };
+        own.or_else(|| {
+            self.coordinator_for(api)
+                .and_then(|c| c.supported_versions(api))
+        })
+    }
+}
+
+/// A deadline `ms` from now (saturating).
+pub fn deadline_in(ms: i32) -> Instant {
+    Instant::now() + Duration::from_millis(ms.max(0) as u64)
+}
+
+/// The error code of a [`ResponseError`].
+pub fn ec(e: ResponseError) -> i16 {
+    e.code()
+}

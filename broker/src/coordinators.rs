@@ -1,0 +1,93 @@
+//! Wiring the group and transaction coordinators into a broker: each is adapted to the
+//! [`Coordinator`] trait the dispatcher routes by API key, and the group coordinator is the
+//! transaction coordinator's sink for transactional offset commits.
+
+use crate::broker::{Broker, Coordinator};
+use crate::group::{GroupConfig, GroupCoordinator};
+use crate::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use std::sync::Arc;
+
+struct Groups(Arc<GroupCoordinator>);
+
+impl Coordinator for Groups {
+    fn apis(&self) -> Vec<ApiKey> {
+        vec![
+            ApiKey::JoinGroup,
+            ApiKey::SyncGroup,
+            ApiKey::Heartbeat,
+            ApiKey::LeaveGroup,
+            ApiKey::OffsetCommit,
+            ApiKey::OffsetFetch,
+            ApiKey::ListGroups,
+            ApiKey::DescribeGroups,
+            ApiKey::DeleteGroups,
+            ApiKey::TxnOffsetCommit,
+        ]
+    }
+    fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {
+        GroupCoordinator::supported_versions(api)
+    }
+    fn handle(&self, api_version: i16, request: RequestKind) -> ResponseKind {
+        self.0.handle(api_version, request)
+    }
+    fn tick(&self, now_ms: i64) {
+        self.0.tick(now_ms);
+    }
+}
+
+struct Txns(Arc<TxnCoordinator>);
+
+impl Coordinator for Txns {
+    fn apis(&self) -> Vec<ApiKey> {
+        vec![
+            ApiKey::InitProducerId,
+            ApiKey::AddPartitionsToTxn,
+            ApiKey::AddOffsetsToTxn,
+            ApiKey::EndTxn,
+        ]
+    }
+    fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {
+        TxnCoordinator::supported_versions(api)
+    }
+    fn handle(&self, api_version: i16, request: RequestKind) -> ResponseKind {
+        self.0.handle(api_version, request)
+    }
+    fn tick(&self, _now_ms: i64) {
+        self.0.tick();
+    }
+}
+
+/// The group coordinator as the transaction coordinator's offsets sink.
+struct GroupSink(Arc<GroupCoordinator>);
+
+impl TxnOffsetsSink for GroupSink {
+    fn partition_for(&self, group_id: &str) -> i32 {
+        self.0.partition_for(group_id)
+    }
+    fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool) {
+        self.0.complete_txn(producer_id, producer_epoch, commit);
+    }
+}
+
+/// Opens both coordinators on the broker's logs (loading `__consumer_offsets` and
+/// `__transaction_state`, finishing transactions a crash interrupted) and registers them. The
+/// group coordinator opens first: finishing a transaction may complete its offsets.
+///
+/// # Errors
+/// A coordinator failed to load its internal topic.
+pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
+    let clock = broker.clock().clone();
+    let groups =
+        GroupCoordinator::open(broker.logs.clone(), GroupConfig::default(), clock.clone())?;
+    let txns = TxnCoordinator::open(
+        broker.logs.clone(),
+        Arc::new(GroupSink(groups.clone())),
+        clock,
+        TxnConfig::default(),
+    )?;
+    broker.add_coordinator(Arc::new(Groups(groups)));
+    broker.add_coordinator(Arc::new(Txns(txns)));
+    broker.topics.refresh(&broker.logs);
+    Ok(())
+}

@@ -1,0 +1,1142 @@
+//! The classic consumer-group coordinator (Kafka's `GroupCoordinator` for `group.protocol=classic`
+//! groups): membership and rebalances (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed
+//! offsets (OffsetCommit, OffsetFetch, TxnOffsetCommit) and administration (ListGroups,
+//! DescribeGroups, DeleteGroups), stored in `__consumer_offsets` in Kafka's record format.
+//!
+//! # Architecture
+//!
+//! - `__consumer_offsets` has `offsets_topic_partitions` partitions; a group lives in partition
+//!   `abs(javaHashCode(group_id)) % partitions` (Kafka's rule, [`GroupCoordinator::partition_for`]).
+//!   Each partition is a *shard* (`shard.rs`): its groups behind one mutex held across the durable
+//!   append of each change, so a change is applied in memory only once its record is durable and in
+//!   the order of the log. Shards work in parallel.
+//! - `state.rs` is the group in memory (states, members, protocol votes, offsets); `membership.rs`
+//!   the rebalance protocol and its timers; `offsets.rs` offsets and administration; `records.rs`
+//!   the byte format (documented there).
+//! - JoinGroup and SyncGroup block: a request that must wait is *parked* (a channel's sender sits
+//!   in the member) and the calling thread waits outside the lock. The join phase ends when every
+//!   known member rejoined, or when [`GroupCoordinator::tick`] finds the rebalance timeout (or the
+//!   initial delay) passed; time comes only from the injected clock and `tick`'s argument, so tests
+//!   drive it with a manual clock.
+//! - On [`GroupCoordinator::open`] every partition is replayed (later records win, tombstones
+//!   delete, transactional offsets wait for their producer's COMMIT marker); groups come back with
+//!   their generation, protocol and members.
+//!
+//! # Invariants
+//!
+//! - A committed offset is answered by OffsetFetch only after its record is durable.
+//! - Every commit passes the commit clamp ([`GroupCoordinator::set_commit_clamp`]) first, so with
+//!   KIP-1279's clamp installed no committed offset of a mirror topic is outside
+//!   [log start, high watermark] (invariant 6).
+//! - Every structure is bounded: members and MEMBER_ID_REQUIRED members per group by
+//!   `group_max_size`, parked requests by members (one each), the offsets log by compaction.
+//!
+//! # Limits
+//!
+//! - Consumer groups of KIP-848 (ConsumerGroupHeartbeat), share and streams groups are not
+//!   handled; their records in `__consumer_offsets` are skipped at load.
+//! - OffsetCommit v10 and OffsetFetch v10 (topic ids) are not offered: the codec decodes these
+//!   requests up to v9.
+//! - The coordinator loads synchronously in `open`, so COORDINATOR_LOAD_IN_PROGRESS is never
+//!   returned.
+
+mod config;
+mod membership;
+mod offsets;
+pub mod records;
+mod shard;
+mod state;
+
+pub use config::GroupConfig;
+
+use anyhow::Context;
+use kafka_protocol::ResponseError as E;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, RequestKind, ResponseKind, SyncGroupRequest, SyncGroupResponse, TopicName,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use membership::{Env, JoinParams, Reply, SyncParams};
+use mirrorlog_engine::clock::Clock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::manager::LogManager;
+use mirrorlog_index::{Offset, TopicId, TopicPartition};
+use offsets::{CommitEntry, Committer, Fetched};
+use parking_lot::RwLock;
+use records::OffsetValue;
+use shard::Shard;
+use state::{JoinOutcome, Protocol, SyncOutcome};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// The internal topic holding committed offsets and group metadata.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// The longest group id accepted: a record key stores it with an `int16` length.
+pub const MAX_GROUP_ID_BYTES: usize = i16::MAX as usize;
+
+/// The authorized operations DescribeGroups reports when asked (no ACLs here: all of a group's
+/// operations, READ | DELETE | DESCRIBE as Kafka's bit field).
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+
+/// The clamp applied to every committed offset: `(partition, offset) -> offset to store`.
+pub type CommitClamp = Box<dyn Fn(&TopicPartition, i64) -> i64 + Send + Sync>;
+
+/// Who sent a request, for member ids and DescribeGroups.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// The request header's client id.
+    pub client_id: String,
+    /// The client's address as Kafka prints it (`/127.0.0.1`).
+    pub client_host: String,
+}
+
+/// A group's state at one moment, for tools, metrics and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSnapshot {
+    /// The state's name (`Empty`, `PreparingRebalance`, `CompletingRebalance`, `Stable`).
+    pub state: &'static str,
+    /// The generation.
+    pub generation_id: i32,
+    /// The protocol type.
+    pub protocol_type: Option<String>,
+    /// The selected protocol.
+    pub protocol_name: Option<String>,
+    /// The leader's member id.
+    pub leader_id: Option<String>,
+    /// The member ids, sorted.
+    pub members: Vec<String>,
+    /// Members with a parked JoinGroup.
+    pub awaiting_join: usize,
+    /// Members with a parked SyncGroup.
+    pub awaiting_sync: usize,
+    /// Members told MEMBER_ID_REQUIRED that have not joined yet.
+    pub pending_members: usize,
+    /// Committed offsets.
+    pub committed_offsets: usize,
+    /// Transactional offsets staged, over all producers.
+    pub staged_offsets: usize,
+}
+
+/// The topic id of `__consumer_offsets`: derived from the name (two FNV-1a 64 hashes with
+/// different offset bases), so every broker build gives the same id without storing it.
+pub fn offsets_topic_id() -> TopicId {
+    fn fnv1a(seed: u64, s: &[u8]) -> u64 {
+        s.iter().fold(seed, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+    let name = OFFSETS_TOPIC.as_bytes();
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&fnv1a(0xcbf2_9ce4_8422_2325, name).to_be_bytes());
+    id[8..].copy_from_slice(&fnv1a(0x6c62_272e_07bb_0142, name).to_be_bytes());
+    let id = TopicId(id);
+    assert!(id != TopicId::ZERO && id != TopicId::METADATA_TOPIC);
+    id
+}
+
+/// Java's `String.hashCode` (over UTF-16 code units, wrapping).
+fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
+/// Kafka's `partitionFor`: `Utils.abs(groupId.hashCode) % partitions`.
+fn partition_for(group_id: &str, partitions: i32) -> i32 {
+    let h = java_string_hash(group_id);
+    let abs = if h == i32::MIN { 0 } else { h.abs() };
+    abs % partitions
+}
+
+/// The classic group coordinator. See the module docs.
+pub struct GroupCoordinator {
+    logs: Arc<LogManager>,
+    config: GroupConfig,
+    clock: Arc<dyn Clock>,
+    shards: Vec<Shard>,
+    commit_clamp: RwLock<Option<CommitClamp>>,
+    next_retention_check_ms: AtomicI64,
+}
+
+impl std::fmt::Debug for GroupCoordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCoordinator")
+            .field("config", &self.config)
+            .field("shards", &self.shards.len())
+            .field("commit_clamp", &self.commit_clamp.read().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupCoordinator {
+    /// Opens the coordinator: creates the missing partitions of `__consumer_offsets` (topic id
+    /// [`offsets_topic_id`], unlimited retention) and loads every group's offsets and metadata
+    /// from them, the partitions in parallel.
+    ///
+    /// # Errors
+    /// An invalid config; an offsets topic with another partition count holding data (groups
+    /// would move to other partitions); a partition that cannot be created or read.
+    pub fn open(
+        logs: Arc<LogManager>,
+        config: GroupConfig,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Arc<GroupCoordinator>> {
+        config.validate().map_err(anyhow::Error::msg)?;
+        let n = config.offsets_topic_partitions;
+        let existing: Vec<_> = logs
+            .partitions()
+            .into_iter()
+            .filter(|h| h.topic_partition().topic == OFFSETS_TOPIC)
+            .collect();
+        if let Some(max) = existing.iter().map(|h| h.topic_partition().partition).max() {
+            anyhow::ensure!(
+                max < n,
+                "{OFFSETS_TOPIC} has partition {max} but offsets.topic.num.partitions is {n}: \
+                 the partition count of {OFFSETS_TOPIC} cannot change (groups would lose their offsets)"
+            );
+        }
+        let has_data = existing
+            .iter()
+            .any(|h| h.read().log_end_offset() > Offset(0));
+        anyhow::ensure!(
+            existing.len() == n as usize || !has_data,
+            "{OFFSETS_TOPIC} holds data in {} partitions but offsets.topic.num.partitions is {n}: \
+             the partition count of {OFFSETS_TOPIC} cannot change (groups would lose their offsets)",
+            existing.len()
+        );
+        let mut log_config: LogConfig = logs.default_log_config().clone();
+        log_config.retention_ms = -1;
+        log_config.retention_bytes = -1;
+        log_config.segment.segment_bytes_max = config.offsets_topic_segment_bytes;
+        log_config.read_only = false;
+        let mut shards = Vec::with_capacity(n as usize);
+        for p in 0..n {
+            let tp = TopicPartition {
+                topic: OFFSETS_TOPIC.to_string(),
+                partition: p,
+            };
+            let handle = match logs.get(&tp) {
+                Some(h) => h,
+                None => logs
+                    .create(&tp, offsets_topic_id(), log_config.clone())
+                    .with_context(|| format!("creating {tp}"))?,
+            };
+            shards.push(Shard::new(p, handle));
+        }
+        let now = clock.now_ms();
+        let started = std::time::Instant::now();
+        let stats = std::thread::scope(|s| {
+            let jobs: Vec<_> = shards
+                .iter()
+                .map(|shard| {
+                    let config = &config;
+                    s.spawn(move || {
+                        let mut st = shard.state.lock();
+                        shard
+                            .load(&mut st, config, now)
+                            .map(|stats| (stats, st.groups.len()))
+                    })
+                })
+                .collect();
+            jobs.into_iter()
+                .map(|j| j.join().expect("loading a shard panicked"))
+                .collect::<anyhow::Result<Vec<_>>>()
+        })?;
+        let records: u64 = stats.iter().map(|(s, _)| s.records).sum();
+        let skipped: u64 = stats.iter().map(|(s, _)| s.skipped).sum();
+        let groups: usize = stats.iter().map(|(_, g)| g).sum();
+        tracing::info!(
+            partitions = n,
+            records,
+            skipped,
+            groups,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "group coordinator loaded {OFFSETS_TOPIC}"
+        );
+        Ok(Arc::new(GroupCoordinator {
+            logs,
+            next_retention_check_ms: AtomicI64::new(
+                now.saturating_add(config.offsets_retention_check_interval_ms),
+            ),
+            config,
+            clock,
+            shards,
+            commit_clamp: RwLock::new(None),
+        }))
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    /// The `__consumer_offsets` partition holding `group_id` (Kafka: `abs(hash) % partitions`,
+    /// with Java's `String.hashCode`).
+    pub fn partition_for(&self, group_id: &str) -> i32 {
+        partition_for(group_id, self.shards.len() as i32)
+    }
+
+    fn shard_for(&self, group_id: &str) -> &Shard {
+        &self.shards[self.partition_for(group_id) as usize]
+    }
+
+    fn env<'a>(&'a self, shard: &'a Shard, now_ms: i64) -> Env<'a> {
+        Env {
+            shard,
+            config: &self.config,
+            now_ms,
+        }
+    }
+
+    /// Versions implemented per API, for ApiVersions (None = not handled here).
+    pub fn supported_versions(api: ApiKey) -> Option<(i16, i16)> {
+        Some(match api {
+            ApiKey::JoinGroup => (0, 9),
+            ApiKey::SyncGroup => (0, 5),
+            ApiKey::Heartbeat => (0, 4),
+            ApiKey::LeaveGroup => (0, 5),
+            // v10 addresses topics by id; the codec decodes OffsetCommit/OffsetFetch up to v9.
+            ApiKey::OffsetCommit => (2, 9),
+            ApiKey::OffsetFetch => (1, 9),
+            ApiKey::ListGroups => (0, 5),
+            ApiKey::DescribeGroups => (0, 6),
+            ApiKey::DeleteGroups => (0, 2),
+            ApiKey::TxnOffsetCommit => (0, 5),
+            _ => return None,
+        })
+    }
+
+    /// Handles JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+    /// ListGroups, DescribeGroups, DeleteGroups, TxnOffsetCommit, as from an unnamed client (see
+    /// [`handle_from`](Self::handle_from)). May block: JoinGroup until the join phase ends,
+    /// SyncGroup until the leader's assignment.
+    ///
+    /// # Panics
+    /// On any other request kind, or a version outside [`supported_versions`](Self::supported_versions):
+    /// the dispatcher's error.
+    pub fn handle(&self, api_version: i16, request: RequestKind) -> ResponseKind {
+        self.handle_from(&ClientInfo::default(), api_version, request)
+    }
+
+    /// As [`handle`](Self::handle), with the client's id (member ids start with it) and host
+    /// (DescribeGroups shows both).
+    ///
+    /// # Panics
+    /// As [`handle`](Self::handle).
+    pub fn handle_from(
+        &self,
+        client: &ClientInfo,
+        api_version: i16,
+        request: RequestKind,
+    ) -> ResponseKind {
+        let check = |api: ApiKey| {
+            let (lo, hi) = Self::supported_versions(api).expect("a group API");
+            assert!(
+                (lo..=hi).contains(&api_version),
+                "{api:?} v{api_version} is outside the supported {lo}..={hi}"
+            );
+        };
+        match request {
+            RequestKind::JoinGroup(r) => {
+                check(ApiKey::JoinGroup);
+                ResponseKind::JoinGroup(self.join_group(client, api_version, r))
+            }
+            RequestKind::SyncGroup(r) => {
+                check(ApiKey::SyncGroup);
+                ResponseKind::SyncGroup(self.sync_group(r))
+            }
+            RequestKind::Heartbeat(r) => {
+                check(ApiKey::Heartbeat);
+                ResponseKind::Heartbeat(self.heartbeat(r))
+            }
+            RequestKind::LeaveGroup(r) => {
+                check(ApiKey::LeaveGroup);
+                ResponseKind::LeaveGroup(self.leave_group(api_version, r))
+            }
+            RequestKind::OffsetCommit(r) => {
+                check(ApiKey::OffsetCommit);
+                ResponseKind::OffsetCommit(self.offset_commit(api_version, r))
+            }
+            RequestKind::OffsetFetch(r) => {
+                check(ApiKey::OffsetFetch);
+                ResponseKind::OffsetFetch(self.offset_fetch(api_version, r))
+            }
+            RequestKind::TxnOffsetCommit(r) => {
+                check(ApiKey::TxnOffsetCommit);
+                ResponseKind::TxnOffsetCommit(self.txn_offset_commit(api_version, r))
+            }
+            RequestKind::ListGroups(r) => {
+                check(ApiKey::ListGroups);
+                ResponseKind::ListGroups(self.list_groups(api_version, r))
+            }
+            RequestKind::DescribeGroups(r) => {
+                check(ApiKey::DescribeGroups);
+                ResponseKind::DescribeGroups(self.describe_groups(api_version, r))
+            }
+            RequestKind::DeleteGroups(r) => {
+                check(ApiKey::DeleteGroups);
+                ResponseKind::DeleteGroups(self.delete_groups(r))
+            }
+            other => panic!(
+                "GroupCoordinator::handle got a request it does not handle: {:.120}",
+                format!("{other:?}")
+            ),
+        }
+    }
+
+    /// Transactions: the transaction coordinator calls this after it wrote the COMMIT/ABORT
+    /// marker to the group's `__consumer_offsets` partition; the producer's staged
+    /// TxnOffsetCommit offsets become committed (commit) or are dropped (abort). As in Kafka, the
+    /// epoch is not checked: the marker decides (it is only logged).
+    pub fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool) {
+        let mut applied = 0;
+        for shard in &self.shards {
+            let mut st = shard.state.lock();
+            for g in st.groups.values_mut() {
+                applied += g.complete_txn(producer_id, commit);
+            }
+        }
+        tracing::debug!(
+            producer_id,
+            producer_epoch,
+            commit,
+            applied,
+            "transactional offsets completed"
+        );
+    }
+
+    /// Called by a background ticker (every ~100 ms): expires members whose session timed out
+    /// (triggering a rebalance), ends join phases whose rebalance timeout (or initial delay)
+    /// passed, drops members that did not sync in time; every
+    /// `offsets_retention_check_interval_ms` expires offsets and removes dead groups; compacts
+    /// the offsets log when due.
+    pub fn tick(&self, now_ms: i64) {
+        for shard in &self.shards {
+            let mut st = shard.state.lock();
+            let env = self.env(shard, now_ms);
+            for g in st.groups.values_mut() {
+                env.tick_group(g);
+            }
+        }
+        let due = self.next_retention_check_ms.load(Ordering::Relaxed);
+        if now_ms >= due
+            && self
+                .next_retention_check_ms
+                .compare_exchange(
+                    due,
+                    now_ms.saturating_add(self.config.offsets_retention_check_interval_ms),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            for shard in &self.shards {
+                shard.expire_offsets(&self.config, now_ms);
+            }
+        }
+        for shard in &self.shards {
+            shard.maybe_compact(&self.config, now_ms);
+        }
+    }
+
+    /// Whether a group has members (KIP-1279 offset sync skips active groups): any state but
+    /// Empty and Dead.
+    pub fn is_group_active(&self, group_id: &str) -> bool {
+        let st = self.shard_for(group_id).state.lock();
+        st.groups.get(group_id).is_some_and(|g| g.num_members() > 0)
+    }
+
+    /// Sets the clamp applied to every commit (OffsetCommit and TxnOffsetCommit) before it is
+    /// stored — KIP-1279 invariant 6: a commit to a mirror topic is clamped to [log start, high
+    /// watermark]. When the clamp changes an offset, the committed leader epoch becomes the
+    /// partition's epoch at the new offset (−1 if unknown). Default: none. The clamp runs outside
+    /// the coordinator's locks but must not call back into the coordinator's commit path.
+    pub fn set_commit_clamp(&self, f: CommitClamp) {
+        *self.commit_clamp.write() = Some(f);
+    }
+
+    /// A group's state now, or `None` if there is no such group.
+    pub fn group_snapshot(&self, group_id: &str) -> Option<GroupSnapshot> {
+        let st = self.shard_for(group_id).state.lock();
+        let g = st.groups.get(group_id)?;
+        Some(GroupSnapshot {
+            state: g.state().name(),
+            generation_id: g.generation_id,
+            protocol_type: g.protocol_type.clone(),
+            protocol_name: g.protocol_name.clone(),
+            leader_id: g.leader_id.clone(),
+            members: g.member_ids(),
+            awaiting_join: g.num_awaiting_join(),
+            awaiting_sync: g.members().filter(|m| m.is_awaiting_sync()).count(),
+            pending_members: g.pending_join.len(),
+            committed_offsets: g.offsets.len(),
+            staged_offsets: g.pending_txn.values().map(|s| s.len()).sum(),
+        })
+    }
+
+    /// Records in each `__consumer_offsets` partition from its log start, as counted by the
+    /// coordinator (for tests and metrics).
+    pub fn offsets_log_records(&self) -> Vec<i64> {
+        self.shards.iter().map(Shard::records_in_log).collect()
+    }
+
+    /// A commit entry: the metadata bound, the partition's existence, then the clamp.
+    fn commit_entry(&self, tp: TopicPartition, mut v: OffsetValue) -> CommitEntry {
+        if v.metadata.len() > self.config.offset_metadata_max_bytes as usize
+            || v.metadata.len() > i16::MAX as usize
+        {
+            return (tp, Err(E::OffsetMetadataTooLarge.code()));
+        }
+        let Some(handle) = self.logs.get(&tp) else {
+            return (tp, Err(E::UnknownTopicOrPartition.code()));
+        };
+        if let Some(clamp) = self.commit_clamp.read().as_ref() {
+            let clamped = clamp(&tp, v.offset);
+            if clamped != v.offset {
+                tracing::debug!(partition = %tp, offset = v.offset, clamped, "commit clamped");
+                v.offset = clamped;
+                v.leader_epoch = handle
+                    .read()
+                    .epoch_at(Offset(clamped))
+                    .map_or(-1, |e| e.get());
+            }
+        }
+        (tp, Ok(v))
+    }
+
+    fn join_group(&self, client: &ClientInfo, v: i16, r: JoinGroupRequest) -> JoinGroupResponse {
+        let member_id = r.member_id.to_string();
+        let outcome = (|| {
+            let group_id = r.group_id.0.to_string();
+            if group_id.is_empty() || group_id.len() > MAX_GROUP_ID_BYTES {
+                return JoinOutcome::error(E::InvalidGroupId.code(), &member_id);
+            }
+            let session = r.session_timeout_ms;
+            if session < self.config.group_min_session_timeout_ms
+                || session > self.config.group_max_session_timeout_ms
+            {
+                return JoinOutcome::error(E::InvalidSessionTimeout.code(), &member_id);
+            }
+            // v0 has no rebalance timeout: the session timeout stands in (as Kafka).
+            let rebalance = if v == 0 || r.rebalance_timeout_ms < 0 {
+                session
+            } else {
+                r.rebalance_timeout_ms
+            };
+            let mut seen = HashSet::new();
+            let protocols: Vec<Protocol> = r
+                .protocols
+                .iter()
+                .filter(|p| seen.insert(p.name.to_string()))
+                .map(|p| Protocol {
+                    name: p.name.to_string(),
+                    metadata: p.metadata.clone(),
+                })
+                .collect();
+            let params = JoinParams {
+                api_version: v,
+                group_id,
+                member_id: member_id.clone(),
+                group_instance_id: r
+                    .group_instance_id
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .filter(|s| v >= 5 && !s.is_empty()),
+                client_id: client.client_id.clone(),
+                client_host: client.client_host.clone(),
+                session_timeout_ms: session,
+                rebalance_timeout_ms: rebalance,
+                protocol_type: r.protocol_type.to_string(),
+                protocols,
+            };
+            let shard = self.shard_for(&params.group_id);
+            let reply = {
+                let mut st = shard.state.lock();
+                self.env(shard, self.clock.now_ms())
+                    .join(&mut st.groups, params)
+            };
+            match reply {
+                Reply::Now(o) => o,
+                Reply::Wait(rx) => rx
+                    .recv()
+                    .unwrap_or_else(|_| JoinOutcome::error(E::UnknownMemberId.code(), &member_id)),
+            }
+        })();
+        join_response(v, outcome)
+    }
+
+    fn sync_group(&self, r: SyncGroupRequest) -> SyncGroupResponse {
+        let params = SyncParams {
+            group_id: r.group_id.0.to_string(),
+            member_id: r.member_id.to_string(),
+            group_instance_id: r
+                .group_instance_id
+                .as_ref()
+                .map(|s| s.to_string())
+                .filter(|s| !s.is_empty()),
+            generation_id: r.generation_id,
+            protocol_type: r.protocol_type.as_ref().map(|s| s.to_string()),
+            protocol_name: r.protocol_name.as_ref().map(|s| s.to_string()),
+            assignments: r
+                .assignments
+                .into_iter()
+                .map(|a| (a.member_id.to_string(), a.assignment))
+                .collect(),
+        };
+        let shard = self.shard_for(&params.group_id);
+        let reply = {
+            let mut st = shard.state.lock();
+            self.env(shard, self.clock.now_ms())
+                .sync(&mut st.groups, params)
+        };
+        let o = match reply {
+            Reply::Now(o) => o,
+            Reply::Wait(rx) => rx
+                .recv()
+                .unwrap_or_else(|_| SyncOutcome::error(E::UnknownMemberId.code())),
+        };
+        SyncGroupResponse::default()
+            .with_error_code(o.error)
+            .with_protocol_type(o.protocol_type.map(StrBytes::from_string))
+            .with_protocol_name(o.protocol_name.map(StrBytes::from_string))
+            .with_assignment(o.assignment)
+    }
+
+    fn heartbeat(&self, r: HeartbeatRequest) -> HeartbeatResponse {
+        let group_id = r.group_id.0.to_string();
+        let shard = self.shard_for(&group_id);
+        let mut st = shard.state.lock();
+        let code = self.env(shard, self.clock.now_ms()).heartbeat(
+            &mut st.groups,
+            &group_id,
+            &r.member_id,
+            r.group_instance_id.as_deref().filter(|s| !s.is_empty()),
+            r.generation_id,
+        );
+        HeartbeatResponse::default().with_error_code(code)
+    }
+
+    fn leave_group(&self, v: i16, r: LeaveGroupRequest) -> LeaveGroupResponse {
+        let group_id = r.group_id.0.to_string();
+        let members: Vec<(String, Option<String>)> = if v <= 2 {
+            vec![(r.member_id.to_string(), None)]
+        } else {
+            r.members
+                .iter()
+                .map(|m| {
+                    (
+                        m.member_id.to_string(),
+                        m.group_instance_id
+                            .as_ref()
+                            .map(|s| s.to_string())
+                            .filter(|s| !s.is_empty()),
+                    )
+                })
+                .collect()
+        };
+        let shard = self.shard_for(&group_id);
+        let result = {
+            let mut st = shard.state.lock();
+            self.env(shard, self.clock.now_ms())
+                .leave(&mut st.groups, &group_id, &members)
+        };
+        match result {
+            Err(code) => LeaveGroupResponse::default().with_error_code(code),
+            Ok(codes) if v <= 2 => LeaveGroupResponse::default().with_error_code(codes[0]),
+            Ok(codes) => LeaveGroupResponse::default().with_members(
+                members
+                    .into_iter()
+                    .zip(codes)
+                    .map(|((id, instance), code)| {
+                        MemberResponse::default()
+                            .with_member_id(StrBytes::from_string(id))
+                            .with_group_instance_id(instance.map(StrBytes::from_string))
+                            .with_error_code(code)
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Commits `entries` for `c` and answers each entry's error code in order.
+    fn commit(&self, c: &Committer, entries: Vec<CommitEntry>, now_ms: i64) -> Vec<i16> {
+        if c.group_id.is_empty() || c.group_id.len() > MAX_GROUP_ID_BYTES {
+            return vec![E::InvalidGroupId.code(); entries.len()];
+        }
+        let shard = self.shard_for(&c.group_id);
+        let mut st = shard.state.lock();
+        self.env(shard, now_ms)
+            .commit_offsets(&mut st.groups, c, entries)
+    }
+
+    fn offset_commit(&self, v: i16, r: OffsetCommitRequest) -> OffsetCommitResponse {
+        let now = self.clock.now_ms();
+        // OffsetCommit v2–v4 may carry a retention time; −1 means the broker's.
+        let expire =
+            (v <= 4 && r.retention_time_ms != -1).then(|| now.saturating_add(r.retention_time_ms));
+        let mut entries = Vec::new();
+        for t in &r.topics {
+            for p in &t.partitions {
+                entries.push(self.commit_entry(
+                    TopicPartition {
+                        topic: t.name.to_string(),
+                        partition: p.partition_index,
+                    },
+                    OffsetValue {
+                        offset: p.committed_offset,
+                        leader_epoch: if v >= 6 { p.committed_leader_epoch } else { -1 },
+                        metadata: p.committed_metadata.as_deref().unwrap_or("").to_string(),
+                        commit_timestamp_ms: now,
+                        expire_timestamp_ms: expire,
+                    },
+                ));
+            }
+        }
+        let committer = Committer {
+            api_version: v,
+            group_id: r.group_id.0.to_string(),
+            member_id: r.member_id.to_string(),
+            group_instance_id: r
+                .group_instance_id
+                .as_ref()
+                .map(|s| s.to_string())
+                .filter(|s| !s.is_empty()),
+            generation_id: r.generation_id_or_member_epoch,
+            txn: None,
+        };
+        let mut codes = self.commit(&committer, entries, now).into_iter();
+        OffsetCommitResponse::default().with_topics(
+            r.topics
+                .iter()
+                .map(|t| {
+                    OffsetCommitResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partitions
+                                .iter()
+                                .map(|p| {
+                                    OffsetCommitResponsePartition::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(codes.next().expect("one per partition"))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
+    }
+
+    fn txn_offset_commit(&self, v: i16, r: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+        let now = self.clock.now_ms();
+        let n: usize = r.topics.iter().map(|t| t.partitions.len()).sum();
+        let codes = if r.producer_id.0 < 0 {
+            vec![E::InvalidProducerIdMapping.code(); n]
+        } else {
+            let mut entries = Vec::with_capacity(n);
+            for t in &r.topics {
+                for p in &t.partitions {
+                    entries.push(self.commit_entry(
+                        TopicPartition {
+                            topic: t.name.to_string(),
+                            partition: p.partition_index,
+                        },
+                        OffsetValue {
+                            offset: p.committed_offset,
+                            leader_epoch: p.committed_leader_epoch,
+                            metadata: p.committed_metadata.as_deref().unwrap_or("").to_string(),
+                            commit_timestamp_ms: now,
+                            expire_timestamp_ms: None,
+                        },
+                    ));
+                }
+            }
+            let committer = Committer {
+                api_version: v,
+                group_id: r.group_id.0.to_string(),
+                member_id: r.member_id.to_string(),
+                group_instance_id: r
+                    .group_instance_id
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .filter(|s| !s.is_empty()),
+                generation_id: r.generation_id,
+                txn: Some((r.producer_id.0, r.producer_epoch)),
+            };
+            self.commit(&committer, entries, now)
+        };
+        let mut codes = codes.into_iter();
+        TxnOffsetCommitResponse::default().with_topics(
+            r.topics
+                .iter()
+                .map(|t| {
+                    TxnOffsetCommitResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(
+                            t.partitions
+                                .iter()
+                                .map(|p| {
+                                    TxnOffsetCommitResponsePartition::default()
+                                        .with_partition_index(p.partition_index)
+                                        .with_error_code(codes.next().expect("one per partition"))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
+    }
+
+    /// Fetches one group's offsets: `Err` is a group-level error.
+    fn fetch_group(
+        &self,
+        group_id: &str,
+        topics: Option<Vec<(String, Vec<i32>)>>,
+        require_stable: bool,
+    ) -> Result<Vec<(String, Vec<Fetched>)>, i16> {
+        if group_id.is_empty() {
+            return Err(E::InvalidGroupId.code());
+        }
+        let shard = self.shard_for(group_id);
+        let st = shard.state.lock();
+        Ok(self.env(shard, self.clock.now_ms()).fetch_offsets(
+            &st.groups,
+            group_id,
+            topics,
+            require_stable,
+        ))
+    }
+
+    fn offset_fetch(&self, v: i16, r: OffsetFetchRequest) -> OffsetFetchResponse {
+        let require_stable = v >= 7 && r.require_stable;
+        if v <= 7 {
+            let topics = r.topics.as_ref().map(|ts| {
+                ts.iter()
+                    .map(|t| (t.name.to_string(), t.partition_indexes.clone()))
+                    .collect::<Vec<_>>()
+            });
+            let result = self.fetch_group(&r.group_id, topics.clone(), require_stable);
+            let (error, fetched) = match result {
+                Ok(f) => (0, f),
+                // Version 1 has no group-level error: each listed partition carries it.
+                Err(code) => (
+                    code,
+                    topics
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(t, ps)| {
+                            let f = ps
+                                .into_iter()
+                                .map(|p| Fetched {
+                                    partition: p,
+                                    offset: -1,
+                                    leader_epoch: -1,
+                                    metadata: String::new(),
+                                    error: if v < 2 { code } else { 0 },
+                                })
+                                .collect();
+                            (t, f)
+                        })
+                        .collect(),
+                ),
+            };
+            return OffsetFetchResponse::default()
+                .with_error_code(error)
+                .with_topics(
+                    fetched
+                        .into_iter()
+                        .map(|(t, ps)| {
+                            OffsetFetchResponseTopic::default()
+                                .with_name(TopicName(StrBytes::from_string(t)))
+                                .with_partitions(
+                                    ps.into_iter()
+                                        .map(|f| {
+                                            OffsetFetchResponsePartition::default()
+                                                .with_partition_index(f.partition)
+                                                .with_committed_offset(f.offset)
+                                                .with_committed_leader_epoch(f.leader_epoch)
+                                                .with_metadata(Some(StrBytes::from_string(
+                                                    f.metadata,
+                                                )))
+                                                .with_error_code(f.error)
+                                        })
+                                        .collect(),
+                                )
+                        })
+                        .collect(),
+                );
+        }
+        let groups = r
+            .groups
+            .iter()
+            .map(|g| {
+                let topics = g.topics.as_ref().map(|ts| {
+                    ts.iter()
+                        .map(|t| (t.name.to_string(), t.partition_indexes.clone()))
+                        .collect::<Vec<_>>()
+                });
+                let (error, fetched) = match self.fetch_group(&g.group_id, topics, require_stable) {
+                    Ok(f) => (0, f),
+                    Err(code) => (code, vec![]),
+                };
+                OffsetFetchResponseGroup::default()
+                    .with_group_id(g.group_id.clone())
+                    .with_error_code(error)
+                    .with_topics(
+                        fetched
+                            .into_iter()
+                            .map(|(t, ps)| {
+                                OffsetFetchResponseTopics::default()
+                                    .with_name(TopicName(StrBytes::from_string(t)))
+                                    .with_partitions(
+                                        ps.into_iter()
+                                            .map(|f| {
+                                                OffsetFetchResponsePartitions::default()
+                                                    .with_partition_index(f.partition)
+                                                    .with_committed_offset(f.offset)
+                                                    .with_committed_leader_epoch(f.leader_epoch)
+                                                    .with_metadata(Some(StrBytes::from_string(
+                                                        f.metadata,
+                                                    )))
+                                                    .with_error_code(f.error)
+                                            })
+                                            .collect(),
+                                    )
+                            })
+                            .collect(),
+                    )
+            })
+            .collect();
+        OffsetFetchResponse::default().with_groups(groups)
+    }
+
+    fn list_groups(&self, v: i16, r: ListGroupsRequest) -> ListGroupsResponse {
+        let states: HashSet<String> = if v >= 4 {
+            r.states_filter.iter().map(|s| s.to_lowercase()).collect()
+        } else {
+            HashSet::new()
+        };
+        let types: HashSet<String> = if v >= 5 {
+            r.types_filter.iter().map(|s| s.to_lowercase()).collect()
+        } else {
+            HashSet::new()
+        };
+        let mut out = Vec::new();
+        if types.is_empty() || types.contains("classic") {
+            for shard in &self.shards {
+                let st = shard.state.lock();
+                for g in st.groups.values() {
+                    let state = g.state().name();
+                    if g.is(state::GroupState::Dead)
+                        || (!states.is_empty() && !states.contains(&state.to_lowercase()))
+                    {
+                        continue;
+                    }
+                    out.push(
+                        ListedGroup::default()
+                            .with_group_id(GroupId(StrBytes::from_string(g.group_id.clone())))
+                            .with_protocol_type(StrBytes::from_string(
+                                g.protocol_type.clone().unwrap_or_default(),
+                            ))
+                            .with_group_state(StrBytes::from_static_str(state))
+                            .with_group_type(StrBytes::from_static_str("classic")),
+                    );
+                }
+            }
+        }
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        ListGroupsResponse::default().with_groups(out)
+    }
+
+    fn describe_groups(&self, v: i16, r: DescribeGroupsRequest) -> DescribeGroupsResponse {
+        let ops = if r.include_authorized_operations {
+            GROUP_OPERATIONS
+        } else {
+            i32::MIN
+        };
+        let groups = r
+            .groups
+            .iter()
+            .map(|id| {
+                let described = {
+                    let shard = self.shard_for(id);
+                    let st = shard.state.lock();
+                    st.groups
+                        .get(id.as_str())
+                        .filter(|g| !g.is(state::GroupState::Dead))
+                        .map(offsets::describe)
+                };
+                let base = DescribedGroup::default()
+                    .with_group_id(id.clone())
+                    .with_authorized_operations(ops);
+                match described {
+                    // KIP-1043: v6 reports a missing group as GROUP_ID_NOT_FOUND; older
+                    // versions as a Dead group without error.
+                    None if v >= 6 => base
+                        .with_error_code(E::GroupIdNotFound.code())
+                        .with_error_message(Some(StrBytes::from_string(format!(
+                            "Group {} not found.",
+                            id.as_str()
+                        ))))
+                        .with_group_state(StrBytes::from_static_str("Dead")),
+                    None => base.with_group_state(StrBytes::from_static_str("Dead")),
+                    Some(d) => base
+                        .with_group_state(StrBytes::from_static_str(d.state))
+                        .with_protocol_type(StrBytes::from_string(d.protocol_type))
+                        .with_protocol_data(StrBytes::from_string(d.protocol_data))
+                        .with_members(
+                            d.members
+                                .into_iter()
+                                .map(|m| {
+                                    DescribedGroupMember::default()
+                                        .with_member_id(StrBytes::from_string(m.member_id))
+                                        .with_group_instance_id(
+                                            m.group_instance_id.map(StrBytes::from_string),
+                                        )
+                                        .with_client_id(StrBytes::from_string(m.client_id))
+                                        .with_client_host(StrBytes::from_string(m.client_host))
+                                        .with_member_metadata(m.metadata)
+                                        .with_member_assignment(m.assignment)
+                                })
+                                .collect(),
+                        ),
+                }
+            })
+            .collect();
+        DescribeGroupsResponse::default().with_groups(groups)
+    }
+
+    fn delete_groups(&self, r: DeleteGroupsRequest) -> DeleteGroupsResponse {
+        let results = r
+            .groups_names
+            .iter()
+            .map(|id| {
+                let code = if id.is_empty() || id.len() > MAX_GROUP_ID_BYTES {
+                    E::InvalidGroupId.code()
+                } else {
+                    let shard = self.shard_for(id);
+                    let mut st = shard.state.lock();
+                    self.env(shard, self.clock.now_ms())
+                        .delete_group(&mut st.groups, id)
+                };
+                DeletableGroupResult::default()
+                    .with_group_id(id.clone())
+                    .with_error_code(code)
+            })
+            .collect();
+        DeleteGroupsResponse::default().with_results(results)
+    }
+}
+
+/// A JoinGroup response for version `v`: before v7 the protocol name may not be null.
+fn join_response(v: i16, o: JoinOutcome) -> JoinGroupResponse {
+    let protocol_name = match o.protocol_name {
+        Some(n) => Some(StrBytes::from_string(n)),
+        None if v < 7 => Some(StrBytes::new()),
+        None => None,
+    };
+    JoinGroupResponse::default()
+        .with_error_code(o.error)
+        .with_generation_id(o.generation_id)
+        .with_protocol_type(o.protocol_type.map(StrBytes::from_string))
+        .with_protocol_name(protocol_name)
+        .with_leader(StrBytes::from_string(o.leader))
+        .with_skip_assignment(v >= 9 && o.skip_assignment)
+        .with_member_id(StrBytes::from_string(o.member_id))
+        .with_members(
+            o.members
+                .into_iter()
+                .map(|m| {
+                    JoinGroupResponseMember::default()
+                        .with_member_id(StrBytes::from_string(m.member_id))
+                        .with_group_instance_id(m.group_instance_id.map(StrBytes::from_string))
+                        .with_metadata(m.metadata)
+                })
+                .collect(),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_string_hash_matches_java() {
+        // Values from Java's String.hashCode.
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("hello"), 99_162_322);
+        assert_eq!(java_string_hash("my-group"), -1_906_497_762);
+        assert_eq!(java_string_hash("é"), 233, "UTF-16 code units, not bytes");
+        assert_eq!(java_string_hash("😀"), 1_772_899, "a surrogate pair");
+    }
+
+    #[test]
+    fn partition_for_is_kafkas_abs_hash_modulo() {
+        assert_eq!(partition_for("hello", 50), 99_162_322 % 50);
+        // A negative hash: "polygenelubricants".hashCode() == Integer.MIN_VALUE → 0.
+        assert_eq!(java_string_hash("polygenelubricants"), i32::MIN);
+        assert_eq!(partition_for("polygenelubricants", 7), 0);
+        let neg = "zzzzzzzzzz";
+        let h = java_string_hash(neg);
+        assert!(h < 0);
+        assert_eq!(partition_for(neg, 13), h.abs() % 13);
+    }
+
+    #[test]
+    fn offsets_topic_id_is_fixed() {
+        assert_eq!(offsets_topic_id(), offsets_topic_id());
+        assert_ne!(offsets_topic_id(), TopicId::ZERO);
+    }
+
+    #[test]
+    fn supported_versions_cover_exactly_the_group_apis() {
+        assert_eq!(
+            GroupCoordinator::supported_versions(ApiKey::JoinGroup),
+            Some((0, 9))
+        );
+        assert_eq!(
+            GroupCoordinator::supported_versions(ApiKey::OffsetCommit),
+            Some((2, 9))
+        );
+        assert_eq!(GroupCoordinator::supported_versions(ApiKey::Produce), None);
+        for api in [
+            ApiKey::JoinGroup,
+            ApiKey::SyncGroup,
+            ApiKey::Heartbeat,
+            ApiKey::LeaveGroup,
+            ApiKey::OffsetCommit,
+            ApiKey::OffsetFetch,
+            ApiKey::ListGroups,
+            ApiKey::DescribeGroups,
+            ApiKey::DeleteGroups,
+            ApiKey::TxnOffsetCommit,
+        ] {
+            let (lo, hi) = GroupCoordinator::supported_versions(api).unwrap();
+            let codec = api.valid_versions();
+            assert!(
+                codec.min <= lo && hi <= codec.max,
+                "{api:?}: {lo}..={hi} outside the codec's range"
+            );
+        }
+    }
+}

@@ -1,0 +1,1500 @@
+//! Metadata and topic administration: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
+//! DescribeConfigs, IncrementalAlterConfigs, DescribeCluster and FindCoordinator.
+//!
+//! The cluster is this one node: it is the only broker, the controller, the leader and only
+//! replica of every partition and the coordinator for every key. Replication factor is always 1
+//! and every manual assignment must name this node.
+//!
+//! Topics live in the [`TopicRegistry`](crate::topics::TopicRegistry); their configs are the
+//! engine's [`LogConfig`], stored by the log manager as overrides of the broker default. A config
+//! counts as a topic override (`DYNAMIC_TOPIC_CONFIG`) when its value differs from the broker
+//! default; otherwise it is `STATIC_BROKER_CONFIG` when the broker default differs from Kafka's
+//! default, else `DEFAULT_CONFIG`.
+//!
+//! Behaviour follows Kafka's KRaft broker and controller (`KafkaApis`, `ControllerApis`,
+//! `ReplicationControlManager`, `ConfigAdminManager`), with these single-node choices:
+//! - Metadata auto-creation answers the new topic ready with `NONE` (Kafka answers
+//!   `LEADER_NOT_AVAILABLE` and lets the client retry): the partitions exist when the response is
+//!   sent, so every client can use them at once instead of backing off. Internal topic names are
+//!   never auto-created (their coordinators own them and their partition counts).
+//! - Deleting an internal topic, or adding partitions to one, is refused with
+//!   `INVALID_TOPIC_EXCEPTION` (Kafka's broker allows both; the group and transaction
+//!   coordinators here depend on them, as Kafka's own `DeleteRecords` refusal on internal topics
+//!   does).
+//! - There is no authorizer: authorized-operation bit fields, when asked for, hold every
+//!   operation the resource type supports, as Kafka answers without an authorizer.
+//! - A topic holds at most [`MAX_PARTITIONS_PER_TOPIC`] partitions.
+
+use crate::broker::Broker;
+use crate::errors::engine_error_code;
+use crate::topics::{INTERNAL_TOPICS, TopicError, TopicMeta, sb, validate_topic_name};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeClusterRequest,
+    DescribeClusterResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse, MetadataRequest, MetadataResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_index::TopicPartition;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use uuid::Uuid;
+
+/// The most partitions one topic may have (CreateTopics, CreatePartitions), as `num.partitions`.
+pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
+
+/// Config resource type `TOPIC` (DescribeConfigs, IncrementalAlterConfigs).
+pub const RESOURCE_TOPIC: i8 = 2;
+/// Config resource type `BROKER`.
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// Config source `DYNAMIC_TOPIC_CONFIG`: a topic override.
+pub const SOURCE_DYNAMIC_TOPIC_CONFIG: i8 = 1;
+/// Config source `STATIC_BROKER_CONFIG`: the broker's configuration sets it.
+pub const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
+/// Config source `DEFAULT_CONFIG`: Kafka's default.
+pub const SOURCE_DEFAULT_CONFIG: i8 = 5;
+
+/// IncrementalAlterConfigs operation `SET`.
+pub const OP_SET: i8 = 0;
+/// IncrementalAlterConfigs operation `DELETE` (back to the broker default).
+pub const OP_DELETE: i8 = 1;
+/// IncrementalAlterConfigs operation `APPEND` (list-valued configs only).
+pub const OP_APPEND: i8 = 2;
+/// IncrementalAlterConfigs operation `SUBTRACT` (list-valued configs only).
+pub const OP_SUBTRACT: i8 = 3;
+
+/// Authorized-operations value meaning "not requested" (Kafka's `INT32_MIN`).
+pub const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+/// Every operation Kafka supports on a topic (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+/// DESCRIBE_CONFIGS, ALTER_CONFIGS), as a bit field of `AclOperation` codes.
+pub const TOPIC_AUTHORIZED_OPERATIONS: i32 = ops_bits(&[3, 4, 5, 6, 7, 8, 10, 11]);
+/// Every operation Kafka supports on the cluster (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+/// DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE), as a bit field.
+pub const CLUSTER_AUTHORIZED_OPERATIONS: i32 = ops_bits(&[5, 7, 8, 9, 10, 11, 12]);
+
+const fn ops_bits(codes: &[i32]) -> i32 {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < codes.len() {
+        bits |= 1 << codes[i];
+        i += 1;
+    }
+    bits
+}
+
+// DescribeConfigs `ConfigType` values.
+const TYPE_BOOLEAN: i8 = 1;
+const TYPE_STRING: i8 = 2;
+const TYPE_INT: i8 = 3;
+const TYPE_LONG: i8 = 5;
+const TYPE_LIST: i8 = 7;
+
+/// One topic config: its broker (`server.properties`) name, type and a line of documentation.
+struct TopicKey {
+    topic: &'static str,
+    broker: &'static str,
+    config_type: i8,
+    doc: &'static str,
+}
+
+/// Every key of [`LogConfig::SUPPORTED_TOPIC_KEYS`] with its broker synonym.
+const TOPIC_KEYS: &[TopicKey] = &[
+    TopicKey {
+        topic: "cleanup.policy",
+        broker: "log.cleanup.policy",
+        config_type: TYPE_LIST,
+        doc: "What happens to old segments: `delete` (compaction is not supported).",
+    },
+    TopicKey {
+        topic: "compression.type",
+        broker: "compression.type",
+        config_type: TYPE_STRING,
+        doc: "The codec stored batches use; `producer` keeps the producer's.",
+    },
+    TopicKey {
+        topic: "file.delete.delay.ms",
+        broker: "log.segment.delete.delay.ms",
+        config_type: TYPE_LONG,
+        doc: "How long a deleted segment's files stay before removal.",
+    },
+    TopicKey {
+        topic: "flush.messages",
+        broker: "log.flush.interval.messages",
+        config_type: TYPE_LONG,
+        doc: "Fsync the log after this many messages.",
+    },
+    TopicKey {
+        topic: "flush.ms",
+        broker: "log.flush.interval.ms",
+        config_type: TYPE_LONG,
+        doc: "Fsync the log when the oldest unflushed message is this old.",
+    },
+    TopicKey {
+        topic: "index.interval.bytes",
+        broker: "log.index.interval.bytes",
+        config_type: TYPE_INT,
+        doc: "Bytes of log between two offset index entries.",
+    },
+    TopicKey {
+        topic: "max.message.bytes",
+        broker: "message.max.bytes",
+        config_type: TYPE_INT,
+        doc: "The largest record batch a producer may append.",
+    },
+    TopicKey {
+        topic: "message.timestamp.after.max.ms",
+        broker: "log.message.timestamp.after.max.ms",
+        config_type: TYPE_LONG,
+        doc: "How far a CreateTime timestamp may lie after the broker's clock.",
+    },
+    TopicKey {
+        topic: "message.timestamp.before.max.ms",
+        broker: "log.message.timestamp.before.max.ms",
+        config_type: TYPE_LONG,
+        doc: "How far a CreateTime timestamp may lie before the broker's clock.",
+    },
+    TopicKey {
+        topic: "message.timestamp.type",
+        broker: "log.message.timestamp.type",
+        config_type: TYPE_STRING,
+        doc: "CreateTime (the producer's timestamps) or LogAppendTime (the broker's clock).",
+    },
+    TopicKey {
+        topic: "retention.bytes",
+        broker: "log.retention.bytes",
+        config_type: TYPE_LONG,
+        doc: "Delete the oldest segments while the partition is larger than this; -1 = unlimited.",
+    },
+    TopicKey {
+        topic: "retention.ms",
+        broker: "log.retention.ms",
+        config_type: TYPE_LONG,
+        doc: "Delete segments whose newest record is older than this; -1 = unlimited.",
+    },
+    TopicKey {
+        topic: "segment.bytes",
+        broker: "log.segment.bytes",
+        config_type: TYPE_INT,
+        doc: "Roll a new segment at this size.",
+    },
+    TopicKey {
+        topic: "segment.index.bytes",
+        broker: "log.index.size.max.bytes",
+        config_type: TYPE_INT,
+        doc: "The size of a segment's offset and time indexes.",
+    },
+    TopicKey {
+        topic: "segment.jitter.ms",
+        broker: "log.roll.jitter.ms",
+        config_type: TYPE_LONG,
+        doc: "The most a time-based roll may come early, drawn per segment.",
+    },
+    TopicKey {
+        topic: "segment.ms",
+        broker: "log.roll.ms",
+        config_type: TYPE_LONG,
+        doc: "Roll a new segment after this long even if it is not full.",
+    },
+];
+
+fn topic_key(name: &str) -> Option<&'static TopicKey> {
+    TOPIC_KEYS.iter().find(|k| k.topic == name)
+}
+
+fn error(e: ResponseError, message: impl Into<String>) -> TopicError {
+    TopicError {
+        code: e.code(),
+        message: message.into(),
+    }
+}
+
+fn name_of(s: &StrBytes) -> String {
+    s.as_str().to_string()
+}
+
+fn is_internal(name: &str) -> bool {
+    INTERNAL_TOPICS.contains(&name)
+}
+
+/// The first partition's config: every partition of a topic shares it.
+fn topic_config(b: &Broker, t: &TopicMeta) -> Option<LogConfig> {
+    b.partition(&t.name, 0).map(|h| h.read().config().clone())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata
+
+/// Metadata v0–12: this node as the only broker and controller; all, none or the named topics
+/// (by name, or by id from v12), auto-creating unknown names when both the broker and (v4+) the
+/// request allow it.
+pub fn metadata(b: &Broker, r: MetadataRequest, v: i16) -> MetadataResponse {
+    let node = b.config.node_id;
+    let mut resp = MetadataResponse::default();
+    let mut broker = MetadataResponseBroker::default();
+    broker.node_id = BrokerId(node);
+    broker.host = sb(&b.config.advertised_host);
+    broker.port = b.config.advertised_port;
+    broker.rack = None;
+    resp.brokers = vec![broker];
+    resp.cluster_id = Some(sb(&b.cluster_id));
+    resp.controller_id = BrokerId(node);
+    if (8..=10).contains(&v) && r.include_cluster_authorized_operations {
+        resp.cluster_authorized_operations = CLUSTER_AUTHORIZED_OPERATIONS;
+    }
+    let include_ops = v >= 8 && r.include_topic_authorized_operations;
+    // v0: an empty list means every topic; v1+: null means every topic, empty means none.
+    let requested = match r.topics {
+        None => None,
+        Some(t) if t.is_empty() && v == 0 => None,
+        Some(t) => Some(t),
+    };
+    let Some(requested) = requested else {
+        resp.topics = b
+            .topics
+            .all()
+            .iter()
+            .map(|t| describe_topic(b, t, include_ops))
+            .collect();
+        return resp;
+    };
+    let auto_create = b.config.auto_create_topics && r.allow_auto_topic_creation;
+    let mut seen_names = HashSet::new();
+    let mut seen_ids = HashSet::new();
+    for t in requested {
+        match t.name {
+            Some(name) => {
+                let name = name_of(&name.0);
+                if seen_names.insert(name.clone()) {
+                    resp.topics
+                        .push(topic_by_name(b, &name, auto_create, include_ops));
+                }
+            }
+            // Kafka accepts topic ids in Metadata requests from v12 only.
+            None if v < 12 => {
+                let mut out = MetadataResponseTopic::default();
+                out.error_code = ResponseError::InvalidRequest.code();
+                out.name = Some(TopicName(sb("")));
+                out.topic_id = t.topic_id;
+                resp.topics.push(out);
+            }
+            None => {
+                if !seen_ids.insert(t.topic_id) {
+                    continue;
+                }
+                match b.topics.by_id(t.topic_id) {
+                    Some(meta) => resp.topics.push(describe_topic(b, &meta, include_ops)),
+                    None => {
+                        let mut out = MetadataResponseTopic::default();
+                        out.error_code = ResponseError::UnknownTopicId.code();
+                        out.name = None;
+                        out.topic_id = t.topic_id;
+                        resp.topics.push(out);
+                    }
+                }
+            }
+        }
+    }
+    resp
+}
+
+fn topic_by_name(
+    b: &Broker,
+    name: &str,
+    auto_create: bool,
+    include_ops: bool,
+) -> MetadataResponseTopic {
+    if let Some(t) = b.topics.get(name) {
+        return describe_topic(b, &t, include_ops);
+    }
+    let failed = |e: i16| {
+        let mut out = MetadataResponseTopic::default();
+        out.error_code = e;
+        out.name = Some(TopicName(sb(name)));
+        out.is_internal = is_internal(name);
+        out
+    };
+    if validate_topic_name(name).is_err() {
+        return failed(ResponseError::InvalidTopicException.code());
+    }
+    if !auto_create || is_internal(name) {
+        return failed(ResponseError::UnknownTopicOrPartition.code());
+    }
+    let config = b.logs.default_log_config().clone();
+    match b
+        .topics
+        .create(&b.logs, name, b.config.num_partitions, config, None)
+    {
+        Ok(t) => {
+            tracing::info!(
+                topic = name,
+                partitions = t.partitions,
+                "auto-created topic"
+            );
+            describe_topic(b, &t, include_ops)
+        }
+        Err(e) if e.code == ResponseError::TopicAlreadyExists.code() => match b.topics.get(name) {
+            Some(t) => describe_topic(b, &t, include_ops),
+            // Created and deleted again meanwhile.
+            None => failed(ResponseError::UnknownTopicOrPartition.code()),
+        },
+        Err(e) => {
+            tracing::warn!(
+                topic = name,
+                "auto-creating the topic failed: {}",
+                e.message
+            );
+            failed(e.code)
+        }
+    }
+}
+
+fn describe_topic(b: &Broker, t: &TopicMeta, include_ops: bool) -> MetadataResponseTopic {
+    let node = BrokerId(b.config.node_id);
+    let mut out = MetadataResponseTopic::default();
+    out.error_code = 0;
+    out.name = Some(TopicName(sb(&t.name)));
+    out.topic_id = t.id;
+    out.is_internal = t.internal;
+    if include_ops {
+        out.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS;
+    }
+    out.partitions = (0..t.partitions)
+        .map(|p| {
+            let mut part = MetadataResponsePartition::default();
+            part.partition_index = p;
+            part.replica_nodes = vec![node];
+            part.offline_replicas = vec![];
+            match b.partition(&t.name, p) {
+                Some(h) => {
+                    part.error_code = 0;
+                    part.leader_id = node;
+                    part.leader_epoch = b.leader_epoch(&h);
+                    part.isr_nodes = vec![node];
+                }
+                // The registry knows a partition the log manager does not (a half-created or
+                // half-deleted topic): no leader for now.
+                None => {
+                    part.error_code = ResponseError::LeaderNotAvailable.code();
+                    part.leader_id = BrokerId(-1);
+                    part.leader_epoch = -1;
+                    part.isr_nodes = vec![];
+                }
+            }
+            part
+        })
+        .collect();
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// CreateTopics
+
+/// What a valid CreatableTopic asks for.
+struct NewTopic {
+    partitions: i32,
+    config: LogConfig,
+}
+
+/// CreateTopics v2–7: per topic, validates the name, partitions, replication factor (1 or -1),
+/// manual assignment (this node only) and configs, then creates it unless `validate_only`.
+/// v5+ answers the partition count, replication factor and every config with its source; v7
+/// the topic id.
+pub fn create_topics(b: &Broker, r: CreateTopicsRequest, v: i16) -> CreateTopicsResponse {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for t in &r.topics {
+        *counts.entry(name_of(&t.name.0)).or_default() += 1;
+    }
+    let mut resp = CreateTopicsResponse::default();
+    let mut answered = HashSet::new();
+    for t in &r.topics {
+        let name = name_of(&t.name.0);
+        if !answered.insert(name.clone()) {
+            continue;
+        }
+        let outcome = if counts[&name] > 1 {
+            Err(error(
+                ResponseError::InvalidRequest,
+                "Duplicate topic name.",
+            ))
+        } else {
+            create_one(b, &name, t, r.validate_only)
+        };
+        let mut out = CreatableTopicResult::default();
+        out.name = t.name.clone();
+        out.configs = None;
+        match outcome {
+            Err(e) => {
+                out.error_code = e.code;
+                out.error_message = Some(sb(&e.message));
+                out.num_partitions = -1;
+                out.replication_factor = -1;
+            }
+            Ok((topic_id, partitions, config)) => {
+                out.error_code = 0;
+                out.error_message = None;
+                if v >= 7 {
+                    out.topic_id = topic_id;
+                }
+                if v >= 5 {
+                    out.num_partitions = partitions;
+                    out.replication_factor = 1;
+                    out.topic_config_error_code = 0;
+                    out.configs = Some(created_configs(b, &config));
+                }
+            }
+        }
+        resp.topics.push(out);
+    }
+    resp
+}
+
+/// Validates (and unless `validate_only` creates) one topic: its id (nil when only validated),
+/// partition count and config.
+fn create_one(
+    b: &Broker,
+    name: &str,
+    t: &CreatableTopic,
+    validate_only: bool,
+) -> Result<(Uuid, i32, LogConfig), TopicError> {
+    validate_topic_name(name)?;
+    if b.topics.get(name).is_some() {
+        return Err(error(
+            ResponseError::TopicAlreadyExists,
+            format!("Topic '{name}' already exists."),
+        ));
+    }
+    let norm = |s: &str| s.replace('.', "_");
+    if let Some(other) = b.topics.all().iter().find(|o| norm(&o.name) == norm(name)) {
+        return Err(error(
+            ResponseError::InvalidTopicException,
+            format!(
+                "Topic '{name}' collides with existing topic: {}",
+                other.name
+            ),
+        ));
+    }
+    let new = plan_topic(b, t)?;
+    if validate_only {
+        return Ok((Uuid::nil(), new.partitions, new.config));
+    }
+    let meta = b
+        .topics
+        .create(&b.logs, name, new.partitions, new.config.clone(), None)?;
+    tracing::info!(topic = name, partitions = meta.partitions, "created topic");
+    Ok((meta.id, meta.partitions, new.config))
+}
+
+fn plan_topic(b: &Broker, t: &CreatableTopic) -> Result<NewTopic, TopicError> {
+    let nulls: Vec<String> = t
+        .configs
+        .iter()
+        .filter(|c| c.value.is_none())
+        .map(|c| name_of(&c.name))
+        .collect();
+    if !nulls.is_empty() {
+        return Err(error(
+            ResponseError::InvalidConfig,
+            format!(
+                "Null value not supported for topic configs: {}",
+                nulls.join(",")
+            ),
+        ));
+    }
+    let pairs: Vec<(String, String)> = t
+        .configs
+        .iter()
+        .map(|c| {
+            (
+                name_of(&c.name),
+                c.value.as_ref().map(name_of).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let config = apply_topic_configs(b.logs.default_log_config(), &pairs)?;
+    let partitions = if !t.assignments.is_empty() {
+        if t.replication_factor != -1 {
+            return Err(error(
+                ResponseError::InvalidRequest,
+                "A manual partition assignment was specified, but replication factor was not set to -1.",
+            ));
+        }
+        if t.num_partitions != -1 {
+            return Err(error(
+                ResponseError::InvalidRequest,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            ));
+        }
+        let mut seen = HashSet::new();
+        for a in &t.assignments {
+            if !seen.insert(a.partition_index) {
+                return Err(error(
+                    ResponseError::InvalidReplicaAssignment,
+                    format!(
+                        "Found multiple manual partition assignments for partition {}",
+                        a.partition_index
+                    ),
+                ));
+            }
+            check_assignment(b, &a.broker_ids)?;
+        }
+        let n = t.assignments.len() as i32;
+        if (0..n).any(|p| !seen.contains(&p)) {
+            return Err(error(
+                ResponseError::InvalidReplicaAssignment,
+                "partitions should be a consecutive 0-based integer sequence",
+            ));
+        }
+        n
+    } else {
+        if t.replication_factor < -1 || t.replication_factor == 0 {
+            return Err(error(
+                ResponseError::InvalidReplicationFactor,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            ));
+        }
+        if t.replication_factor > 1 {
+            return Err(error(
+                ResponseError::InvalidReplicationFactor,
+                format!(
+                    "Unable to replicate the partition {} time(s): this is a single-node broker; \
+                     the only replication factor is 1.",
+                    t.replication_factor
+                ),
+            ));
+        }
+        if t.num_partitions < -1 || t.num_partitions == 0 {
+            return Err(error(
+                ResponseError::InvalidPartitions,
+                "Number of partitions was set to an invalid non-positive value.",
+            ));
+        }
+        if t.num_partitions == -1 {
+            b.config.num_partitions
+        } else {
+            t.num_partitions
+        }
+    };
+    if partitions > MAX_PARTITIONS_PER_TOPIC {
+        return Err(error(
+            ResponseError::InvalidPartitions,
+            format!("{partitions} partitions; a topic has at most {MAX_PARTITIONS_PER_TOPIC}"),
+        ));
+    }
+    Ok(NewTopic { partitions, config })
+}
+
+/// A manual assignment of one partition: exactly this node.
+fn check_assignment(b: &Broker, broker_ids: &[BrokerId]) -> Result<(), TopicError> {
+    let node = b.config.node_id;
+    if broker_ids.is_empty() {
+        return Err(error(
+            ResponseError::InvalidReplicaAssignment,
+            "The manual partition assignment includes an empty replica list.",
+        ));
+    }
+    if let Some(other) = broker_ids.iter().find(|id| id.0 != node) {
+        return Err(error(
+            ResponseError::InvalidReplicaAssignment,
+            format!(
+                "The manual partition assignment includes broker {}, but no such broker is registered \
+                 (this single-node cluster has only broker {node}).",
+                other.0
+            ),
+        ));
+    }
+    if broker_ids.len() > 1 {
+        return Err(error(
+            ResponseError::InvalidReplicaAssignment,
+            format!("The manual partition assignment includes the broker {node} more than once."),
+        ));
+    }
+    Ok(())
+}
+
+/// Applies topic configs over `base`. Only Kafka topic config names are accepted (not the broker
+/// spellings `with_overrides` also knows); the engine's message explains anything it rejects.
+fn apply_topic_configs(
+    base: &LogConfig,
+    pairs: &[(String, String)],
+) -> Result<LogConfig, TopicError> {
+    for (k, _) in pairs {
+        let known = LogConfig::SUPPORTED_TOPIC_KEYS.contains(&k.as_str())
+            || LogConfig::UNSUPPORTED_KAFKA_TOPIC_KEYS.contains(&k.as_str());
+        if !known {
+            return Err(error(
+                ResponseError::InvalidConfig,
+                format!("Unknown topic config name: {k}"),
+            ));
+        }
+    }
+    base.with_overrides(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|e| error(ResponseError::InvalidConfig, e.to_string()))
+}
+
+fn created_configs(b: &Broker, config: &LogConfig) -> Vec<CreatableTopicConfigs> {
+    let mut entries = topic_config_entries(b, config);
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    entries
+        .into_iter()
+        .map(|e| {
+            let mut c = CreatableTopicConfigs::default();
+            c.name = sb(&e.name);
+            c.value = Some(sb(&e.value));
+            c.read_only = false;
+            c.config_source = e.source;
+            c.is_sensitive = false;
+            c
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Config views shared by CreateTopics and DescribeConfigs
+
+/// One config as DescribeConfigs shows it.
+struct ConfigView {
+    name: String,
+    value: String,
+    source: i8,
+    read_only: bool,
+    config_type: i8,
+    doc: &'static str,
+    /// (name, value, source), highest precedence first, the entry's own source included.
+    synonyms: Vec<(String, String, i8)>,
+}
+
+/// Every topic config of `config` with its source and synonyms, in
+/// [`LogConfig::SUPPORTED_TOPIC_KEYS`] order.
+fn topic_config_entries(b: &Broker, config: &LogConfig) -> Vec<ConfigView> {
+    let broker: BTreeMap<&str, String> = b
+        .logs
+        .default_log_config()
+        .to_kafka_pairs()
+        .into_iter()
+        .collect();
+    let kafka: BTreeMap<&str, String> = LogConfig::default().to_kafka_pairs().into_iter().collect();
+    config
+        .to_kafka_pairs()
+        .into_iter()
+        .map(|(name, value)| {
+            let key = topic_key(name);
+            let broker_name = key.map_or(name, |k| k.broker);
+            let broker_value = broker.get(name).cloned().unwrap_or_default();
+            let kafka_value = kafka.get(name).cloned().unwrap_or_default();
+            let mut synonyms = vec![];
+            if value != broker_value {
+                synonyms.push((name.to_string(), value.clone(), SOURCE_DYNAMIC_TOPIC_CONFIG));
+            }
+            if broker_value != kafka_value {
+                synonyms.push((
+                    broker_name.to_string(),
+                    broker_value.clone(),
+                    SOURCE_STATIC_BROKER_CONFIG,
+                ));
+            }
+            synonyms.push((broker_name.to_string(), kafka_value, SOURCE_DEFAULT_CONFIG));
+            ConfigView {
+                name: name.to_string(),
+                source: synonyms[0].2,
+                value,
+                read_only: false,
+                config_type: key.map_or(0, |k| k.config_type),
+                doc: key.map_or("", |k| k.doc),
+                synonyms,
+            }
+        })
+        .collect()
+}
+
+/// The broker settings this node has, read-only, sorted by name.
+fn broker_config_entries(b: &Broker) -> Vec<ConfigView> {
+    let c = &b.config;
+    let defaults = LogConfig::default();
+    let mut out = vec![];
+    let mut add = |name: &str,
+                   value: String,
+                   kafka_default: Option<String>,
+                   config_type: i8,
+                   doc: &'static str| {
+        let mut synonyms = vec![];
+        if kafka_default.as_ref() != Some(&value) {
+            synonyms.push((name.to_string(), value.clone(), SOURCE_STATIC_BROKER_CONFIG));
+        }
+        if let Some(d) = kafka_default {
+            synonyms.push((name.to_string(), d, SOURCE_DEFAULT_CONFIG));
+        }
+        out.push(ConfigView {
+            name: name.to_string(),
+            source: synonyms[0].2,
+            value,
+            read_only: true,
+            config_type,
+            doc,
+            synonyms,
+        });
+    };
+    add(
+        "node.id",
+        c.node_id.to_string(),
+        None,
+        TYPE_INT,
+        "This node's id.",
+    );
+    add(
+        "advertised.listeners",
+        format!("PLAINTEXT://{}:{}", c.advertised_host, c.advertised_port),
+        None,
+        TYPE_STRING,
+        "The address clients are told to connect to.",
+    );
+    let dirs: Vec<String> = c
+        .logs
+        .data_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    add(
+        "log.dirs",
+        dirs.join(","),
+        None,
+        TYPE_STRING,
+        "The data directories.",
+    );
+    add(
+        "num.partitions",
+        c.num_partitions.to_string(),
+        Some("1".into()),
+        TYPE_INT,
+        "Partitions of an auto-created topic or of a CreateTopics request giving -1.",
+    );
+    add(
+        "auto.create.topics.enable",
+        c.auto_create_topics.to_string(),
+        Some("true".into()),
+        TYPE_BOOLEAN,
+        "Create unknown topics named in Metadata requests.",
+    );
+    let kafka: BTreeMap<&str, String> = defaults.to_kafka_pairs().into_iter().collect();
+    for (name, value) in c.logs.default_log_config.to_kafka_pairs() {
+        let key = topic_key(name);
+        add(
+            key.map_or(name, |k| k.broker),
+            value,
+            kafka.get(name).cloned(),
+            key.map_or(0, |k| k.config_type),
+            key.map_or("", |k| k.doc),
+        );
+    }
+    add(
+        "producer.id.expiration.ms",
+        c.logs
+            .default_log_config
+            .producer_id_expiration_ms
+            .to_string(),
+        Some(defaults.producer_id_expiration_ms.to_string()),
+        TYPE_INT,
+        "Forget an idle producer id after this long.",
+    );
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeleteTopics
+
+/// DeleteTopics v1–6: by name (v1–5 `topic_names`, v6 `topics`) or by id (v6). Unknown names are
+/// UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; internal topics are refused.
+pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopicsResponse {
+    let mut resp = DeleteTopicsResponse::default();
+    let result = |name: Option<&str>, id: Uuid, outcome: Result<(), TopicError>| {
+        let mut out = DeletableTopicResult::default();
+        out.name = name.map(|n| TopicName(sb(n)));
+        out.topic_id = if v >= 6 { id } else { Uuid::nil() };
+        match outcome {
+            Ok(()) => {
+                out.error_code = 0;
+                out.error_message = None;
+            }
+            Err(e) => {
+                out.error_code = e.code;
+                out.error_message = Some(sb(&e.message));
+            }
+        }
+        out
+    };
+    // (name or id as given) in request order.
+    enum Target {
+        Name(String),
+        Id(Uuid),
+    }
+    let mut targets = vec![];
+    if v >= 6 {
+        for t in &r.topics {
+            match (&t.name, t.topic_id.is_nil()) {
+                (None, true) => resp.responses.push(result(
+                    None,
+                    Uuid::nil(),
+                    Err(error(
+                        ResponseError::InvalidRequest,
+                        "Neither topic name nor id were specified.",
+                    )),
+                )),
+                (Some(n), false) => resp.responses.push(result(
+                    Some(n.0.as_str()),
+                    t.topic_id,
+                    Err(error(
+                        ResponseError::InvalidRequest,
+                        "You may not specify both topic name and topic id.",
+                    )),
+                )),
+                (Some(n), true) => targets.push(Target::Name(name_of(&n.0))),
+                (None, false) => targets.push(Target::Id(t.topic_id)),
+            }
+        }
+    } else {
+        targets.extend(r.topic_names.iter().map(|n| Target::Name(name_of(&n.0))));
+    }
+    let mut name_counts: HashMap<String, usize> = HashMap::new();
+    let mut id_counts: HashMap<Uuid, usize> = HashMap::new();
+    for t in &targets {
+        match t {
+            Target::Name(n) => *name_counts.entry(n.clone()).or_default() += 1,
+            Target::Id(id) => *id_counts.entry(*id).or_default() += 1,
+        }
+    }
+    let mut answered_names = HashSet::new();
+    let mut answered_ids = HashSet::new();
+    for t in targets {
+        match t {
+            Target::Name(name) => {
+                if !answered_names.insert(name.clone()) {
+                    continue;
+                }
+                if name_counts[&name] > 1 {
+                    let e = error(ResponseError::InvalidRequest, "Duplicate topic name.");
+                    resp.responses
+                        .push(result(Some(&name), Uuid::nil(), Err(e)));
+                    continue;
+                }
+                let id = b.topics.get(&name).map_or(Uuid::nil(), |m| m.id);
+                resp.responses
+                    .push(result(Some(&name), id, delete_one(b, &name)));
+            }
+            Target::Id(id) => {
+                if !answered_ids.insert(id) {
+                    continue;
+                }
+                if id_counts[&id] > 1 {
+                    let e = error(ResponseError::InvalidRequest, "Duplicate topic id.");
+                    resp.responses.push(result(None, id, Err(e)));
+                    continue;
+                }
+                match b.topics.by_id(id) {
+                    None => {
+                        let e = error(
+                            ResponseError::UnknownTopicId,
+                            format!("No topic with id {id}."),
+                        );
+                        resp.responses.push(result(None, id, Err(e)));
+                    }
+                    Some(meta) => {
+                        resp.responses
+                            .push(result(Some(&meta.name), id, delete_one(b, &meta.name)))
+                    }
+                }
+            }
+        }
+    }
+    resp
+}
+
+fn delete_one(b: &Broker, name: &str) -> Result<(), TopicError> {
+    if b.topics.get(name).is_none() {
+        return Err(error(
+            ResponseError::UnknownTopicOrPartition,
+            format!("Topic '{name}' does not exist."),
+        ));
+    }
+    if is_internal(name) {
+        return Err(error(
+            ResponseError::InvalidTopicException,
+            format!(
+                "Topic {name} is an internal topic; its coordinator depends on it, so it cannot be deleted."
+            ),
+        ));
+    }
+    b.topics.delete(&b.logs, name)?;
+    tracing::info!(topic = name, "deleted topic");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// CreatePartitions
+
+/// CreatePartitions v0–3: grows a topic to `count` partitions (never shrinks); a manual
+/// assignment must give one entry per new partition, each exactly this node.
+pub fn create_partitions(
+    b: &Broker,
+    r: CreatePartitionsRequest,
+    _v: i16,
+) -> CreatePartitionsResponse {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for t in &r.topics {
+        *counts.entry(name_of(&t.name.0)).or_default() += 1;
+    }
+    let mut resp = CreatePartitionsResponse::default();
+    let mut answered = HashSet::new();
+    for t in &r.topics {
+        let name = name_of(&t.name.0);
+        if !answered.insert(name.clone()) {
+            continue;
+        }
+        let outcome = if counts[&name] > 1 {
+            Err(error(
+                ResponseError::InvalidRequest,
+                "Duplicate topic name.",
+            ))
+        } else {
+            grow_one(b, &name, t.count, t.assignments.as_deref(), r.validate_only)
+        };
+        let mut out = CreatePartitionsTopicResult::default();
+        out.name = t.name.clone();
+        match outcome {
+            Ok(()) => {
+                out.error_code = 0;
+                out.error_message = None;
+            }
+            Err(e) => {
+                out.error_code = e.code;
+                out.error_message = Some(sb(&e.message));
+            }
+        }
+        resp.results.push(out);
+    }
+    resp
+}
+
+fn grow_one(
+    b: &Broker,
+    name: &str,
+    count: i32,
+    assignments: Option<
+        &[kafka_protocol::messages::create_partitions_request::CreatePartitionsAssignment],
+    >,
+    validate_only: bool,
+) -> Result<(), TopicError> {
+    let Some(meta) = b.topics.get(name) else {
+        return Err(error(
+            ResponseError::UnknownTopicOrPartition,
+            format!("Topic '{name}' does not exist."),
+        ));
+    };
+    if meta.internal {
+        return Err(error(
+            ResponseError::InvalidTopicException,
+            format!(
+                "Topic {name} is an internal topic; its partition count is fixed by its coordinator."
+            ),
+        ));
+    }
+    if count == meta.partitions {
+        return Err(error(
+            ResponseError::InvalidPartitions,
+            format!("Topic already has {count} partition(s)."),
+        ));
+    }
+    if count < meta.partitions {
+        return Err(error(
+            ResponseError::InvalidPartitions,
+            format!(
+                "The topic {name} currently has {} partition(s); {count} would not be an increase.",
+                meta.partitions
+            ),
+        ));
+    }
+    if count > MAX_PARTITIONS_PER_TOPIC {
+        return Err(error(
+            ResponseError::InvalidPartitions,
+            format!("{count} partitions; a topic has at most {MAX_PARTITIONS_PER_TOPIC}"),
+        ));
+    }
+    let additional = count - meta.partitions;
+    if let Some(a) = assignments {
+        if a.len() != additional as usize {
+            return Err(error(
+                ResponseError::InvalidReplicaAssignment,
+                format!(
+                    "Attempted to add {additional} additional partition(s), but only {} assignment(s) were specified.",
+                    a.len()
+                ),
+            ));
+        }
+        for one in a {
+            check_assignment(b, &one.broker_ids)?;
+        }
+    }
+    if validate_only {
+        return Ok(());
+    }
+    b.topics.add_partitions(&b.logs, name, count)?;
+    tracing::info!(topic = name, partitions = count, "added partitions");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// DescribeConfigs
+
+/// DescribeConfigs v1–4: TOPIC resources list every topic config with its value and source
+/// (override, broker setting or default); BROKER resources (this node's id) list this node's
+/// settings, read-only; the empty broker name (cluster-wide dynamic defaults) lists nothing, as
+/// there are none.
+pub fn describe_configs(b: &Broker, r: DescribeConfigsRequest, v: i16) -> DescribeConfigsResponse {
+    let mut resp = DescribeConfigsResponse::default();
+    for res in r.resources {
+        let mut out = DescribeConfigsResult::default();
+        out.resource_type = res.resource_type;
+        out.resource_name = res.resource_name.clone();
+        out.error_code = 0;
+        out.error_message = None;
+        let name = name_of(&res.resource_name);
+        let entries = match res.resource_type {
+            RESOURCE_TOPIC => describe_topic_configs(b, &name),
+            RESOURCE_BROKER => describe_broker_configs(b, &name),
+            t => Err(error(
+                ResponseError::InvalidRequest,
+                format!("Unsupported resource type {t}."),
+            )),
+        };
+        match entries {
+            Err(e) => {
+                out.error_code = e.code;
+                out.error_message = Some(sb(&e.message));
+            }
+            Ok(entries) => {
+                let wanted: Option<HashSet<String>> = res
+                    .configuration_keys
+                    .as_ref()
+                    .filter(|k| !k.is_empty())
+                    .map(|k| k.iter().map(name_of).collect());
+                out.configs = entries
+                    .into_iter()
+                    .filter(|e| wanted.as_ref().is_none_or(|w| w.contains(&e.name)))
+                    .map(|e| config_result(e, v, r.include_synonyms, r.include_documentation))
+                    .collect();
+            }
+        }
+        resp.results.push(out);
+    }
+    resp
+}
+
+fn describe_topic_configs(b: &Broker, name: &str) -> Result<Vec<ConfigView>, TopicError> {
+    validate_topic_name(name)?;
+    let unknown = || {
+        error(
+            ResponseError::UnknownTopicOrPartition,
+            format!("Topic '{name}' does not exist."),
+        )
+    };
+    let meta = b.topics.get(name).ok_or_else(unknown)?;
+    let config = topic_config(b, &meta).ok_or_else(unknown)?;
+    Ok(topic_config_entries(b, &config))
+}
+
+fn describe_broker_configs(b: &Broker, name: &str) -> Result<Vec<ConfigView>, TopicError> {
+    if name.is_empty() {
+        return Ok(vec![]);
+    }
+    let id: i32 = name.parse().map_err(|_| {
+        error(
+            ResponseError::InvalidRequest,
+            format!("Broker id must be an integer, but it is: {name}"),
+        )
+    })?;
+    if id != b.config.node_id {
+        return Err(error(
+            ResponseError::InvalidRequest,
+            format!(
+                "Unexpected broker id, expected {} or empty string, but received {name}",
+                b.config.node_id
+            ),
+        ));
+    }
+    Ok(broker_config_entries(b))
+}
+
+fn config_result(
+    e: ConfigView,
+    v: i16,
+    synonyms: bool,
+    documentation: bool,
+) -> DescribeConfigsResourceResult {
+    let mut out = DescribeConfigsResourceResult::default();
+    out.name = sb(&e.name);
+    out.value = Some(sb(&e.value));
+    out.read_only = e.read_only;
+    out.config_source = e.source;
+    out.is_sensitive = false;
+    if synonyms {
+        out.synonyms = e
+            .synonyms
+            .into_iter()
+            .map(|(name, value, source)| {
+                let mut s = DescribeConfigsSynonym::default();
+                s.name = sb(&name);
+                s.value = Some(sb(&value));
+                s.source = source;
+                s
+            })
+            .collect();
+    }
+    out.config_type = if v >= 3 { e.config_type } else { 0 };
+    out.documentation = if v >= 3 && documentation && !e.doc.is_empty() {
+        Some(sb(e.doc))
+    } else {
+        None
+    };
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// IncrementalAlterConfigs
+
+/// IncrementalAlterConfigs v0–1: TOPIC resources only. SET a topic config, DELETE it (back to the
+/// broker default), APPEND/SUBTRACT list items (`cleanup.policy` is the only list); the result
+/// is validated as a whole and, unless `validate_only`, stored for every partition. BROKER
+/// resources are refused: this broker has no dynamic broker configs.
+pub fn incremental_alter_configs(
+    b: &Broker,
+    r: IncrementalAlterConfigsRequest,
+    _v: i16,
+) -> IncrementalAlterConfigsResponse {
+    let mut counts: HashMap<(i8, String), usize> = HashMap::new();
+    for res in &r.resources {
+        *counts
+            .entry((res.resource_type, name_of(&res.resource_name)))
+            .or_default() += 1;
+    }
+    let mut resp = IncrementalAlterConfigsResponse::default();
+    let mut answered = HashSet::new();
+    for res in &r.resources {
+        let key = (res.resource_type, name_of(&res.resource_name));
+        if !answered.insert(key.clone()) {
+            continue;
+        }
+        let outcome = if counts[&key] > 1 {
+            Err(error(
+                ResponseError::InvalidRequest,
+                "Each resource must appear at most once.",
+            ))
+        } else {
+            alter_one(b, res, r.validate_only)
+        };
+        let mut out = AlterConfigsResourceResponse::default();
+        out.resource_type = res.resource_type;
+        out.resource_name = res.resource_name.clone();
+        match outcome {
+            Ok(()) => {
+                out.error_code = 0;
+                out.error_message = None;
+            }
+            Err(e) => {
+                out.error_code = e.code;
+                out.error_message = Some(sb(&e.message));
+            }
+        }
+        resp.responses.push(out);
+    }
+    resp
+}
+
+fn alter_one(
+    b: &Broker,
+    res: &AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), TopicError> {
+    let mut keys = HashSet::new();
+    if !res.configs.iter().all(|c| keys.insert(c.name.as_str())) {
+        return Err(error(
+            ResponseError::InvalidRequest,
+            "Error due to duplicate config keys",
+        ));
+    }
+    let nulls: Vec<String> = res
+        .configs
+        .iter()
+        .filter(|c| c.config_operation != OP_DELETE && c.value.is_none())
+        .map(|c| name_of(&c.name))
+        .collect();
+    if !nulls.is_empty() {
+        return Err(error(
+            ResponseError::InvalidRequest,
+            format!("Null value not supported for : {}", nulls.join(", ")),
+        ));
+    }
+    let name = name_of(&res.resource_name);
+    match res.resource_type {
+        RESOURCE_TOPIC => {}
+        RESOURCE_BROKER => {
+            return Err(error(
+                ResponseError::InvalidRequest,
+                "mirrorlog has no dynamic broker configs: change the broker's configuration and restart it.",
+            ));
+        }
+        t => {
+            return Err(error(
+                ResponseError::InvalidRequest,
+                format!("Unsupported resource type {t}."),
+            ));
+        }
+    }
+    if name.is_empty() {
+        return Err(error(
+            ResponseError::InvalidRequest,
+            "Default topic resources are not allowed.",
+        ));
+    }
+    let unknown = || {
+        error(
+            ResponseError::UnknownTopicOrPartition,
+            format!("Topic '{name}' does not exist."),
+        )
+    };
+    let meta = b.topics.get(&name).ok_or_else(unknown)?;
+    let current = topic_config(b, &meta).ok_or_else(unknown)?;
+    let defaults: BTreeMap<&str, String> = b
+        .logs
+        .default_log_config()
+        .to_kafka_pairs()
+        .into_iter()
+        .collect();
+    let now: BTreeMap<&str, String> = current.to_kafka_pairs().into_iter().collect();
+    let mut pairs: Vec<(String, String)> = vec![];
+    for c in &res.configs {
+        let key = name_of(&c.name);
+        let value = c.value.as_ref().map(name_of).unwrap_or_default();
+        match c.config_operation {
+            OP_SET => pairs.push((key, value)),
+            // Back to the broker default; a key that cannot be set has nothing to delete.
+            OP_DELETE => {
+                if let Some(d) = defaults.get(key.as_str()) {
+                    pairs.push((key, d.clone()));
+                }
+            }
+            op @ (OP_APPEND | OP_SUBTRACT) => {
+                let Some(k) = topic_key(&key) else {
+                    // Not a supported topic config: the unknown/unsupported message says which.
+                    let e = apply_topic_configs(&current, &[(key.clone(), value)]).err();
+                    return Err(e.unwrap_or_else(|| {
+                        error(
+                            ResponseError::InvalidConfig,
+                            format!("Unknown topic config name: {key}"),
+                        )
+                    }));
+                };
+                let verb = if op == OP_APPEND {
+                    "APPEND"
+                } else {
+                    "SUBTRACT"
+                };
+                if k.config_type != TYPE_LIST {
+                    return Err(error(
+                        ResponseError::InvalidConfig,
+                        format!("Can't {verb} to key {key} because its type is not LIST."),
+                    ));
+                }
+                let mut items: Vec<String> = now
+                    .get(key.as_str())
+                    .map(|s| {
+                        s.split(',')
+                            .map(|i| i.trim().to_string())
+                            .filter(|i| !i.is_empty())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                    if op == OP_APPEND {
+                        if !items.iter().any(|i| i == item) {
+                            items.push(item.to_string());
+                        }
+                    } else {
+                        items.retain(|i| i != item);
+                    }
+                }
+                pairs.push((key, items.join(",")));
+            }
+            op => {
+                return Err(error(
+                    ResponseError::InvalidRequest,
+                    format!("Unknown config operation {op} for {key}."),
+                ));
+            }
+        }
+    }
+    let new = apply_topic_configs(&current, &pairs)?;
+    if validate_only || new == current {
+        return Ok(());
+    }
+    for p in 0..meta.partitions {
+        let tp = TopicPartition {
+            topic: name.clone(),
+            partition: p,
+        };
+        b.logs
+            .update_config(&tp, new.clone())
+            .map_err(|e| TopicError {
+                code: engine_error_code(&e),
+                message: e.to_string(),
+            })?;
+    }
+    tracing::info!(topic = name, "altered topic configs");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// DescribeCluster and FindCoordinator
+
+/// DescribeCluster v0–1: the cluster id, this node as controller and only broker. A request for
+/// the controllers' endpoints (v1 `endpoint_type` 2) is MISMATCHED_ENDPOINT_TYPE, as a Kafka
+/// broker answers; an unknown type UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0).
+pub fn describe_cluster(b: &Broker, r: DescribeClusterRequest, v: i16) -> DescribeClusterResponse {
+    let mut resp = DescribeClusterResponse::default();
+    resp.endpoint_type = 1;
+    resp.error_message = None;
+    if r.endpoint_type != 1 {
+        let (e, what) = if r.endpoint_type == 2 {
+            (
+                ResponseError::MismatchedEndpointType,
+                "this endpoint is a broker, not a controller",
+            )
+        } else {
+            (
+                ResponseError::UnsupportedEndpointType,
+                "unknown endpoint type",
+            )
+        };
+        let e = if v == 0 {
+            ResponseError::InvalidRequest
+        } else {
+            e
+        };
+        resp.error_code = e.code();
+        resp.error_message = Some(sb(&format!("Endpoint type {}: {what}.", r.endpoint_type)));
+        return resp;
+    }
+    resp.error_code = 0;
+    resp.cluster_id = sb(&b.cluster_id);
+    resp.controller_id = BrokerId(b.config.node_id);
+    let mut broker = DescribeClusterBroker::default();
+    broker.broker_id = BrokerId(b.config.node_id);
+    broker.host = sb(&b.config.advertised_host);
+    broker.port = b.config.advertised_port;
+    broker.rack = None;
+    resp.brokers = vec![broker];
+    if r.include_cluster_authorized_operations {
+        resp.cluster_authorized_operations = CLUSTER_AUTHORIZED_OPERATIONS;
+    }
+    resp
+}
+
+/// FindCoordinator v0–6: this node coordinates every group (key type 0) and transactional id
+/// (key type 1); v4+ answers one `coordinators` entry per key. Other key types (share groups
+/// included) are INVALID_REQUEST.
+pub fn find_coordinator(b: &Broker, r: FindCoordinatorRequest, v: i16) -> FindCoordinatorResponse {
+    let key_error = match r.key_type {
+        0 | 1 => None,
+        2 => Some("share group coordinators are not supported".to_string()),
+        t => Some(format!("Unknown coordinator type {t}")),
+    };
+    let node = b.config.node_id;
+    let host = sb(&b.config.advertised_host);
+    let port = b.config.advertised_port;
+    let mut resp = FindCoordinatorResponse::default();
+    resp.error_message = None;
+    if v >= 4 {
+        resp.coordinators = r
+            .coordinator_keys
+            .iter()
+            .map(|key| {
+                let mut c = Coordinator::default();
+                c.key = key.clone();
+                match &key_error {
+                    None => {
+                        c.node_id = BrokerId(node);
+                        c.host = host.clone();
+                        c.port = port;
+                        c.error_code = 0;
+                        c.error_message = None;
+                    }
+                    Some(m) => {
+                        c.node_id = BrokerId(-1);
+                        c.host = sb("");
+                        c.port = -1;
+                        c.error_code = ResponseError::InvalidRequest.code();
+                        c.error_message = Some(sb(m));
+                    }
+                }
+                c
+            })
+            .collect();
+        return resp;
+    }
+    match key_error {
+        None => {
+            resp.error_code = 0;
+            resp.node_id = BrokerId(node);
+            resp.host = host;
+            resp.port = port;
+        }
+        Some(m) => {
+            resp.error_code = ResponseError::InvalidRequest.code();
+            resp.error_message = Some(sb(&m));
+            resp.node_id = BrokerId(-1);
+            resp.host = sb("");
+            resp.port = -1;
+        }
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_topic_config_has_a_broker_synonym_the_engine_accepts() {
+        let keys: Vec<&str> = TOPIC_KEYS.iter().map(|k| k.topic).collect();
+        assert_eq!(keys, LogConfig::SUPPORTED_TOPIC_KEYS);
+        let defaults = LogConfig::default();
+        for (key, value) in defaults.to_kafka_pairs() {
+            let broker = topic_key(key).expect("listed").broker;
+            let same = defaults.with_overrides([(broker, value.as_str())]);
+            assert_eq!(same.as_ref(), Ok(&defaults), "{broker}");
+        }
+    }
+
+    #[test]
+    fn authorized_operation_bits_are_kafkas() {
+        assert_eq!(TOPIC_AUTHORIZED_OPERATIONS, 3576);
+        assert_eq!(CLUSTER_AUTHORIZED_OPERATIONS, 8096);
+    }
+}

@@ -1,0 +1,6 @@
+//! Request handlers, one module per family of APIs.
+
+pub mod admin;
+pub mod fetch;
+pub mod offsets;
+pub mod produce;

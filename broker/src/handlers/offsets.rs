@@ -1,0 +1,293 @@
+//! ListOffsets, OffsetForLeaderEpoch and DeleteRecords: offset lookups and log-start moves on the
+//! partitions this node leads (all of them).
+//!
+//! Leader-epoch fencing follows Kafka's `Partition.localLogWithEpochOrThrow`: a request's
+//! `current_leader_epoch` of -1 is not checked; above this node's epoch it is
+//! UNKNOWN_LEADER_EPOCH (the client knows a newer leader than we do), below it
+//! FENCED_LEADER_EPOCH (the client's metadata is stale). This node's epoch of a partition is its
+//! epoch cache's latest ([`Broker::leader_epoch`]).
+
+use crate::broker::Broker;
+use crate::errors::engine_error_code;
+use crate::topics::INTERNAL_TOPICS;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kafka_protocol::messages::{
+    DeleteRecordsRequest, DeleteRecordsResponse, ListOffsetsRequest, ListOffsetsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+};
+use mirrorlog_engine::log::{FetchIsolation, OffsetLookup, PartitionLog};
+use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
+use std::collections::{HashMap, HashSet};
+
+/// ListOffsets timestamp: the log end bound of the isolation level.
+pub const LATEST_TIMESTAMP: i64 = -1;
+/// ListOffsets timestamp: the log start offset.
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// ListOffsets timestamp (v7+): the record with the largest timestamp.
+pub const MAX_TIMESTAMP: i64 = -3;
+/// ListOffsets timestamp (v8+): the first offset held locally, which is the log start here (no
+/// tiered storage).
+pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+
+/// DeleteRecords offset meaning "up to the high watermark".
+pub const DELETE_TO_HIGH_WATERMARK: i64 = -1;
+
+/// The replica id of an ordinary consumer in ListOffsets.
+const CONSUMER_REPLICA_ID: i32 = -1;
+
+/// This node's epoch of the partition, from a guard already held (as [`Broker::leader_epoch`]).
+fn current_epoch(log: &PartitionLog) -> i32 {
+    log.epoch_cache().latest_epoch().map_or(0, |e| e.get())
+}
+
+/// Kafka's leader-epoch fencing of a request's `current_leader_epoch`.
+fn check_epoch(requested: i32, ours: i32) -> Result<(), i16> {
+    if requested == -1 || requested == ours {
+        Ok(())
+    } else if requested > ours {
+        Err(ResponseError::UnknownLeaderEpoch.code())
+    } else {
+        Err(ResponseError::FencedLeaderEpoch.code())
+    }
+}
+
+/// ListOffsets v1–8: per partition the offset for a timestamp: -2 the log start, -1 the bound of
+/// the isolation level (consumers: high watermark, or last stable offset for READ_COMMITTED
+/// (v2+); replicas: log end), -3 the record with the largest timestamp, -4 the log start, and
+/// ≥ 0 the first record at or after that time. A time lookup that finds nothing, or only records
+/// a consumer may not yet read, answers offset -1 and timestamp -1. v4+ answers the leader epoch
+/// of the offset and fences on `current_leader_epoch`. A partition named twice is
+/// INVALID_REQUEST.
+pub fn list_offsets(b: &Broker, r: ListOffsetsRequest, v: i16) -> ListOffsetsResponse {
+    let consumer = r.replica_id.0 == CONSUMER_REPLICA_ID;
+    let isolation = if !consumer {
+        Some(FetchIsolation::LogEnd)
+    } else {
+        match r.isolation_level {
+            0 => Some(FetchIsolation::HighWatermark),
+            1 => Some(FetchIsolation::TxnCommitted),
+            _ => None,
+        }
+    };
+    // Kafka answers every copy of a partition named twice with INVALID_REQUEST.
+    let mut named: HashMap<(&str, i32), usize> = HashMap::new();
+    for t in &r.topics {
+        for p in &t.partitions {
+            *named
+                .entry((t.name.0.as_str(), p.partition_index))
+                .or_default() += 1;
+        }
+    }
+    let duplicates: HashSet<(String, i32)> = named
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|((t, p), _)| (t.to_string(), p))
+        .collect();
+    let mut resp = ListOffsetsResponse::default();
+    for t in r.topics {
+        let topic = t.name.0.as_str().to_string();
+        let mut out = ListOffsetsTopicResponse::default();
+        out.name = t.name.clone();
+        for p in t.partitions {
+            let mut part = ListOffsetsPartitionResponse::default();
+            part.partition_index = p.partition_index;
+            // Defaults: offset -1, timestamp -1, leader epoch -1.
+            let found = if duplicates.contains(&(topic.clone(), p.partition_index)) {
+                Err(ResponseError::InvalidRequest.code())
+            } else {
+                list_one(
+                    b,
+                    &topic,
+                    p.partition_index,
+                    p.timestamp,
+                    p.current_leader_epoch,
+                    isolation,
+                )
+            };
+            match found {
+                Ok(found) => {
+                    part.error_code = 0;
+                    if let Some((offset, timestamp, epoch)) = found {
+                        part.offset = offset;
+                        part.timestamp = timestamp;
+                        if v >= 4 {
+                            part.leader_epoch = epoch;
+                        }
+                    }
+                }
+                Err(code) => part.error_code = code,
+            }
+            out.partitions.push(part);
+        }
+        resp.topics.push(out);
+    }
+    resp
+}
+
+/// One partition's lookup: `Ok(None)` when no offset matches.
+fn list_one(
+    b: &Broker,
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+    current_leader_epoch: i32,
+    isolation: Option<FetchIsolation>,
+) -> Result<Option<(i64, i64, i32)>, i16> {
+    let Some(isolation) = isolation else {
+        return Err(ResponseError::InvalidRequest.code());
+    };
+    let h = b
+        .partition(topic, partition)
+        .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+    let log = h.read();
+    check_epoch(current_leader_epoch, current_epoch(&log))?;
+    let lookup = match timestamp {
+        LATEST_TIMESTAMP => OffsetLookup::Latest(isolation),
+        EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => OffsetLookup::Earliest,
+        MAX_TIMESTAMP => OffsetLookup::MaxTimestamp,
+        ts if ts >= 0 => OffsetLookup::Timestamp(TimestampMs(ts)),
+        _ => return Err(ResponseError::InvalidRequest.code()),
+    };
+    let found = log
+        .fetch_offset(lookup)
+        .map_err(|e| engine_error_code(&e))?;
+    let Some((offset, ts, epoch)) = found else {
+        return Ok(None);
+    };
+    // A time lookup only answers records the asker may read (Kafka's `lastFetchableOffset`).
+    if matches!(
+        lookup,
+        OffsetLookup::MaxTimestamp | OffsetLookup::Timestamp(_)
+    ) {
+        let bound = match isolation {
+            FetchIsolation::LogEnd => log.log_end_offset(),
+            FetchIsolation::HighWatermark => log.high_watermark(),
+            FetchIsolation::TxnCommitted => log.last_stable_offset(),
+        };
+        if offset >= bound {
+            return Ok(None);
+        }
+    }
+    // The latest offset carries the partition's current leader epoch, as Kafka answers it (0 on
+    // a fresh partition, where the epoch cache is still empty).
+    let epoch = match lookup {
+        OffsetLookup::Latest(_) => current_epoch(&log),
+        _ => epoch.map_or(-1, |e| e.get()),
+    };
+    Ok(Some((offset.get(), ts.get(), epoch)))
+}
+
+/// OffsetForLeaderEpoch v0–4 (the codec decodes v2–4): per partition, the largest epoch ≤ the
+/// requested one this log knows and the offset where it ends (the log end for the latest epoch),
+/// or (-1, -1) when undefined; fences on `current_leader_epoch` (v2+). `replica_id` (v3+) is not
+/// needed: consumers and replicas get the same answer.
+pub fn offset_for_leader_epoch(
+    b: &Broker,
+    r: OffsetForLeaderEpochRequest,
+    _v: i16,
+) -> OffsetForLeaderEpochResponse {
+    let mut resp = OffsetForLeaderEpochResponse::default();
+    for t in r.topics {
+        let topic = t.topic.0.as_str().to_string();
+        let mut out = OffsetForLeaderTopicResult::default();
+        out.topic = t.topic.clone();
+        for p in t.partitions {
+            let mut part = EpochEndOffset::default();
+            part.partition = p.partition;
+            // Defaults: leader epoch -1, end offset -1.
+            let answer = (|| {
+                let h = b
+                    .partition(&topic, p.partition)
+                    .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+                let log = h.read();
+                check_epoch(p.current_leader_epoch, current_epoch(&log))?;
+                Ok::<_, i16>(
+                    log.epoch_cache()
+                        .end_offset_for(LeaderEpoch(p.leader_epoch), log.log_end_offset()),
+                )
+            })();
+            match answer {
+                Ok((epoch, end)) => {
+                    part.error_code = 0;
+                    part.leader_epoch = epoch.get();
+                    part.end_offset = end.get();
+                }
+                Err(code) => part.error_code = code,
+            }
+            out.partitions.push(part);
+        }
+        resp.topics.push(out);
+    }
+    resp
+}
+
+/// DeleteRecords v0–2: raises each partition's log start offset to the requested offset (-1 = the
+/// high watermark), deleting whole segments below it; an offset above the high watermark is
+/// OFFSET_OUT_OF_RANGE. Answers the log start offset after the call as the low watermark (-1 on
+/// error). Internal topics are refused with INVALID_TOPIC_EXCEPTION, as Kafka does.
+pub fn delete_records(b: &Broker, r: DeleteRecordsRequest, _v: i16) -> DeleteRecordsResponse {
+    let mut resp = DeleteRecordsResponse::default();
+    let mut moved = false;
+    for t in r.topics {
+        let topic = t.name.0.as_str().to_string();
+        let mut out = DeleteRecordsTopicResult::default();
+        out.name = t.name.clone();
+        for p in t.partitions {
+            let mut part = DeleteRecordsPartitionResult::default();
+            part.partition_index = p.partition_index;
+            match delete_one(b, &topic, p.partition_index, p.offset) {
+                Ok((low_watermark, did_move)) => {
+                    moved |= did_move;
+                    part.error_code = 0;
+                    part.low_watermark = low_watermark;
+                }
+                Err(code) => {
+                    part.error_code = code;
+                    part.low_watermark = -1;
+                }
+            }
+            out.partitions.push(part);
+        }
+        resp.topics.push(out);
+    }
+    if moved {
+        // Store the new log start offsets now rather than at the next periodic checkpoint, so a
+        // crash cannot bring deleted records back.
+        if let Err(e) = b.logs.checkpoint() {
+            tracing::warn!("checkpointing log start offsets after DeleteRecords: {e}");
+        }
+    }
+    resp
+}
+
+/// One partition: the new log start and whether it moved.
+fn delete_one(b: &Broker, topic: &str, partition: i32, offset: i64) -> Result<(i64, bool), i16> {
+    if INTERNAL_TOPICS.contains(&topic) {
+        return Err(ResponseError::InvalidTopicException.code());
+    }
+    let h = b
+        .partition(topic, partition)
+        .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+    let mut log = h.write();
+    let target = if offset == DELETE_TO_HIGH_WATERMARK {
+        log.high_watermark()
+    } else {
+        Offset(offset)
+    };
+    if target.get() < 0 {
+        return Err(ResponseError::OffsetOutOfRange.code());
+    }
+    let moved = log
+        .maybe_increment_log_start_offset(target)
+        .map_err(|e| engine_error_code(&e))?;
+    Ok((log.log_start_offset().get(), moved))
+}

@@ -1,0 +1,324 @@
+//! Produce (v3–v11): one batch per partition appended as leader through the engine.
+//!
+//! Per partition, in Kafka's order: the topic and partition must exist
+//! (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold a v2 batch (`INVALID_RECORD`; ZStandard
+//! needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), internal topics are refused
+//! (`INVALID_TOPIC_EXCEPTION`), then the engine validates and appends the batch as leader,
+//! stamped with the partition's leader epoch. `acks` must be 0, 1 or −1 (`INVALID_REQUIRED_ACKS`
+//! for every partition otherwise).
+//!
+//! - `acks = -1`: [`PartitionHandle::append_as_leader_durable`] — the answer waits for the
+//!   group-commit `fdatasync`. The partitions of one request are appended side by side (a few
+//!   threads), so their syncs share group-commit rounds instead of running one after another.
+//! - `acks = 1` / `0`: [`PartitionLog::append_as_leader`](mirrorlog_engine::log::PartitionLog)
+//!   under the partition lock; durability follows the topic's flush policy.
+//!
+//! After every successful append the high watermark moves to the log end (a single node is its
+//! own ISR) and waiting long-poll fetches are woken. A failure in one partition never affects
+//! the others. A retried batch the producer state recognises as a duplicate is answered with the
+//! original base offset and no error, as Kafka does. `acks = 0` gets no response at all.
+//! Transactional state (`transactional_id`) is checked by the engine's producer state; the
+//! transaction coordinator lives elsewhere.
+
+use crate::broker::Broker;
+use crate::errors::engine_error_code;
+use crate::topics::{INTERNAL_TOPICS, sb};
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use mirrorlog_engine::error::{EngineError, EngineResult};
+use mirrorlog_engine::log::{LeaderOrigin, LogAppendInfo};
+use mirrorlog_engine::manager::PartitionHandle;
+use mirrorlog_index::LeaderEpoch;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// The most partitions of one `acks = -1` request appended (and synced) at the same time.
+const MAX_PARALLEL_DURABLE_APPENDS: usize = 16;
+
+/// Byte offsets in a RecordBatch v2 header.
+const MAGIC_AT: usize = 16;
+const ATTRIBUTES_AT: usize = 21;
+/// Kafka's codec id of ZStandard (attributes bits 0–2).
+const ZSTD_CODEC: i16 = 4;
+
+/// One partition waiting for its append.
+struct Job {
+    topic: usize,
+    partition: usize,
+    handle: Arc<PartitionHandle>,
+    records: Bytes,
+}
+
+/// Answers a Produce request; `None` for `acks = 0` (Kafka sends no response).
+pub fn handle(b: &Broker, r: ProduceRequest, version: i16) -> Option<ProduceResponse> {
+    let acks = r.acks;
+    let acks_valid = matches!(acks, -1..=1);
+    let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(r.topic_data.len());
+    let mut jobs = vec![];
+    for (ti, td) in r.topic_data.into_iter().enumerate() {
+        let name = td.name.0.to_string();
+        let mut tr = TopicProduceResponse::default();
+        tr.name = td.name;
+        for (pi, pd) in td.partition_data.into_iter().enumerate() {
+            let mut resp = PartitionProduceResponse::default();
+            resp.index = pd.index;
+            resp.base_offset = -1;
+            resp.log_append_time_ms = -1;
+            resp.log_start_offset = -1;
+            let checked = if acks_valid {
+                precheck(b, &name, pd.index, pd.records, version)
+            } else {
+                Err(failure(
+                    ResponseError::InvalidRequiredAcks,
+                    format!("acks must be -1, 0 or 1, not {acks}"),
+                ))
+            };
+            match checked {
+                Ok((handle, records)) => {
+                    jobs.push(Job {
+                        topic: ti,
+                        partition: pi,
+                        handle,
+                        records,
+                    });
+                }
+                Err((code, message)) => {
+                    resp.error_code = code;
+                    if version >= 8 {
+                        resp.error_message = Some(sb(&message));
+                    }
+                }
+            }
+            tr.partition_responses.push(resp);
+        }
+        responses.push(tr);
+    }
+
+    let durable = acks == -1;
+    for (job, result) in run(b, jobs, durable) {
+        let resp = &mut responses[job.topic].partition_responses[job.partition];
+        fill(resp, &job.handle, result, version);
+    }
+    if acks == 0 {
+        return None;
+    }
+    let mut out = ProduceResponse::default();
+    out.responses = responses;
+    out.throttle_time_ms = 0;
+    Some(out)
+}
+
+fn failure(e: ResponseError, message: String) -> (i16, String) {
+    (e.code(), message)
+}
+
+/// The checks Kafka makes before a partition reaches the log, in its order: existence,
+/// `ProduceRequest.validateRecords` (a v2 batch; ZStandard only from v7), internal topics.
+fn precheck(
+    b: &Broker,
+    topic: &str,
+    partition: i32,
+    records: Option<Bytes>,
+    version: i16,
+) -> Result<(Arc<PartitionHandle>, Bytes), (i16, String)> {
+    let unknown = || {
+        failure(
+            ResponseError::UnknownTopicOrPartition,
+            format!("this server does not host partition {topic}-{partition}"),
+        )
+    };
+    if b.topics.get(topic).is_none() {
+        return Err(unknown());
+    }
+    let Some(handle) = b.partition(topic, partition) else {
+        return Err(unknown());
+    };
+    let Some(records) = records else {
+        return Err(no_batch(version));
+    };
+    validate_records(version, &records)?;
+    if INTERNAL_TOPICS.contains(&topic) {
+        return Err(failure(
+            ResponseError::InvalidTopicException,
+            format!("cannot append to internal topic {topic}"),
+        ));
+    }
+    Ok((handle, records))
+}
+
+fn no_batch(version: i16) -> (i16, String) {
+    failure(
+        ResponseError::InvalidRecord,
+        format!(
+            "Produce requests with version {version} must have at least one record batch per partition"
+        ),
+    )
+}
+
+/// Kafka's `ProduceRequest.validateRecords`, from the first batch's header only: some bytes, magic
+/// 2, and no ZStandard before v7. Everything else (whole batches, exactly one, CRC) is the
+/// engine's.
+fn validate_records(version: i16, records: &[u8]) -> Result<(), (i16, String)> {
+    if records.is_empty() {
+        return Err(no_batch(version));
+    }
+    if let Some(&magic) = records.get(MAGIC_AT)
+        && magic != 2
+    {
+        return Err(failure(
+            ResponseError::InvalidRecord,
+            format!(
+                "Produce requests with version {version} are only allowed to contain record batches with magic version 2"
+            ),
+        ));
+    }
+    if version < 7
+        && let Some(a) = records.get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)
+        && i16::from_be_bytes([a[0], a[1]]) & 0x07 == ZSTD_CODEC
+    {
+        return Err(failure(
+            ResponseError::UnsupportedCompressionType,
+            format!(
+                "Produce requests with version {version} are not allowed to use ZStandard compression"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the appends: in place for `acks` 0/1 (no fsync to wait for), on a few threads for a
+/// durable request with several partitions so their syncs overlap.
+fn run(b: &Broker, jobs: Vec<Job>, durable: bool) -> Vec<(Job, EngineResult<LogAppendInfo>)> {
+    if !durable || jobs.len() <= 1 {
+        return jobs
+            .into_iter()
+            .map(|j| {
+                let r = append(b, &j.handle, j.records.clone(), durable);
+                (j, r)
+            })
+            .collect();
+    }
+    let threads = jobs.len().min(MAX_PARALLEL_DURABLE_APPENDS);
+    let queue = Mutex::new(jobs.into_iter());
+    let done = Mutex::new(vec![]);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let Some(j) = queue.lock().next() else { break };
+                    let r = append(b, &j.handle, j.records.clone(), true);
+                    done.lock().push((j, r));
+                }
+            });
+        }
+    });
+    done.into_inner()
+}
+
+/// One append as leader with the partition's current leader epoch; then HW = LEO and a wake-up
+/// for long polls.
+fn append(
+    b: &Broker,
+    h: &PartitionHandle,
+    records: Bytes,
+    durable: bool,
+) -> EngineResult<LogAppendInfo> {
+    let (result, moved) = if durable {
+        let epoch = LeaderEpoch(b.leader_epoch(h));
+        let r = h.append_as_leader_durable(records, epoch, LeaderOrigin::Client);
+        let moved = r.is_ok() && advance_hw(&mut h.write());
+        (r, moved)
+    } else {
+        let mut log = h.write();
+        let epoch = LeaderEpoch(log.epoch_cache().latest_epoch().map_or(0, |e| e.get()));
+        let r = log.append_as_leader(records, epoch, LeaderOrigin::Client);
+        let moved = r.is_ok() && advance_hw(&mut log);
+        (r, moved)
+    };
+    if moved {
+        b.appends.notify();
+    }
+    result
+}
+
+/// Single node: the high watermark follows the log end. Returns whether it moved.
+fn advance_hw(log: &mut mirrorlog_engine::log::PartitionLog) -> bool {
+    let leo = log.log_end_offset();
+    log.maybe_increment_high_watermark(leo)
+}
+
+/// Fills a partition's response from its append.
+fn fill(
+    resp: &mut PartitionProduceResponse,
+    h: &PartitionHandle,
+    result: EngineResult<LogAppendInfo>,
+    version: i16,
+) {
+    match result {
+        Ok(info) => {
+            resp.error_code = 0;
+            resp.base_offset = info.first_offset.get();
+            resp.log_append_time_ms = info.log_append_time.map_or(-1, |t| t.get());
+            resp.log_start_offset = info.log_start_offset.get();
+        }
+        Err(e) => {
+            resp.error_code = engine_error_code(&e);
+            resp.base_offset = -1;
+            resp.log_append_time_ms = -1;
+            // Kafka reports the log start offset for every failure but the "unknown append"
+            // ones (corrupt, too large, storage).
+            resp.log_start_offset = match e {
+                EngineError::Corrupt(_)
+                | EngineError::RecordTooLarge { .. }
+                | EngineError::RecordBatchTooLarge { .. }
+                | EngineError::Segment(_)
+                | EngineError::Index(_)
+                | EngineError::Directory { .. } => -1,
+                _ => h.read().log_start_offset().get(),
+            };
+            if version >= 8 {
+                let message = e.to_string();
+                if let EngineError::InvalidTimestamp { record_index, .. } = &e {
+                    let mut re = BatchIndexAndErrorMessage::default();
+                    re.batch_index = *record_index as i32;
+                    re.batch_index_error_message = Some(sb(&message));
+                    resp.record_errors = vec![re];
+                }
+                resp.error_message = Some(sb(&message));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(magic: u8, codec: u8) -> Vec<u8> {
+        let mut batch = vec![0u8; 61];
+        batch[MAGIC_AT] = magic;
+        batch[ATTRIBUTES_AT + 1] = codec;
+        batch
+    }
+
+    #[test]
+    fn records_are_checked_as_kafkas_validate_records() {
+        let invalid = ResponseError::InvalidRecord.code();
+        assert_eq!(validate_records(9, &[]).unwrap_err().0, invalid);
+        assert_eq!(validate_records(9, &header(1, 0)).unwrap_err().0, invalid);
+        assert!(validate_records(9, &header(2, 0)).is_ok());
+        // ZStandard only from v7.
+        let zstd = header(2, ZSTD_CODEC as u8);
+        assert_eq!(
+            validate_records(6, &zstd).unwrap_err().0,
+            ResponseError::UnsupportedCompressionType.code()
+        );
+        assert!(validate_records(7, &zstd).is_ok());
+        // Too short to judge: left to the engine.
+        assert!(validate_records(3, &[0u8; 5]).is_ok());
+    }
+}

@@ -1,0 +1,628 @@
+//! The TCP listener: accepts connections, runs one thread per connection, and shuts down
+//! gracefully.
+//!
+//! Bounds: at most `max_connections` connections (one more is accepted and closed at once, with
+//! a log line), at most `request_max_bytes` per request, and one request in flight per
+//! connection — the next request is read only after the previous one was answered, so responses
+//! go out in request order.
+//!
+//! Shutdown: [`ShutdownHandle::shutdown`] sets the stop flag under the connection registry's lock,
+//! shuts down the *read* half of every registered connection (a reader blocked waiting for the
+//! next request wakes up with end-of-file, while a request being handled can still write its
+//! response) and wakes the accept loop through a socket pair. [`Server::run`] then closes the
+//! listening socket and returns once every connection thread has finished. A connection is
+//! registered, under the same lock, before its thread starts, so none can slip past the flag.
+
+use super::frame::{self, Decoded, ErrorChain, ReadFrameError};
+use super::{Handler, RequestContext};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use parking_lot::{Condvar, Mutex};
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, BufReader, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tracing::{debug, error, info, warn};
+
+/// Read buffer per connection: small requests pipelined by a client arrive in one syscall; large
+/// ones bypass it.
+const READ_BUFFER_BYTES: usize = 8 * 1024;
+
+/// How long the accept loop pauses after running out of file descriptors or memory, so that it
+/// does not spin on an error that only a closing connection can clear. Shutdown still wakes it.
+const ACCEPT_BACKOFF_MS: i32 = 100;
+
+/// Connection ids are unique for the life of the process, across servers.
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The listener's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Address to listen on; port 0 picks a free port ([`Server::local_addr`] tells which).
+    /// Default `0.0.0.0:9092` (Kafka's `listeners=PLAINTEXT://:9092`).
+    pub listen: SocketAddr,
+    /// Kafka's `socket.request.max.bytes`: a request whose size prefix is above this closes the
+    /// connection. Default 104857600 (100 MiB), range `1 ..= i32::MAX`.
+    pub request_max_bytes: usize,
+    /// Most connections open at once; a connection beyond it is closed as soon as it is accepted.
+    /// Default 10000 (Kafka's `max.connections` defaults to `i32::MAX`; we keep a bound because
+    /// each connection is a thread), range `1 ..= i32::MAX`.
+    pub max_connections: usize,
+}
+
+impl ServerConfig {
+    /// Default of [`ServerConfig::request_max_bytes`].
+    pub const DEFAULT_REQUEST_MAX_BYTES: usize = 104_857_600;
+    /// Default of [`ServerConfig::max_connections`].
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+    /// Rejects out-of-range settings with a message naming the setting.
+    pub fn validate(&self) -> io::Result<()> {
+        let max = i32::MAX as usize;
+        if !(1..=max).contains(&self.request_max_bytes) {
+            return Err(invalid_input(format!(
+                "socket.request.max.bytes must be in 1..={max}, got {}",
+                self.request_max_bytes
+            )));
+        }
+        if !(1..=max).contains(&self.max_connections) {
+            return Err(invalid_input(format!(
+                "max_connections must be in 1..={max}, got {}",
+                self.max_connections
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([0, 0, 0, 0], 9092)),
+            request_max_bytes: Self::DEFAULT_REQUEST_MAX_BYTES,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+fn invalid_input(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// A bound Kafka-protocol listener; [`Server::run`] serves it.
+pub struct Server {
+    config: ServerConfig,
+    local_addr: SocketAddr,
+    /// Taken by `run`, which closes it when it stops accepting.
+    listener: Mutex<Option<TcpListener>>,
+    /// Readable once shutdown was requested.
+    wake_rx: UnixStream,
+    handler: Arc<dyn Handler>,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("config", &self.config)
+            .field("local_addr", &self.local_addr)
+            .field("stopping", &self.shared.is_stopping())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the server, its connection threads and its shutdown handles share.
+struct Shared {
+    /// Mirrors `Registry::stopping` for lock-free checks; set under the registry lock.
+    stopping: AtomicBool,
+    registry: Mutex<Registry>,
+    /// Signalled when the last connection leaves the registry.
+    drained: Condvar,
+    /// Written once on shutdown to wake the accept loop (non-blocking).
+    wake_tx: UnixStream,
+}
+
+#[derive(Default)]
+struct Registry {
+    stopping: bool,
+    /// A clone of every open connection's socket, to shut it down from the shutdown path.
+    connections: HashMap<u64, TcpStream>,
+}
+
+impl Shared {
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+}
+
+/// Stops a [`Server`] from another thread. Cheap to clone.
+#[derive(Clone)]
+pub struct ShutdownHandle {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ShutdownHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShutdownHandle")
+            .field("stopping", &self.is_shutdown())
+            .finish()
+    }
+}
+
+impl ShutdownHandle {
+    /// Stops the server gracefully: no new connection is accepted, every connection waiting for
+    /// its next request is closed, and a request being handled finishes and is answered before
+    /// its connection closes. Returns at once; [`Server::run`] returns when all that is done.
+    /// Calling it again does nothing.
+    pub fn shutdown(&self) {
+        {
+            let mut reg = self.shared.registry.lock();
+            if reg.stopping {
+                return;
+            }
+            reg.stopping = true;
+            self.shared.stopping.store(true, Ordering::Release);
+            for stream in reg.connections.values() {
+                // Wakes a reader blocked on the next request; the write half stays open for an
+                // in-flight response. An error means the connection is already gone.
+                let _ = stream.shutdown(Shutdown::Read);
+            }
+        }
+        // Non-blocking: if the buffer were full the accept loop would already be awake.
+        let _ = (&self.shared.wake_tx).write(&[1]);
+        info!("server shutdown requested");
+    }
+
+    /// Whether shutdown was requested.
+    pub fn is_shutdown(&self) -> bool {
+        self.shared.is_stopping()
+    }
+}
+
+impl Server {
+    /// Validates `config` and binds its address (port 0 allowed: the real address is returned by
+    /// [`Server::local_addr`]). Nothing is accepted until [`Server::run`].
+    pub fn bind(config: ServerConfig, handler: Arc<dyn Handler>) -> io::Result<Server> {
+        config.validate()?;
+        let listener = TcpListener::bind(config.listen)?;
+        listener.set_nonblocking(true)?;
+        let local_addr = listener.local_addr()?;
+        let (wake_tx, wake_rx) = UnixStream::pair()?;
+        wake_tx.set_nonblocking(true)?;
+        let shared = Arc::new(Shared {
+            stopping: AtomicBool::new(false),
+            registry: Mutex::new(Registry::default()),
+            drained: Condvar::new(),
+            wake_tx,
+        });
+        debug!(%local_addr, "listener bound");
+        Ok(Server {
+            config,
+            local_addr,
+            listener: Mutex::new(Some(listener)),
+            wake_rx,
+            handler,
+            shared,
+        })
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// A handle that stops this server from another thread (or a signal, through
+    /// [`super::shutdown_on_signals`]).
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Serves until shutdown is requested: accepts connections, one thread each (bounded by
+    /// `max_connections`), reads their requests and answers them in order. Then closes the
+    /// listening socket and returns once every connection thread has finished its in-flight
+    /// request and exited — by then no connection thread holds the handler any more.
+    ///
+    /// Returns an error if the listening socket fails for good (the connections are then shut
+    /// down and drained as well), or if `run` was already called.
+    pub fn run(&self) -> io::Result<()> {
+        let listener = self.listener.lock().take().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "Server::run was already called",
+            )
+        })?;
+        info!(addr = %self.local_addr, "serving");
+        let result = self.accept_loop(&listener);
+        // Refuse new connections while the open ones drain.
+        drop(listener);
+        if let Err(e) = &result {
+            error!(error = %e, "listener failed; shutting down");
+            self.shutdown_handle().shutdown();
+        }
+        let mut reg = self.shared.registry.lock();
+        while !reg.connections.is_empty() {
+            debug!(
+                open = reg.connections.len(),
+                "waiting for connections to finish"
+            );
+            self.shared.drained.wait(&mut reg);
+        }
+        drop(reg);
+        info!("server stopped");
+        result
+    }
+
+    fn accept_loop(&self, listener: &TcpListener) -> io::Result<()> {
+        let fds = [listener.as_raw_fd(), self.wake_rx.as_raw_fd()];
+        loop {
+            if self.shared.is_stopping() {
+                return Ok(());
+            }
+            wait_readable(&fds, -1)?;
+            loop {
+                if self.shared.is_stopping() {
+                    return Ok(());
+                }
+                match listener.accept() {
+                    Ok((stream, peer)) => self.admit(stream, peer),
+                    Err(e) => match classify_accept_error(&e) {
+                        AcceptError::Drained => break,
+                        AcceptError::Retry => debug!(error = %e, "accept failed; retrying"),
+                        AcceptError::Backoff => {
+                            warn!(error = %e, "accept failed; pausing {ACCEPT_BACKOFF_MS} ms");
+                            wait_readable(&fds[1..], ACCEPT_BACKOFF_MS)?;
+                        }
+                        AcceptError::Fatal => return Err(e),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Registers an accepted connection and starts its thread, or closes it.
+    fn admit(&self, stream: TcpStream, peer: SocketAddr) {
+        let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = configure_accepted(&stream) {
+            warn!(connection_id = id, %peer, error = %e, "cannot configure connection; closing it");
+            return;
+        }
+        let registered = match stream.try_clone() {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(connection_id = id, %peer, error = %e, "cannot clone connection; closing it");
+                return;
+            }
+        };
+        {
+            let mut reg = self.shared.registry.lock();
+            if reg.stopping {
+                return;
+            }
+            if reg.connections.len() >= self.config.max_connections {
+                warn!(
+                    connection_id = id,
+                    %peer,
+                    max_connections = self.config.max_connections,
+                    "too many connections; closing the new one"
+                );
+                return;
+            }
+            reg.connections.insert(id, registered);
+        }
+        let registration = Registration {
+            shared: self.shared.clone(),
+            id,
+        };
+        let conn = Connection {
+            id,
+            peer,
+            stream,
+            handler: self.handler.clone(),
+            request_max_bytes: self.config.request_max_bytes,
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("mirrorlog-conn-{id}"))
+            .spawn(move || {
+                // Declared first, dropped last: the connection and its handler reference are gone
+                // before `run` can see the registry empty.
+                let registration = registration;
+                conn.serve(&registration.shared);
+            });
+        if let Err(e) = spawned {
+            // The closure, with the registration, was dropped: the connection is deregistered.
+            warn!(connection_id = id, %peer, error = %e, "cannot start connection thread; closing it");
+        }
+    }
+}
+
+/// Removes its connection from the registry when the connection thread ends, however it ends.
+struct Registration {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut reg = self.shared.registry.lock();
+        reg.connections.remove(&self.id);
+        if reg.connections.is_empty() {
+            self.shared.drained.notify_all();
+        }
+    }
+}
+
+/// One accepted connection, served by its own thread.
+struct Connection {
+    id: u64,
+    peer: SocketAddr,
+    stream: TcpStream,
+    handler: Arc<dyn Handler>,
+    request_max_bytes: usize,
+}
+
+impl Connection {
+    fn serve(self, shared: &Shared) {
+        let (id, peer) = (self.id, self.peer);
+        debug!(connection_id = id, %peer, "connection opened");
+        let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, &self.stream);
+        loop {
+            if shared.is_stopping() {
+                debug!(connection_id = id, %peer, "closing connection for shutdown");
+                break;
+            }
+            let frame = match frame::read_frame(&mut reader, self.request_max_bytes) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => {
+                    debug!(connection_id = id, %peer, "connection closed by peer");
+                    break;
+                }
+                Err(
+                    e @ (ReadFrameError::NegativeSize { .. } | ReadFrameError::TooLarge { .. }),
+                ) => {
+                    warn!(connection_id = id, %peer, error = %e, "closing connection");
+                    break;
+                }
+                Err(e) => {
+                    debug!(connection_id = id, %peer, error = %ErrorChain(&e), "connection lost");
+                    break;
+                }
+            };
+            if !self.answer(frame) {
+                break;
+            }
+        }
+    }
+
+    /// Decodes, handles and answers one request. Returns whether to keep the connection open.
+    fn answer(&self, frame: bytes::Bytes) -> bool {
+        let (id, peer) = (self.id, self.peer);
+        let handler = &*self.handler;
+        let decoded = catch_unwind(AssertUnwindSafe(|| {
+            frame::decode_request(frame, &|k| handler.supported_versions(k))
+        }));
+        let (correlation_id, api_key, version, response) = match decoded {
+            Err(panic) => {
+                error!(
+                    connection_id = id,
+                    %peer,
+                    panic = panic_message(&*panic),
+                    "request decoding panicked; closing connection"
+                );
+                return false;
+            }
+            Ok(Err(e)) => {
+                warn!(connection_id = id, %peer, error = %ErrorChain(&e), "closing connection");
+                return false;
+            }
+            Ok(Ok(Decoded::Answer(a))) => (a.correlation_id, a.api_key, a.version, a.body),
+            Ok(Ok(Decoded::Request {
+                header,
+                api_key,
+                request,
+            })) => {
+                let (correlation_id, version) = (header.correlation_id, header.request_api_version);
+                match self.handle(&header, api_key, request) {
+                    Ok(Some(response)) => (correlation_id, api_key, version, response),
+                    Ok(None) => return true,
+                    Err(panic) => {
+                        error!(
+                            connection_id = id,
+                            %peer,
+                            ?api_key,
+                            api_version = version,
+                            correlation_id,
+                            panic = panic_message(&*panic),
+                            "handler panicked; closing connection"
+                        );
+                        return false;
+                    }
+                }
+            }
+        };
+        let bytes = match frame::encode_response(correlation_id, api_key, version, &response) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                error!(connection_id = id, %peer, error = %ErrorChain(&e), "closing connection");
+                return false;
+            }
+        };
+        if let Err(e) = (&self.stream).write_all(&bytes) {
+            debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
+            return false;
+        }
+        true
+    }
+
+    fn handle(
+        &self,
+        header: &RequestHeader,
+        api_key: ApiKey,
+        request: RequestKind,
+    ) -> Result<Option<ResponseKind>, Box<dyn Any + Send>> {
+        let ctx = RequestContext {
+            peer: self.peer,
+            connection_id: self.id,
+            client_id: header.client_id.as_ref().map(|s| s.to_string()),
+            api_key,
+            api_version: header.request_api_version,
+            correlation_id: header.correlation_id,
+        };
+        let handler = &*self.handler;
+        catch_unwind(AssertUnwindSafe(|| handler.handle(&ctx, header, request)))
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    if let Some(s) = panic.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s
+    } else {
+        "<non-string panic payload>"
+    }
+}
+
+/// Blocking reads, `TCP_NODELAY` (responses are written whole, so Nagle only adds latency) and
+/// `SO_KEEPALIVE` (as Kafka sets on accepted sockets, so dead idle peers are eventually noticed).
+fn configure_accepted(stream: &TcpStream) -> io::Result<()> {
+    // Accepted sockets do not inherit O_NONBLOCK on Linux, but other systems differ.
+    stream.set_nonblocking(false)?;
+    stream.set_nodelay(true)?;
+    let on: libc::c_int = 1;
+    // SAFETY: the fd is an open socket owned by `stream` for the duration of the call, and the
+    // option value points to a live c_int whose size is passed alongside.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_KEEPALIVE,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+enum AcceptError {
+    /// No more pending connections.
+    Drained,
+    /// A connection failed before we got it; try the next one.
+    Retry,
+    /// Out of descriptors or memory: wait for connections to close.
+    Backoff,
+    /// The listening socket itself is broken.
+    Fatal,
+}
+
+fn classify_accept_error(e: &io::Error) -> AcceptError {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => return AcceptError::Drained,
+        io::ErrorKind::Interrupted
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::ConnectionReset => return AcceptError::Retry,
+        _ => {}
+    }
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => AcceptError::Backoff,
+        Some(libc::EBADF | libc::EINVAL | libc::ENOTSOCK | libc::EFAULT) => AcceptError::Fatal,
+        // accept(2) on Linux: pending network errors of the new connection (EPROTO, ENETDOWN,
+        // EHOSTUNREACH, …) and firewall refusals (EPERM) are to be treated as "try again".
+        _ => AcceptError::Retry,
+    }
+}
+
+/// Waits until one of `fds` is readable (or has an error or hang-up), or `timeout_ms` passes
+/// (-1: no timeout).
+fn wait_readable(fds: &[RawFd], timeout_ms: i32) -> io::Result<()> {
+    let mut pollfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    loop {
+        // SAFETY: `pollfds` is a live, exclusively borrowed array of `pollfds.len()` entries, and
+        // each fd is open for the duration of the call (owned by the caller).
+        let rc = unsafe {
+            libc::poll(
+                pollfds.as_mut_ptr(),
+                pollfds.len() as libc::nfds_t,
+                timeout_ms,
+            )
+        };
+        if rc >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_is_valid_and_matches_kafka() {
+        let c = ServerConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.request_max_bytes, 104_857_600);
+        assert_eq!(c.listen.port(), 9092);
+    }
+
+    #[test]
+    fn out_of_range_config_is_rejected_with_its_name() {
+        let base = ServerConfig::default();
+        for (c, name) in [
+            (
+                ServerConfig {
+                    request_max_bytes: 0,
+                    ..base.clone()
+                },
+                "socket.request.max.bytes",
+            ),
+            (
+                ServerConfig {
+                    request_max_bytes: i32::MAX as usize + 1,
+                    ..base.clone()
+                },
+                "socket.request.max.bytes",
+            ),
+            (
+                ServerConfig {
+                    max_connections: 0,
+                    ..base.clone()
+                },
+                "max_connections",
+            ),
+        ] {
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+            assert!(e.to_string().contains(name), "{e}");
+        }
+    }
+
+    #[test]
+    fn accept_errors_are_classified() {
+        let of = |errno| classify_accept_error(&io::Error::from_raw_os_error(errno));
+        assert!(matches!(of(libc::EAGAIN), AcceptError::Drained));
+        assert!(matches!(of(libc::ECONNABORTED), AcceptError::Retry));
+        assert!(matches!(of(libc::EPROTO), AcceptError::Retry));
+        assert!(matches!(of(libc::EMFILE), AcceptError::Backoff));
+        assert!(matches!(of(libc::EBADF), AcceptError::Fatal));
+    }
+}

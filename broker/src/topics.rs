@@ -1,0 +1,270 @@
+//! The topic registry: names, ids, partition counts and configs of the topics this broker holds.
+//!
+//! There is no separate metadata log: a topic is its partition directories. On start the registry
+//! is rebuilt from the log manager's partitions (`partition.metadata` carries the topic id,
+//! `topic.config` the overrides); creating, growing and deleting topics go through the log
+//! manager, so what the registry says and what is on disk cannot drift apart.
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::manager::LogManager;
+use mirrorlog_index::{TopicId, TopicPartition};
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+/// Kafka's internal topics.
+pub const INTERNAL_TOPICS: [&str; 2] = ["__consumer_offsets", "__transaction_state"];
+
+/// One topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicMeta {
+    /// The topic name.
+    pub name: String,
+    /// The topic id.
+    pub id: Uuid,
+    /// Partitions 0..count.
+    pub partitions: i32,
+    /// An internal topic (`__consumer_offsets`, `__transaction_state`).
+    pub internal: bool,
+}
+
+/// A failed topic operation: the Kafka error and a message for the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicError {
+    /// Kafka error code.
+    pub code: i16,
+    /// Human message.
+    pub message: String,
+}
+
+impl TopicError {
+    fn new(e: ResponseError, message: impl Into<String>) -> TopicError {
+        TopicError {
+            code: e.code(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Converts a topic id between the wire (`Uuid`) and disk (`TopicId`) forms.
+pub fn topic_id_to_uuid(id: TopicId) -> Uuid {
+    Uuid::from_bytes(id.0)
+}
+
+/// See [`topic_id_to_uuid`].
+pub fn uuid_to_topic_id(id: Uuid) -> TopicId {
+    TopicId(*id.as_bytes())
+}
+
+/// Kafka's topic-name rules (`Topic.validate`): 1..=249 characters of `[a-zA-Z0-9._-]`, not `.`
+/// or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
+    let bad = |m: String| Err(TopicError::new(ResponseError::InvalidTopicException, m));
+    if name.is_empty() {
+        return bad("topic name is empty".into());
+    }
+    if name == "." || name == ".." {
+        return bad(format!("topic name cannot be {name:?}"));
+    }
+    if name.len() > 249 {
+        return bad(format!(
+            "topic name is {} characters; at most 249",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "._-".contains(*c)))
+    {
+        return bad(format!(
+            "topic name {name:?} has illegal character {c:?}; legal: a-z A-Z 0-9 . _ -"
+        ));
+    }
+    Ok(())
+}
+
+/// The registry. See the module docs.
+#[derive(Debug, Default)]
+pub struct TopicRegistry {
+    topics: RwLock<BTreeMap<String, TopicMeta>>,
+}
+
+impl TopicRegistry {
+    /// Rebuilds the registry from the partitions the log manager opened.
+    pub fn load(logs: &LogManager) -> TopicRegistry {
+        let mut topics: BTreeMap<String, TopicMeta> = BTreeMap::new();
+        for h in logs.partitions() {
+            let tp = h.topic_partition();
+            let e = topics.entry(tp.topic.clone()).or_insert_with(|| TopicMeta {
+                name: tp.topic.clone(),
+                id: topic_id_to_uuid(h.topic_id()),
+                partitions: 0,
+                internal: INTERNAL_TOPICS.contains(&tp.topic.as_str()),
+            });
+            e.partitions = e.partitions.max(tp.partition + 1);
+        }
+        TopicRegistry {
+            topics: RwLock::new(topics),
+        }
+    }
+
+    /// Rebuilds from the log manager (after coordinators created their internal topics).
+    pub fn refresh(&self, logs: &LogManager) {
+        let fresh = TopicRegistry::load(logs).topics.into_inner();
+        *self.topics.write() = fresh;
+    }
+
+    /// A topic by name.
+    pub fn get(&self, name: &str) -> Option<TopicMeta> {
+        self.topics.read().get(name).cloned()
+    }
+
+    /// A topic by id.
+    pub fn by_id(&self, id: Uuid) -> Option<TopicMeta> {
+        self.topics.read().values().find(|t| t.id == id).cloned()
+    }
+
+    /// Every topic, by name.
+    pub fn all(&self) -> Vec<TopicMeta> {
+        self.topics.read().values().cloned().collect()
+    }
+
+    /// Creates a topic with `partitions` partitions and `config`, or fails as Kafka's
+    /// CreateTopics does (TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS).
+    /// `id` fixes the topic id (internal topics, mirrors); `None` draws a random one.
+    pub fn create(
+        &self,
+        logs: &LogManager,
+        name: &str,
+        partitions: i32,
+        config: LogConfig,
+        id: Option<Uuid>,
+    ) -> Result<TopicMeta, TopicError> {
+        validate_topic_name(name)?;
+        if partitions < 1 {
+            return Err(TopicError::new(
+                ResponseError::InvalidPartitions,
+                format!("{partitions} partitions; at least 1"),
+            ));
+        }
+        let mut topics = self.topics.write();
+        if topics.contains_key(name) {
+            return Err(TopicError::new(
+                ResponseError::TopicAlreadyExists,
+                format!("topic {name} already exists"),
+            ));
+        }
+        // Kafka forbids names that collide once '.' and '_' are treated alike (metric names).
+        let norm = |s: &str| s.replace('.', "_");
+        if let Some(other) = topics.keys().find(|t| norm(t) == norm(name)) {
+            return Err(TopicError::new(
+                ResponseError::InvalidTopicException,
+                format!(
+                    "topic {name} collides with existing topic {other} ('.' and '_' are alike)"
+                ),
+            ));
+        }
+        let id = id.unwrap_or_else(Uuid::new_v4);
+        for p in 0..partitions {
+            let tp = TopicPartition {
+                topic: name.to_string(),
+                partition: p,
+            };
+            logs.create(&tp, uuid_to_topic_id(id), config.clone())
+                .map_err(|e| TopicError::new(ResponseError::KafkaStorageError, e.to_string()))?;
+        }
+        let meta = TopicMeta {
+            name: name.into(),
+            id,
+            partitions,
+            internal: INTERNAL_TOPICS.contains(&name),
+        };
+        topics.insert(name.into(), meta.clone());
+        Ok(meta)
+    }
+
+    /// Grows a topic to `total` partitions (CreatePartitions): never shrinks.
+    pub fn add_partitions(
+        &self,
+        logs: &LogManager,
+        name: &str,
+        total: i32,
+    ) -> Result<TopicMeta, TopicError> {
+        let mut topics = self.topics.write();
+        let t = topics.get_mut(name).ok_or_else(|| {
+            TopicError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("topic {name} does not exist"),
+            )
+        })?;
+        if total <= t.partitions {
+            return Err(TopicError::new(
+                ResponseError::InvalidPartitions,
+                format!(
+                    "topic {name} has {} partitions; {total} would not add any",
+                    t.partitions
+                ),
+            ));
+        }
+        let config = logs
+            .get(&TopicPartition {
+                topic: name.into(),
+                partition: 0,
+            })
+            .map(|h| h.read().config().clone())
+            .unwrap_or_else(|| logs.default_log_config().clone());
+        for p in t.partitions..total {
+            let tp = TopicPartition {
+                topic: name.to_string(),
+                partition: p,
+            };
+            logs.create(&tp, uuid_to_topic_id(t.id), config.clone())
+                .map_err(|e| TopicError::new(ResponseError::KafkaStorageError, e.to_string()))?;
+            t.partitions = p + 1;
+        }
+        Ok(t.clone())
+    }
+
+    /// Deletes a topic and all its partitions.
+    pub fn delete(&self, logs: &LogManager, name: &str) -> Result<TopicMeta, TopicError> {
+        let mut topics = self.topics.write();
+        let t = topics.remove(name).ok_or_else(|| {
+            TopicError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("topic {name} does not exist"),
+            )
+        })?;
+        for p in 0..t.partitions {
+            let tp = TopicPartition {
+                topic: name.to_string(),
+                partition: p,
+            };
+            if logs.get(&tp).is_some() {
+                logs.delete(&tp).map_err(|e| {
+                    TopicError::new(ResponseError::KafkaStorageError, e.to_string())
+                })?;
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// `StrBytes` from a `&str`.
+pub fn sb(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_follow_kafkas_rules() {
+        assert!(validate_topic_name("orders.v1_x-2").is_ok());
+        for bad in ["", ".", "..", "a b", "ä", &"x".repeat(250)] {
+            assert!(validate_topic_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,1052 @@
+//! The coordinator itself: state in memory behind one lock per transactional id, every change
+//! written durably to `__transaction_state` before it takes effect, markers written
+//! synchronously through the engine.
+
+use super::TxnOffsetsSink;
+use super::config::TxnConfig;
+use super::error::TxnError;
+use super::state::{TxnMetadata, TxnState, is_epoch_exhausted};
+use super::state_log::{
+    self, BrokerState, OFFSETS_TOPIC, StateRecord, TRANSACTION_STATE_TOPIC, partition_for,
+};
+use anyhow::Context;
+use bytes::Bytes;
+use mirrorlog_engine::clock::Clock;
+use mirrorlog_engine::config::{CompressionConfig, LogConfig};
+use mirrorlog_engine::error::EngineError;
+use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
+use mirrorlog_engine::manager::{LogManager, PartitionHandle};
+use mirrorlog_index::{
+    CoordinatorEpoch, LeaderEpoch, ProducerEpoch, ProducerId, TimestampMs, TopicId, TopicPartition,
+};
+use mirrorlog_segment::{BatchBuilder, Batches, TimestampType};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+/// One transactional id's state behind its own lock: requests for different ids run in
+/// parallel; requests for one id run one at a time, durable writes included.
+type Entry = Arc<Mutex<TxnMetadata>>;
+
+/// Bytes read per step while loading `__transaction_state`.
+const LOAD_READ_BYTES: u32 = 1 << 20;
+/// At most this many threads write one transaction's markers.
+const MARKER_THREADS: usize = 8;
+/// Lookups of a transactional id retried when it was expiring under us.
+const DEAD_ENTRY_RETRIES: usize = 3;
+
+/// The transaction coordinator. See the [module docs](super).
+pub struct TxnCoordinator {
+    logs: Arc<LogManager>,
+    offsets: Arc<dyn TxnOffsetsSink>,
+    clock: Arc<dyn Clock>,
+    config: TxnConfig,
+    state_partitions: i32,
+    coordinator_epoch: CoordinatorEpoch,
+    txns: RwLock<HashMap<String, Entry>>,
+    producer_ids: Mutex<ProducerIdBlock>,
+    /// Transactional ids left in PrepareCommit/PrepareAbort because a marker or the completion
+    /// record could not be written, with the partitions whose marker is already written;
+    /// `tick` retries the rest.
+    pending: Mutex<HashMap<String, BTreeSet<TopicPartition>>>,
+    schedule: Mutex<Schedule>,
+    /// Serialises state-log rewrites.
+    rewrite: Mutex<()>,
+}
+
+/// The producer ids this incarnation may hand out: `next .. end`; `end` is durable.
+#[derive(Debug)]
+struct ProducerIdBlock {
+    next: i64,
+    end: i64,
+}
+
+/// When `tick`'s periodic jobs are next due.
+#[derive(Debug)]
+struct Schedule {
+    next_abort_check_ms: i64,
+    next_expire_check_ms: i64,
+}
+
+impl fmt::Debug for TxnCoordinator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TxnCoordinator")
+            .field("state_partitions", &self.state_partitions)
+            .field("coordinator_epoch", &self.coordinator_epoch)
+            .field("transactional_ids", &self.txns.read().len())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn state_tp(partition: i32) -> TopicPartition {
+    TopicPartition {
+        topic: TRANSACTION_STATE_TOPIC.to_string(),
+        partition,
+    }
+}
+
+/// The epoch to stamp on a leader append: the partition's latest (0 for a new log).
+fn leader_epoch(h: &PartitionHandle) -> LeaderEpoch {
+    h.read()
+        .epoch_cache()
+        .latest_epoch()
+        .unwrap_or(LeaderEpoch(0))
+}
+
+/// One node: whatever is appended is replicated, so the high watermark follows the log end.
+fn advance_high_watermark(h: &PartitionHandle) {
+    let mut log = h.write();
+    let leo = log.log_end_offset();
+    log.maybe_increment_high_watermark(leo);
+}
+
+/// `__transaction_state`'s topic config: the broker defaults, never deleted by retention
+/// (mirrorlog has no compaction; the coordinator rewrites live records instead), no timestamp
+/// bounds (the records carry the coordinator's clock), no re-compression.
+fn state_log_config(defaults: &LogConfig, config: &TxnConfig) -> LogConfig {
+    let mut c = defaults.clone();
+    c.segment.segment_bytes_max = config.transaction_state_segment_bytes;
+    c.retention_ms = -1;
+    c.retention_bytes = -1;
+    c.timestamp_type = TimestampType::CreateTime;
+    c.timestamp_before_max_ms = i64::MAX;
+    c.timestamp_after_max_ms = i64::MAX;
+    c.compression = CompressionConfig::Producer;
+    c.read_only = false;
+    c
+}
+
+/// What loading `__transaction_state` found.
+#[derive(Debug, Default)]
+struct Loaded {
+    txns: HashMap<String, TxnMetadata>,
+    broker: Option<BrokerState>,
+    records: u64,
+}
+
+impl TxnCoordinator {
+    /// Opens the coordinator: creates `__transaction_state` if it is missing (with
+    /// `config.transaction_state_partitions` partitions; an existing topic keeps its count),
+    /// loads every partition, takes the next coordinator epoch and persists it, then completes
+    /// every transaction that was PrepareCommit or PrepareAbort when the last incarnation
+    /// stopped — its markers are written again (a second marker for a completed transaction is
+    /// harmless), `offsets.complete_txn` is called again, and CompleteCommit / CompleteAbort is
+    /// written. Ongoing transactions stay open and time out as usual.
+    ///
+    /// The coordinator starts no thread: call [`tick`](Self::tick) periodically. Since
+    /// completing a transaction may call `offsets.complete_txn`, the group coordinator must be
+    /// loaded before this is called.
+    ///
+    /// # Errors
+    /// An invalid config, a `__transaction_state` partition that cannot be created, read or
+    /// written, or a record in it that cannot be decoded.
+    pub fn open(
+        logs: Arc<LogManager>,
+        offsets: Arc<dyn TxnOffsetsSink>,
+        clock: Arc<dyn Clock>,
+        config: TxnConfig,
+    ) -> anyhow::Result<Arc<TxnCoordinator>> {
+        config
+            .validate()
+            .map_err(anyhow::Error::msg)
+            .context("invalid transaction coordinator config")?;
+        let handles = ensure_state_partitions(&logs, &config)?;
+        let state_partitions = handles.len() as i32;
+        let mut loaded = Loaded::default();
+        for (p, h) in handles.iter().enumerate() {
+            load_partition(h, p as i32, state_partitions, &mut loaded)
+                .with_context(|| format!("loading {}", state_tp(p as i32)))?;
+        }
+        let coordinator_epoch = match loaded.broker {
+            Some(b) => b
+                .coordinator_epoch
+                .checked_add(1)
+                .context("coordinator epoch overflow")?,
+            None => 0,
+        };
+        let block_end = loaded.broker.map_or(0, |b| b.producer_id_block_end);
+        let now = clock.now_ms();
+        let prepared: Vec<String> = loaded
+            .txns
+            .iter()
+            .filter(|(_, m)| m.state.is_prepared())
+            .map(|(id, _)| id.clone())
+            .collect();
+        let coordinator = TxnCoordinator {
+            txns: RwLock::new(
+                loaded
+                    .txns
+                    .into_iter()
+                    .map(|(id, m)| (id, Arc::new(Mutex::new(m))))
+                    .collect(),
+            ),
+            logs,
+            offsets,
+            clock,
+            state_partitions,
+            coordinator_epoch: CoordinatorEpoch(coordinator_epoch),
+            producer_ids: Mutex::new(ProducerIdBlock {
+                next: block_end,
+                end: block_end,
+            }),
+            pending: Mutex::new(
+                prepared
+                    .iter()
+                    .map(|id| (id.clone(), BTreeSet::new()))
+                    .collect(),
+            ),
+            schedule: Mutex::new(Schedule {
+                next_abort_check_ms: now,
+                next_expire_check_ms: now,
+            }),
+            rewrite: Mutex::new(()),
+            config,
+        };
+        coordinator
+            .append_state(0, coordinator.broker_batch(block_end), true)
+            .context("persisting the coordinator epoch")?;
+        tracing::info!(
+            state_partitions,
+            coordinator_epoch,
+            transactional_ids = coordinator.txns.read().len(),
+            records = loaded.records,
+            completing = prepared.len(),
+            "transaction coordinator loaded"
+        );
+        coordinator.retry_pending();
+        Ok(Arc::new(coordinator))
+    }
+
+    /// The coordinator epoch stamped on every marker this incarnation writes (one more than the
+    /// previous incarnation's).
+    pub fn coordinator_epoch(&self) -> i32 {
+        self.coordinator_epoch.get()
+    }
+
+    /// The number of `__transaction_state` partitions in use.
+    pub fn state_partitions(&self) -> i32 {
+        self.state_partitions
+    }
+
+    /// The `__transaction_state` partition holding `transactional_id`.
+    pub fn partition_for(&self, transactional_id: &str) -> i32 {
+        partition_for(transactional_id, self.state_partitions)
+    }
+
+    /// A copy of a transactional id's state, `None` when unknown.
+    pub fn transaction(&self, transactional_id: &str) -> Option<TxnMetadata> {
+        let e = self.entry(transactional_id)?;
+        let m = e.lock().clone();
+        (m.state != TxnState::Dead).then_some(m)
+    }
+
+    /// Allocates a producer id, unique across restarts: ids come from blocks whose end is
+    /// written durably to `__transaction_state` before the first id of the block is handed
+    /// out, and a new incarnation starts after the last block written.
+    ///
+    /// # Errors
+    /// The block record could not be written, or the ids are exhausted.
+    pub fn allocate_producer_id(&self) -> anyhow::Result<i64> {
+        Ok(self.allocate()?.get())
+    }
+
+    fn allocate(&self) -> Result<ProducerId, TxnError> {
+        let mut b = self.producer_ids.lock();
+        if b.next >= b.end {
+            let end = b
+                .next
+                .checked_add(self.config.producer_id_block_size)
+                .ok_or_else(|| TxnError::ProducerIdUnavailable("producer ids exhausted".into()))?;
+            self.append_state(0, self.broker_batch(end), true)
+                .map_err(|e| TxnError::ProducerIdUnavailable(e.to_string()))?;
+            b.end = end;
+        }
+        let id = b.next;
+        b.next += 1;
+        Ok(ProducerId(id))
+    }
+
+    /// InitProducerId. Without a transactional id (an idempotent producer): a fresh producer
+    /// id at epoch 0. With one: the next epoch of its producer id (a new producer id once the
+    /// epoch is exhausted), fencing every older incarnation; an open transaction of the
+    /// previous incarnation is aborted first (epoch bumped, ABORT markers written). Kafka
+    /// answers that case CONCURRENT_TRANSACTIONS and lets the producer retry; since markers are
+    /// written synchronously here, the retry is done in place and the answer is what the retry
+    /// would get. `expected` is KIP-360's current producer id and epoch (InitProducerId v3+).
+    ///
+    /// # Errors
+    /// `InvalidRequest`, `InvalidTransactionTimeout`, `ProducerFenced`,
+    /// `ConcurrentTransactions` (markers of the previous transaction are still pending),
+    /// `StateLogUnavailable`, `ProducerIdUnavailable`.
+    pub fn init_producer_id(
+        &self,
+        transactional_id: Option<&str>,
+        txn_timeout_ms: i32,
+        expected: Option<(ProducerId, ProducerEpoch)>,
+    ) -> Result<(ProducerId, ProducerEpoch), TxnError> {
+        let Some(id) = transactional_id else {
+            return Ok((self.allocate()?, ProducerEpoch(0)));
+        };
+        if id.is_empty() {
+            return Err(TxnError::InvalidRequest("the transactional id is empty"));
+        }
+        if txn_timeout_ms <= 0 || txn_timeout_ms > self.config.transaction_max_timeout_ms {
+            return Err(TxnError::InvalidTransactionTimeout {
+                timeout_ms: txn_timeout_ms,
+                max_ms: self.config.transaction_max_timeout_ms,
+            });
+        }
+        let create = || {
+            Ok(TxnMetadata::new(
+                self.allocate()?,
+                txn_timeout_ms,
+                self.clock.now_ms(),
+            ))
+        };
+        self.with_txn(id, Some(&create), |m| {
+            // At most twice: an open transaction is aborted, then the epoch is bumped.
+            for _ in 0..2 {
+                if let Some(e) = expected
+                    && !m.accepts_expected(e)
+                {
+                    return Err(TxnError::ProducerFenced);
+                }
+                match m.state {
+                    TxnState::PrepareCommit | TxnState::PrepareAbort => {
+                        return Err(TxnError::ConcurrentTransactions);
+                    }
+                    TxnState::Ongoing => {
+                        tracing::info!(
+                            transactional_id = id,
+                            producer_id = %m.producer_id,
+                            epoch = %m.producer_epoch,
+                            "a new producer incarnation fences the open transaction: aborting it"
+                        );
+                        self.fence_and_abort(id, m)?;
+                    }
+                    TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
+                        let now = self.clock.now_ms();
+                        let next = if is_epoch_exhausted(m.producer_epoch)
+                            && expected.is_none_or(|e| e.1 == m.producer_epoch)
+                        {
+                            m.prepare_rotation(
+                                self.allocate()?,
+                                txn_timeout_ms,
+                                now,
+                                expected.is_some(),
+                            )
+                        } else {
+                            m.prepare_increment_epoch(txn_timeout_ms, expected.map(|e| e.1), now)?
+                        };
+                        self.persist(id, Some(&next))?;
+                        *m = next;
+                        tracing::debug!(
+                            transactional_id = id,
+                            producer_id = %m.producer_id,
+                            epoch = %m.producer_epoch,
+                            "initialized"
+                        );
+                        return Ok((m.producer_id, m.producer_epoch));
+                    }
+                    TxnState::Dead | TxnState::PrepareEpochFence => {
+                        unreachable!("{} is never held in memory", m.state.name())
+                    }
+                }
+            }
+            Err(TxnError::ConcurrentTransactions)
+        })
+    }
+
+    /// AddPartitionsToTxn: the partitions join the producer's transaction (opening one when
+    /// none is). Whether the partitions exist is the caller's check (the wire handler answers
+    /// UNKNOWN_TOPIC_OR_PARTITION for them without calling this).
+    ///
+    /// # Errors
+    /// `InvalidRequest`, `InvalidProducerIdMapping`, `ProducerFenced`,
+    /// `ConcurrentTransactions`, `StateLogUnavailable`.
+    pub fn add_partitions(
+        &self,
+        transactional_id: &str,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        partitions: &[TopicPartition],
+    ) -> Result<(), TxnError> {
+        if transactional_id.is_empty() {
+            return Err(TxnError::InvalidRequest("the transactional id is empty"));
+        }
+        self.with_txn(transactional_id, None, |m| {
+            check_producer(m, producer_id, producer_epoch)?;
+            if m.state.is_prepared() {
+                return Err(TxnError::ConcurrentTransactions);
+            }
+            if m.state == TxnState::Ongoing && partitions.iter().all(|tp| m.partitions.contains(tp))
+            {
+                return Ok(());
+            }
+            let next = m.prepare_add_partitions(partitions.iter().cloned(), self.clock.now_ms());
+            self.persist(transactional_id, Some(&next))?;
+            *m = next;
+            Ok(())
+        })
+    }
+
+    /// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the transaction, so
+    /// that EndTxn writes its marker there and tells the group coordinator
+    /// ([`TxnOffsetsSink::complete_txn`]).
+    ///
+    /// # Errors
+    /// As [`add_partitions`](Self::add_partitions).
+    pub fn add_offsets(
+        &self,
+        transactional_id: &str,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        group_id: &str,
+    ) -> Result<(), TxnError> {
+        let tp = TopicPartition {
+            topic: OFFSETS_TOPIC.to_string(),
+            partition: self.offsets.partition_for(group_id),
+        };
+        self.add_partitions(transactional_id, producer_id, producer_epoch, &[tp])
+    }
+
+    /// AddPartitionsToTxn v4+ with `verify_only` (KIP-890 part 1, asked by a partition leader
+    /// before it appends a transactional batch): the partitions that are *not* in the
+    /// producer's open transaction.
+    ///
+    /// # Errors
+    /// `InvalidRequest`, `InvalidProducerIdMapping`, `ProducerFenced`,
+    /// `ConcurrentTransactions`.
+    pub fn verify_partitions(
+        &self,
+        transactional_id: &str,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<TopicPartition>, TxnError> {
+        if transactional_id.is_empty() {
+            return Err(TxnError::InvalidRequest("the transactional id is empty"));
+        }
+        self.with_txn(transactional_id, None, |m| {
+            check_producer(m, producer_id, producer_epoch)?;
+            if m.state.is_prepared() {
+                return Err(TxnError::ConcurrentTransactions);
+            }
+            Ok(partitions
+                .iter()
+                .filter(|tp| !m.partitions.contains(tp))
+                .cloned()
+                .collect())
+        })
+    }
+
+    /// EndTxn: PrepareCommit / PrepareAbort is written durably, then the COMMIT / ABORT marker
+    /// to every partition of the transaction (the groups' `__consumer_offsets` partitions
+    /// included), then [`TxnOffsetsSink::complete_txn`] when offsets were added, then
+    /// CompleteCommit / CompleteAbort. Once the Prepare record is durable the outcome is
+    /// decided and the answer is success: markers that cannot be written yet are retried by
+    /// [`tick`](Self::tick), and the producer's next request gets CONCURRENT_TRANSACTIONS until
+    /// they are. A retried EndTxn of a completed transaction succeeds again.
+    ///
+    /// # Errors
+    /// `InvalidRequest`, `InvalidProducerIdMapping`, `ProducerFenced`,
+    /// `ConcurrentTransactions`, `InvalidTxnState`, `StateLogUnavailable`.
+    pub fn end_txn(
+        &self,
+        transactional_id: &str,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        commit: bool,
+    ) -> Result<(), TxnError> {
+        if transactional_id.is_empty() {
+            return Err(TxnError::InvalidRequest("the transactional id is empty"));
+        }
+        let what = if commit { "commit" } else { "abort" };
+        self.with_txn(transactional_id, None, |m| {
+            check_producer(m, producer_id, producer_epoch)?;
+            match (m.state, commit) {
+                (TxnState::Ongoing, _) => {
+                    let next = m.prepare_abort_or_commit(commit, self.clock.now_ms());
+                    self.persist(transactional_id, Some(&next))?;
+                    *m = next;
+                    self.complete_or_defer(transactional_id, m);
+                    Ok(())
+                }
+                (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(()),
+                (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+                    Err(TxnError::ConcurrentTransactions)
+                }
+                (state, _) => Err(TxnError::InvalidTxnState(format!(
+                    "cannot {what} transaction of {transactional_id} in state {}",
+                    state.name()
+                ))),
+            }
+        })
+    }
+
+    /// Background work, to be called every 100 ms – 1 s: retries completions whose markers
+    /// could not be written; every `abort_timed_out_transaction_cleanup_interval_ms`, aborts
+    /// transactions open longer than their timeout (the epoch is bumped, so the producer is
+    /// fenced, and ABORT markers are written); every
+    /// `remove_expired_transaction_cleanup_interval_ms`, forgets transactional ids idle for
+    /// `transactional_id_expiration_ms` (a tombstone is written); and rewrites a
+    /// `__transaction_state` partition that has grown well beyond its live records. Errors
+    /// are logged; the work is retried on a later tick.
+    pub fn tick(&self) {
+        self.retry_pending();
+        let now = self.clock.now_ms();
+        let (abort_due, expire_due) = {
+            let mut s = self.schedule.lock();
+            let abort_due = now >= s.next_abort_check_ms;
+            if abort_due {
+                s.next_abort_check_ms =
+                    now.saturating_add(self.config.abort_timed_out_transaction_cleanup_interval_ms);
+            }
+            let expire_due = now >= s.next_expire_check_ms;
+            if expire_due {
+                s.next_expire_check_ms =
+                    now.saturating_add(self.config.remove_expired_transaction_cleanup_interval_ms);
+            }
+            (abort_due, expire_due)
+        };
+        if abort_due {
+            self.abort_timed_out(now);
+        }
+        if expire_due {
+            self.expire_idle(now);
+        }
+        if let Err(e) = self.maybe_rewrite_state_log() {
+            tracing::warn!("rewriting {TRANSACTION_STATE_TOPIC} failed, will retry: {e}");
+        }
+    }
+
+    // ---- internals -------------------------------------------------------------------------
+
+    /// Whether the broker hosts `tp`, and if so whether it is a read-only mirror partition.
+    pub(super) fn hosted_read_only(&self, tp: &TopicPartition) -> Option<bool> {
+        self.logs.get(tp).map(|h| h.read().is_read_only())
+    }
+
+    fn entry(&self, id: &str) -> Option<Entry> {
+        self.txns.read().get(id).cloned()
+    }
+
+    fn snapshot(&self) -> Vec<(String, Entry)> {
+        self.txns
+            .read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Runs `f` on the locked state of `id`, creating it with `create` when it is unknown
+    /// (else `InvalidProducerIdMapping`). An entry found Dead was expiring under us: it is
+    /// gone from the map by the time its lock is free, so the lookup is retried.
+    fn with_txn<R>(
+        &self,
+        id: &str,
+        create: Option<&dyn Fn() -> Result<TxnMetadata, TxnError>>,
+        f: impl FnOnce(&mut TxnMetadata) -> Result<R, TxnError>,
+    ) -> Result<R, TxnError> {
+        for _ in 0..DEAD_ENTRY_RETRIES {
+            let entry = match (self.entry(id), create) {
+                (Some(e), _) => e,
+                (None, None) => return Err(TxnError::InvalidProducerIdMapping),
+                (None, Some(make)) => {
+                    let m = make()?;
+                    self.txns
+                        .write()
+                        .entry(id.to_string())
+                        .or_insert_with(|| Arc::new(Mutex::new(m)))
+                        .clone()
+                }
+            };
+            let mut m = entry.lock();
+            if m.state == TxnState::Dead {
+                continue;
+            }
+            return f(&mut m);
+        }
+        Err(TxnError::ConcurrentTransactions)
+    }
+
+    /// Writes `id`'s state (or its tombstone) durably.
+    fn persist(&self, id: &str, m: Option<&TxnMetadata>) -> Result<(), TxnError> {
+        let batch = state_log::txn_record_batch(id, m, self.clock.now_ms());
+        self.append_state(self.partition_for(id), batch, true)
+            .map_err(|e| TxnError::StateLogUnavailable(e.to_string()))
+    }
+
+    fn broker_batch(&self, block_end: i64) -> Bytes {
+        let value = state_log::encode_broker_value(&BrokerState {
+            producer_id_block_end: block_end,
+            coordinator_epoch: self.coordinator_epoch.get(),
+        });
+        state_log::record_batch(
+            &state_log::encode_broker_key(),
+            Some(&value),
+            self.clock.now_ms(),
+        )
+    }
+
+    fn append_state(&self, partition: i32, batch: Bytes, durable: bool) -> Result<(), EngineError> {
+        let tp = state_tp(partition);
+        let h = self.logs.get(&tp).ok_or_else(|| EngineError::Directory {
+            path: tp.to_string().into(),
+            reason: "the transaction state partition is missing".into(),
+        })?;
+        let epoch = leader_epoch(&h);
+        if durable {
+            h.append_as_leader_durable(batch, epoch, LeaderOrigin::Client)?;
+        } else {
+            h.write()
+                .append_as_leader(batch, epoch, LeaderOrigin::Client)?;
+        }
+        advance_high_watermark(&h);
+        Ok(())
+    }
+
+    /// Aborts the open transaction of `m` with a bumped epoch. Fails only when PrepareAbort
+    /// could not be written; a failed completion is left to `tick`.
+    fn fence_and_abort(&self, id: &str, m: &mut TxnMetadata) -> Result<(), TxnError> {
+        let next = m.prepare_fenced_abort(self.clock.now_ms());
+        self.persist(id, Some(&next))?;
+        *m = next;
+        self.complete_or_defer(id, m);
+        Ok(())
+    }
+
+    /// Completes a prepared transaction, or leaves it for `tick` to retry.
+    fn complete_or_defer(&self, id: &str, m: &mut TxnMetadata) {
+        let mut done = self.pending.lock().remove(id).unwrap_or_default();
+        if let Err(e) = self.complete(id, m, &mut done) {
+            tracing::warn!(
+                transactional_id = id,
+                "completing the transaction failed, will retry: {e}"
+            );
+            self.pending.lock().insert(id.to_string(), done);
+        }
+    }
+
+    /// Markers (to the partitions not in `done`, which collects those written), the group
+    /// coordinator, then CompleteCommit / CompleteAbort.
+    fn complete(
+        &self,
+        id: &str,
+        m: &mut TxnMetadata,
+        done: &mut BTreeSet<TopicPartition>,
+    ) -> Result<(), TxnError> {
+        assert!(m.state.is_prepared(), "no markers pending for {id}");
+        let commit = m.state == TxnState::PrepareCommit;
+        self.write_markers(m, commit, done)?;
+        if m.partitions.iter().any(|tp| tp.topic == OFFSETS_TOPIC) {
+            self.offsets
+                .complete_txn(m.producer_id.get(), m.producer_epoch.get(), commit);
+        }
+        let next = m.prepare_complete(self.clock.now_ms());
+        self.persist(id, Some(&next))?;
+        tracing::debug!(
+            transactional_id = id,
+            producer_id = %m.producer_id,
+            epoch = %m.producer_epoch,
+            partitions = m.partitions.len(),
+            "transaction {}",
+            if commit { "committed" } else { "aborted" }
+        );
+        *m = next;
+        Ok(())
+    }
+
+    /// Writes the marker to every partition of the transaction not in `done`, several
+    /// partitions at a time; those written join `done`.
+    fn write_markers(
+        &self,
+        m: &TxnMetadata,
+        commit: bool,
+        done: &mut BTreeSet<TopicPartition>,
+    ) -> Result<(), TxnError> {
+        let now = self.clock.now_ms();
+        let tps: Vec<&TopicPartition> = m
+            .partitions
+            .iter()
+            .filter(|tp| !done.contains(*tp))
+            .collect();
+        let write = |tp: &&TopicPartition| {
+            (
+                (*tp).clone(),
+                self.write_marker(tp, m.producer_id, m.producer_epoch, commit, now),
+            )
+        };
+        let results: Vec<(TopicPartition, Result<(), String>)> = if tps.len() <= 1 {
+            tps.iter().map(write).collect()
+        } else {
+            let write = &write;
+            let per_thread = tps.len().div_ceil(MARKER_THREADS);
+            std::thread::scope(|s| {
+                let workers: Vec<_> = tps
+                    .chunks(per_thread)
+                    .map(|chunk| s.spawn(move || chunk.iter().map(write).collect::<Vec<_>>()))
+                    .collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| w.join().expect("a marker writer panicked"))
+                    .collect()
+            })
+        };
+        let mut failures = vec![];
+        for (tp, r) in results {
+            match r {
+                Ok(()) => {
+                    done.insert(tp);
+                }
+                Err(e) => failures.push(e),
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(TxnError::Internal(format!(
+                "markers not written: {}",
+                failures.join("; ")
+            )))
+        }
+    }
+
+    /// One marker, durable on return. A partition that is gone, or is a read-only mirror, is
+    /// skipped (Kafka drops markers for deleted partitions; a mirror's offsets must stay the
+    /// source's). A marker the engine refuses for its producer or coordinator epoch is skipped
+    /// too (Kafka drops it): a newer epoch owns that producer id there.
+    fn write_marker(
+        &self,
+        tp: &TopicPartition,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        commit: bool,
+        now: i64,
+    ) -> Result<(), String> {
+        let Some(h) = self.logs.get(tp) else {
+            tracing::warn!(partition = %tp, "partition is gone: transaction marker skipped");
+            return Ok(());
+        };
+        if h.read().is_read_only() {
+            tracing::warn!(partition = %tp, "partition is a read-only mirror: transaction marker skipped");
+            return Ok(());
+        }
+        let batch = BatchBuilder::end_txn_marker(
+            producer_id,
+            producer_epoch,
+            commit,
+            self.coordinator_epoch.get(),
+            TimestampMs(now),
+        )
+        .build()
+        .into_bytes();
+        match h.append_as_leader_durable(batch, leader_epoch(&h), LeaderOrigin::Coordinator) {
+            Ok(_) => {
+                advance_high_watermark(&h);
+                Ok(())
+            }
+            Err(EngineError::ProducerState(e)) => {
+                tracing::warn!(partition = %tp, "transaction marker refused, skipped: {e}");
+                Ok(())
+            }
+            Err(e) => Err(format!("{tp}: {e}")),
+        }
+    }
+
+    fn retry_pending(&self) {
+        let ids: Vec<String> = self.pending.lock().keys().cloned().collect();
+        for id in ids {
+            let Some(e) = self.entry(&id) else {
+                self.pending.lock().remove(&id);
+                continue;
+            };
+            let mut m = e.lock();
+            if m.state.is_prepared() {
+                self.complete_or_defer(&id, &mut m);
+            } else {
+                self.pending.lock().remove(&id);
+            }
+        }
+    }
+
+    /// Kafka's `abortTimedOutTransactions`: open past `txnStartTimestamp + timeout`. An id busy
+    /// with a request is looked at next time.
+    fn abort_timed_out(&self, now: i64) {
+        for (id, e) in self.snapshot() {
+            let Some(mut m) = e.try_lock() else { continue };
+            if m.state == TxnState::Ongoing
+                && m.txn_start_timestamp_ms
+                    .saturating_add(i64::from(m.txn_timeout_ms))
+                    < now
+            {
+                tracing::info!(
+                    transactional_id = id,
+                    producer_id = %m.producer_id,
+                    epoch = %m.producer_epoch,
+                    timeout_ms = m.txn_timeout_ms,
+                    "transaction timed out: aborting it"
+                );
+                if let Err(err) = self.fence_and_abort(&id, &mut m) {
+                    tracing::warn!(
+                        transactional_id = id,
+                        "timeout abort failed, will retry: {err}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Kafka's `removeExpiredTransactionalIds`.
+    fn expire_idle(&self, now: i64) {
+        let expiration = self.config.transactional_id_expiration_ms;
+        for (id, e) in self.snapshot() {
+            let Some(mut m) = e.try_lock() else { continue };
+            if !m.state.is_expiration_allowed()
+                || m.txn_last_update_timestamp_ms.saturating_add(expiration) > now
+            {
+                continue;
+            }
+            match self.persist(&id, None) {
+                Ok(()) => {
+                    *m = m.prepare_dead();
+                    let mut map = self.txns.write();
+                    if map.get(&id).is_some_and(|x| Arc::ptr_eq(x, &e)) {
+                        map.remove(&id);
+                    }
+                    tracing::info!(transactional_id = id, "transactional id expired");
+                }
+                Err(err) => {
+                    tracing::warn!(transactional_id = id, "expiring failed, will retry: {err}")
+                }
+            }
+        }
+    }
+
+    /// mirrorlog's stand-in for compaction: a partition with more than
+    /// `state_log_rewrite_min_records` records past its log start and more than twice its
+    /// live records gets every live record appended again, flushed, and its log start raised
+    /// to the first of them. A crash before the log start moves leaves old and new records,
+    /// and the newer win on load.
+    fn maybe_rewrite_state_log(&self) -> Result<(), TxnError> {
+        let Some(_guard) = self.rewrite.try_lock() else {
+            return Ok(());
+        };
+        let storage = |e: EngineError| TxnError::StateLogUnavailable(e.to_string());
+        for p in 0..self.state_partitions {
+            let tp = state_tp(p);
+            let h = self
+                .logs
+                .get(&tp)
+                .ok_or_else(|| TxnError::StateLogUnavailable(format!("{tp} is missing")))?;
+            let (start, end) = {
+                let log = h.read();
+                (log.log_start_offset(), log.log_end_offset())
+            };
+            let records = end.get() - start.get();
+            if records <= self.config.state_log_rewrite_min_records {
+                continue;
+            }
+            // The new start is read before the live set is listed: an id created later has
+            // its first record after it.
+            let new_start = h.read().log_end_offset();
+            let live: Vec<(String, Entry)> = self
+                .snapshot()
+                .into_iter()
+                .filter(|(id, _)| self.partition_for(id) == p)
+                .collect();
+            let live_records = live.len() as i64 + i64::from(p == 0);
+            if records <= 2 * live_records {
+                continue;
+            }
+            let now = self.clock.now_ms();
+            if p == 0 {
+                let b = self.producer_ids.lock();
+                self.append_state(0, self.broker_batch(b.end), false)
+                    .map_err(storage)?;
+            }
+            for (id, e) in &live {
+                let m = e.lock();
+                if m.state == TxnState::Dead {
+                    continue;
+                }
+                self.append_state(p, state_log::txn_record_batch(id, Some(&m), now), false)
+                    .map_err(storage)?;
+            }
+            let mut log = h.write();
+            log.flush().map_err(storage)?;
+            let leo = log.log_end_offset();
+            log.maybe_increment_high_watermark(leo);
+            log.maybe_increment_log_start_offset(new_start)
+                .map_err(storage)?;
+            tracing::info!(
+                partition = %tp,
+                live = live.len(),
+                dropped = new_start.get() - start.get(),
+                "transaction state partition rewritten"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The producer id and epoch of a request must be the transactional id's current ones.
+fn check_producer(
+    m: &TxnMetadata,
+    producer_id: ProducerId,
+    producer_epoch: ProducerEpoch,
+) -> Result<(), TxnError> {
+    if m.producer_id != producer_id {
+        Err(TxnError::InvalidProducerIdMapping)
+    } else if m.producer_epoch != producer_epoch {
+        Err(TxnError::ProducerFenced)
+    } else {
+        Ok(())
+    }
+}
+
+/// The `__transaction_state` partitions, created when missing.
+fn ensure_state_partitions(
+    logs: &LogManager,
+    config: &TxnConfig,
+) -> anyhow::Result<Vec<Arc<PartitionHandle>>> {
+    let existing: Vec<Arc<PartitionHandle>> = logs
+        .partitions()
+        .into_iter()
+        .filter(|h| h.topic_partition().topic == TRANSACTION_STATE_TOPIC)
+        .collect();
+    let count = match existing.iter().map(|h| h.topic_partition().partition).max() {
+        None => config.transaction_state_partitions,
+        Some(max) => {
+            let count = max + 1;
+            if count != config.transaction_state_partitions {
+                tracing::warn!(
+                    existing = count,
+                    configured = config.transaction_state_partitions,
+                    "{TRANSACTION_STATE_TOPIC} keeps its partition count: changing it would move \
+                     transactional ids to other partitions"
+                );
+            }
+            count
+        }
+    };
+    let topic_id = existing
+        .first()
+        .map(|h| h.topic_id())
+        .unwrap_or_else(|| TopicId(*uuid::Uuid::new_v4().as_bytes()));
+    let log_config = state_log_config(logs.default_log_config(), config);
+    (0..count)
+        .map(|p| {
+            logs.create(&state_tp(p), topic_id, log_config.clone())
+                .with_context(|| format!("creating {}", state_tp(p)))
+        })
+        .collect()
+}
+
+/// Replays one `__transaction_state` partition into `loaded`.
+fn load_partition(
+    h: &PartitionHandle,
+    partition: i32,
+    partitions: i32,
+    loaded: &mut Loaded,
+) -> anyhow::Result<()> {
+    let (mut offset, end) = {
+        let log = h.read();
+        (log.log_start_offset(), log.log_end_offset())
+    };
+    while offset < end {
+        let info = h
+            .read()
+            .read(offset, LOAD_READ_BYTES, FetchIsolation::LogEnd, true)?;
+        let Some(data) = info.records else { break };
+        let bytes = data.slice.read_all()?;
+        let before = offset;
+        for batch in Batches::new(bytes) {
+            let batch = batch?;
+            if batch.next_offset() <= offset {
+                continue;
+            }
+            if !batch.is_control() {
+                for r in batch.records()? {
+                    let r = r?;
+                    if r.offset < offset {
+                        continue;
+                    }
+                    loaded.records += 1;
+                    apply_record(&r, partition, partitions, loaded)?;
+                }
+            }
+            offset = batch.next_offset();
+        }
+        anyhow::ensure!(offset > before, "no progress reading at offset {offset}");
+    }
+    Ok(())
+}
+
+fn apply_record(
+    r: &mirrorlog_segment::Record,
+    partition: i32,
+    partitions: i32,
+    loaded: &mut Loaded,
+) -> anyhow::Result<()> {
+    let Some(key) = &r.key else {
+        tracing::warn!(partition, offset = %r.offset, "record without key skipped");
+        return Ok(());
+    };
+    let record = state_log::decode_record(key, r.value.as_deref())
+        .with_context(|| format!("record at offset {}", r.offset))?;
+    match record {
+        StateRecord::Txn {
+            transactional_id,
+            metadata,
+        } => {
+            if partition_for(&transactional_id, partitions) != partition {
+                tracing::warn!(
+                    transactional_id,
+                    partition,
+                    "transactional id found outside its partition"
+                );
+            }
+            match metadata {
+                None => {
+                    loaded.txns.remove(&transactional_id);
+                }
+                Some(m) if m.state == TxnState::Dead => {
+                    loaded.txns.remove(&transactional_id);
+                }
+                Some(mut m) => {
+                    if m.state == TxnState::PrepareEpochFence {
+                        // Never written by Kafka or mirrorlog; the transaction was open.
+                        m.state = TxnState::Ongoing;
+                    }
+                    loaded.txns.insert(transactional_id, m);
+                }
+            }
+        }
+        StateRecord::Broker(s) => {
+            if partition == 0 {
+                loaded.broker = Some(s);
+            } else {
+                tracing::warn!(partition, "broker record outside partition 0 skipped");
+            }
+        }
+        StateRecord::UnknownKey { version } => {
+            tracing::warn!(partition, offset = %r.offset, version, "unknown key version skipped");
+        }
+        StateRecord::UnknownValue {
+            transactional_id,
+            version,
+        } => {
+            tracing::warn!(
+                partition,
+                offset = %r.offset,
+                transactional_id,
+                version,
+                "unknown value version skipped"
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! What the transaction coordinator answers instead of success, each variant named after the
+//! Kafka error it becomes.
+
+use kafka_protocol::ResponseError;
+
+/// A transaction request the coordinator refused or could not complete.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxnError {
+    /// `INVALID_REQUEST`: e.g. an empty transactional id, or only one of producer id and epoch.
+    #[error("invalid request: {0}")]
+    InvalidRequest(&'static str),
+    /// `INVALID_TRANSACTION_TIMEOUT`: not in `1 ..= transaction.max.timeout.ms`.
+    #[error("transaction timeout {timeout_ms} ms is outside 1..={max_ms}")]
+    InvalidTransactionTimeout {
+        /// The timeout asked for.
+        timeout_ms: i32,
+        /// `transaction.max.timeout.ms`.
+        max_ms: i32,
+    },
+    /// `INVALID_PRODUCER_ID_MAPPING`: the transactional id is unknown, or uses another producer
+    /// id.
+    #[error("the producer id is not the one assigned to this transactional id")]
+    InvalidProducerIdMapping,
+    /// `PRODUCER_FENCED` (`INVALID_PRODUCER_EPOCH` for requests older than KIP-588): a newer
+    /// producer incarnation, or a timeout abort, bumped the epoch.
+    #[error("the producer epoch is not the current one: the producer was fenced")]
+    ProducerFenced,
+    /// `CONCURRENT_TRANSACTIONS`: the previous transaction's markers are still being written.
+    #[error("the previous transaction is still completing")]
+    ConcurrentTransactions,
+    /// `INVALID_TXN_STATE`: the request does not fit the transaction's state.
+    #[error("{0}")]
+    InvalidTxnState(String),
+    /// `INVALID_TXN_STATE` (request v4) / `TRANSACTION_ABORTABLE` (v5): a partition verified
+    /// by AddPartitionsToTxn v4+ is not in the transaction.
+    #[error("the partition is not in the transaction")]
+    PartitionNotInTransaction,
+    /// `NOT_COORDINATOR`: `__transaction_state` could not be written (storage failure); the
+    /// client looks the coordinator up again and retries.
+    #[error("the transaction log could not be written: {0}")]
+    StateLogUnavailable(String),
+    /// `COORDINATOR_NOT_AVAILABLE`: no producer id could be allocated.
+    #[error("no producer id could be allocated: {0}")]
+    ProducerIdUnavailable(String),
+    /// `UNKNOWN_SERVER_ERROR`.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl TxnError {
+    /// The Kafka error, at the newest request versions.
+    pub fn response_error(&self) -> ResponseError {
+        match self {
+            TxnError::InvalidRequest(_) => ResponseError::InvalidRequest,
+            TxnError::InvalidTransactionTimeout { .. } => ResponseError::InvalidTransactionTimeout,
+            TxnError::InvalidProducerIdMapping => ResponseError::InvalidProducerIdMapping,
+            TxnError::ProducerFenced => ResponseError::ProducerFenced,
+            TxnError::ConcurrentTransactions => ResponseError::ConcurrentTransactions,
+            TxnError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
+            TxnError::PartitionNotInTransaction => ResponseError::TransactionAbortable,
+            TxnError::StateLogUnavailable(_) => ResponseError::NotCoordinator,
+            TxnError::ProducerIdUnavailable(_) => ResponseError::CoordinatorNotAvailable,
+            TxnError::Internal(_) => ResponseError::UnknownServerError,
+        }
+    }
+
+    /// The error code for a request of `version` of an API that learned `PRODUCER_FENCED` at
+    /// `fenced_since` (older clients get `INVALID_PRODUCER_EPOCH`, as Kafka answers them) and,
+    /// for AddPartitionsToTxn verification, `TRANSACTION_ABORTABLE` at `abortable_since`.
+    pub fn code_for(&self, version: i16, fenced_since: i16, abortable_since: i16) -> i16 {
+        match self {
+            TxnError::ProducerFenced if version < fenced_since => {
+                ResponseError::InvalidProducerEpoch.code()
+            }
+            TxnError::PartitionNotInTransaction if version < abortable_since => {
+                ResponseError::InvalidTxnState.code()
+            }
+            e => e.response_error().code(),
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! `mirrorlog serve`: the single-node Kafka-protocol broker.
+//!
+//! Settings come from flags and, optionally, a file in Kafka's `server.properties` format. The
+//! keys we honour (anything else is rejected with its name, so a typo never passes silently):
+//!
+//! | key | default | range |
+//! |---|---|---|
+//! | `node.id` | 1 | ≥ 0 |
+//! | `log.dirs` (or `log.dir`) | the `--data-dir` flag | comma-separated paths |
+//! | `listeners` | the `--listen` flag | `PLAINTEXT://host:port` |
+//! | `advertised.listeners` | the listen address | `PLAINTEXT://host:port` |
+//! | `num.partitions` | 1 | 1 ..= 100000 |
+//! | `auto.create.topics.enable` | true | true/false |
+//! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
+//! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64 |
+//! | `log.*`, `message.max.bytes`, `compression.type`, … | Kafka's | see README "Topic configuration" |
+//!
+//! Flags win over the file.
+
+use anyhow::{Context, Result, bail};
+use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::server::{Server, ServerConfig, shutdown_on_signals};
+use mirrorlog_engine::clock::SystemClock;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// `mirrorlog serve` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Data directory (Kafka's `log.dirs`).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    pub listen: String,
+    /// `node.id`.
+    #[arg(long)]
+    pub node_id: Option<i32>,
+    /// Cluster id (default: generated once and kept in `meta.properties`).
+    #[arg(long)]
+    pub cluster_id: Option<String>,
+    /// `host:port` advertised to clients (default: the listen address).
+    #[arg(long)]
+    pub advertised_listener: Option<String>,
+    /// A `server.properties`-style file.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+fn strip_listener(v: &str) -> &str {
+    v.split(',')
+        .next()
+        .unwrap_or(v)
+        .trim()
+        .trim_start_matches("PLAINTEXT://")
+}
+
+/// Builds the broker and server settings from flags and the optional properties file.
+pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
+    let mut props: Vec<(String, String)> = vec![];
+    if let Some(path) = &args.config {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            let Some((k, v)) = line.split_once('=') else {
+                bail!(
+                    "{}:{}: expected key=value, found {line:?}",
+                    path.display(),
+                    n + 1
+                );
+            };
+            props.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let mut data_dirs: Option<Vec<PathBuf>> = args.data_dir.clone().map(|d| vec![d]);
+    let mut listen = args.listen.clone();
+    let mut advertised = args.advertised_listener.clone();
+    let mut node_id = 1;
+    let mut num_partitions = 1;
+    let mut auto_create = true;
+    let mut request_max = 104_857_600usize;
+    let mut recovery_threads = 2usize;
+    let mut log_pairs = vec![];
+    let parse = |k: &str, v: &str| -> Result<i64> {
+        v.parse().with_context(|| format!("{k}={v}: not a number"))
+    };
+    for (k, v) in &props {
+        match k.as_str() {
+            "node.id" | "broker.id" => node_id = parse(k, v)? as i32,
+            "log.dirs" | "log.dir" => {
+                if data_dirs.is_none() {
+                    data_dirs = Some(v.split(',').map(|d| PathBuf::from(d.trim())).collect());
+                }
+            }
+            "listeners" => {
+                if args.listen == "127.0.0.1:9092" {
+                    listen = strip_listener(v).to_string();
+                }
+            }
+            "advertised.listeners" => {
+                if advertised.is_none() {
+                    advertised = Some(strip_listener(v).to_string());
+                }
+            }
+            "num.partitions" => num_partitions = parse(k, v)? as i32,
+            "auto.create.topics.enable" => {
+                auto_create = v
+                    .parse()
+                    .with_context(|| format!("{k}={v}: not true/false"))?
+            }
+            "socket.request.max.bytes" => {
+                request_max = parse(k, v)?.clamp(1, i32::MAX as i64) as usize
+            }
+            "num.recovery.threads.per.data.dir" => recovery_threads = parse(k, v)? as usize,
+            // Everything else must be a log setting the engine knows.
+            _ => log_pairs.push((k.clone(), v.clone())),
+        }
+    }
+    if let Some(n) = args.node_id {
+        node_id = n;
+    }
+    let data_dirs = data_dirs.context("no data directory: pass --data-dir or set log.dirs")?;
+    let listen_addr: SocketAddr = listen
+        .to_socket_addrs()
+        .with_context(|| format!("listen address {listen}"))?
+        .next()
+        .with_context(|| format!("listen address {listen} resolves to nothing"))?;
+    let adv = advertised.unwrap_or_else(|| listen_addr.to_string());
+    let (host, port) = adv
+        .rsplit_once(':')
+        .with_context(|| format!("advertised listener {adv} is not host:port"))?;
+    let port: i32 = port
+        .parse()
+        .with_context(|| format!("advertised port in {adv}"))?;
+    let mut cfg = BrokerConfig::new(&data_dirs[0], host, port);
+    cfg.logs.data_dirs = data_dirs;
+    cfg.logs.recovery_threads = recovery_threads;
+    cfg.logs.default_log_config = cfg.logs.default_log_config.with_overrides(log_pairs)?;
+    cfg.node_id = node_id;
+    cfg.cluster_id = args.cluster_id.clone();
+    cfg.num_partitions = num_partitions;
+    cfg.auto_create_topics = auto_create;
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let server = ServerConfig {
+        listen: listen_addr,
+        request_max_bytes: request_max,
+        max_connections: 10_000,
+    };
+    Ok((cfg, server))
+}
+
+/// Runs the broker until SIGTERM or SIGINT, then shuts down cleanly.
+pub fn run(args: ServeArgs) -> Result<()> {
+    let (cfg, server_cfg) = settings(&args)?;
+    let storage = mirrorlog_segment::io::default_storage();
+    let broker = Arc::new(Broker::open(cfg, storage, Arc::new(SystemClock))?);
+    mirrorlog_broker::coordinators::install(&broker)?;
+    let server = Server::bind(server_cfg, broker.clone())?;
+    tracing::info!(
+        addr = %server.local_addr(),
+        cluster_id = %broker.cluster_id,
+        node_id = broker.config.node_id,
+        "mirrorlog broker listening"
+    );
+    // Tests and scripts wait for this line.
+    println!("listening on {}", server.local_addr());
+    shutdown_on_signals(server.shutdown_handle())?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (broker, stop) = (broker.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("ticker".into())
+            .spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    broker.tick();
+                    n += 1;
+                    if n.is_multiple_of(50) {
+                        broker.maintain();
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })?
+    };
+    server.run()?;
+    stop.store(true, Ordering::Relaxed);
+    ticker
+        .join()
+        .map_err(|_| anyhow::anyhow!("ticker thread panicked"))?;
+    drop(server);
+    let broker =
+        Arc::try_unwrap(broker).map_err(|_| anyhow::anyhow!("broker still in use at shutdown"))?;
+    broker.shutdown()?;
+    tracing::info!("clean shutdown");
+    Ok(())
+}

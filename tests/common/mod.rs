@@ -1,0 +1,114 @@
+//! Helpers for the end-to-end tests: start and stop `mirrorlog serve`, find the client tools
+//! that scripts/test.sh installs.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `mirrorlog serve`.
+pub struct Serve {
+    child: Option<Child>,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    /// The data directory.
+    pub dir: PathBuf,
+}
+
+/// A free local port (bound then released; the broker binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Serve {
+    /// Starts a broker on `dir` at `port` and waits until it listens.
+    pub fn start(dir: &Path, port: u16) -> Serve {
+        let addr = format!("127.0.0.1:{port}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mirrorlog"))
+            .args(["serve", "--data-dir"])
+            .arg(dir)
+            .args(["--listen", &addr])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start mirrorlog serve");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.starts_with("listening on") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        // A hang guard only; the broker normally listens within a second.
+        rx.recv_timeout(Duration::from_secs(120))
+            .expect("broker did not start listening");
+        Serve {
+            child: Some(child),
+            addr,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// SIGTERM and wait: a clean shutdown. Returns the exit status code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                return s.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "broker did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL: a crash.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The Python with confluent-kafka that scripts/test.sh prepared (`MIRRORLOG_PYTHON`).
+pub fn python() -> Option<PathBuf> {
+    std::env::var_os("MIRRORLOG_PYTHON").map(PathBuf::from)
+}
+
+/// Runs `tests/clients/scenarios.py SUBCOMMAND ARGS…`, returns stdout; panics with stderr on
+/// failure.
+pub fn scenario(python: &Path, args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/scenarios.py");
+    let out = Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "scenarios.py {args:?} failed:\n--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}

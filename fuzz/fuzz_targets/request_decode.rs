@@ -10,6 +10,12 @@ use kafka_protocol::messages::ApiKey;
 use libfuzzer_sys::fuzz_target;
 use mirrorlog_broker::server::frame::{Decoded, decode_request, encode_response, read_frame};
 
+/// As in the broker binary: the protocol decoder sizes arrays from the wire before checking, so
+/// huge never-touched allocations must be address space only (see `mirrorlog_broker::alloc`).
+#[global_allocator]
+static ALLOCATOR: mirrorlog_broker::alloc::NoReserveForHuge =
+    mirrorlog_broker::alloc::NoReserveForHuge;
+
 /// Every API at every version the codec knows, except ApiVersions, which stops at 3 so that v4
 /// takes the UNSUPPORTED_VERSION path.
 fn supported(api: ApiKey) -> Option<(i16, i16)> {

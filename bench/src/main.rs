@@ -22,7 +22,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("batch-validate", |o| Ok(scenarios::batch_validate::run(o))),
     ("segment-append", scenarios::segment_append::run),
     ("index-lookup", scenarios::index_lookup::run),
-    ("recovery", scenarios::recovery::run),
+    ("recovery", scenarios::segment_recovery::run),
 ];
 
 fn main() -> Result<()> {

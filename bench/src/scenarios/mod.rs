@@ -3,5 +3,5 @@
 
 pub mod batch_validate;
 pub mod index_lookup;
-pub mod segment_recovery;
 pub mod segment_append;
+pub mod segment_recovery;

@@ -189,11 +189,27 @@ pub fn run(args: ServeArgs) -> Result<()> {
                 }
             })?
     };
+    // When a signal starts the shutdown, release requests blocked in coordinators (JoinGroup
+    // waits for a rebalance) so the server's wait for in-flight requests ends promptly.
+    let watcher = {
+        let (broker, stop, handle) = (broker.clone(), stop.clone(), server.shutdown_handle());
+        std::thread::Builder::new()
+            .name("shutdown-watch".into())
+            .spawn(move || {
+                while !handle.is_shutdown() && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                broker.shutdown_coordinators();
+            })?
+    };
     server.run()?;
     stop.store(true, Ordering::Relaxed);
     ticker
         .join()
         .map_err(|_| anyhow::anyhow!("ticker thread panicked"))?;
+    watcher
+        .join()
+        .map_err(|_| anyhow::anyhow!("shutdown watcher panicked"))?;
     drop(server);
     let broker =
         Arc::try_unwrap(broker).map_err(|_| anyhow::anyhow!("broker still in use at shutdown"))?;

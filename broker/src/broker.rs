@@ -82,9 +82,12 @@ pub trait Coordinator: Send + Sync {
     /// Versions implemented for `api`.
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)>;
     /// Answers one request of one of its APIs (may block).
-    fn handle(&self, api_version: i16, request: RequestKind) -> ResponseKind;
+    fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind;
     /// Periodic upkeep (session and transaction timeouts).
     fn tick(&self, now_ms: i64);
+    /// The broker is stopping: answer blocked requests (JoinGroup) and refuse new ones, so that
+    /// in-flight requests finish.
+    fn shutdown(&self) {}
 }
 
 /// Wakes long-polling fetches when data arrives.
@@ -227,6 +230,14 @@ impl Broker {
         }
     }
 
+    /// Tells the coordinators the broker is stopping (call when shutdown starts, before waiting
+    /// for in-flight requests: a JoinGroup may otherwise wait for its rebalance timeout).
+    pub fn shutdown_coordinators(&self) {
+        for c in self.coordinators.read().iter() {
+            c.shutdown();
+        }
+    }
+
     /// Clean shutdown: coordinators released, every log flushed and closed, checkpoints and the
     /// clean-shutdown marker written (the next start skips recovery).
     ///
@@ -357,7 +368,7 @@ impl Handler for Broker {
                 let api = ctx.api_key;
                 match self.coordinator_for(api) {
                     Some(c) => {
-                        let r = c.handle(v, other);
+                        let r = c.handle(ctx, other);
                         // Coordinators write markers and offsets: wake long-polling fetches.
                         self.appends.notify();
                         r

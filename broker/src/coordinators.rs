@@ -3,7 +3,8 @@
 //! transaction coordinator's sink for transactional offset commits.
 
 use crate::broker::{Broker, Coordinator};
-use crate::group::{GroupConfig, GroupCoordinator};
+use crate::group::{ClientInfo, GroupConfig, GroupCoordinator};
+use crate::server::RequestContext;
 use crate::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::sync::Arc;
@@ -28,11 +29,18 @@ impl Coordinator for Groups {
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {
         GroupCoordinator::supported_versions(api)
     }
-    fn handle(&self, api_version: i16, request: RequestKind) -> ResponseKind {
-        self.0.handle(api_version, request)
+    fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind {
+        let client = ClientInfo {
+            client_id: ctx.client_id.clone().unwrap_or_default(),
+            client_host: format!("/{}", ctx.peer.ip()),
+        };
+        self.0.handle_from(&client, ctx.api_version, request)
     }
     fn tick(&self, now_ms: i64) {
         self.0.tick(now_ms);
+    }
+    fn shutdown(&self) {
+        self.0.shutdown();
     }
 }
 
@@ -50,8 +58,8 @@ impl Coordinator for Txns {
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {
         TxnCoordinator::supported_versions(api)
     }
-    fn handle(&self, api_version: i16, request: RequestKind) -> ResponseKind {
-        self.0.handle(api_version, request)
+    fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind {
+        self.0.handle(ctx.api_version, request)
     }
     fn tick(&self, _now_ms: i64) {
         self.0.tick();

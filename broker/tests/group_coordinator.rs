@@ -1377,9 +1377,24 @@ fn compaction_bounds_the_offsets_log_and_keeps_the_state() {
     assert_eq!(commit(&b, "other", "", -1, &[("payments", 0, 9)]), vec![0]);
     let before = b.coord.offsets_log_records()[0];
     assert!(before > 1200, "{before}");
+    // Compact in the middle of a rebalance: the snapshot holds the group as last stored.
+    let c = member_id(&b, "cg");
+    let jc = spawn_join(&b, "cg", &c, None);
+    b.wait_for("cg", "C parked", |s| s.awaiting_join == 1);
     b.coord.tick(b.now());
     let after = b.coord.offsets_log_records()[0];
     assert_eq!(after, 2 + 4 + 1, "two groups, five offsets");
+    let ja = spawn_join(&b, "cg", &a, None);
+    b.wait_for("cg", "A parked", |s| s.awaiting_join == 2);
+    let rm = join(&b.coord, 9, join_req("cg", &_m, None));
+    assert_eq!(
+        (
+            rm.generation_id,
+            recv(&ja).generation_id,
+            recv(&jc).generation_id
+        ),
+        (3, 3, 3)
+    );
     let tp = TopicPartition {
         topic: OFFSETS_TOPIC.into(),
         partition: 0,
@@ -1395,7 +1410,12 @@ fn compaction_bounds_the_offsets_log_and_keeps_the_state() {
         vec![1196, 1197, 1198, 1199]
     );
     assert_eq!(fetch(&b, "other", &[("payments", 0)]), vec![9]);
-    assert_eq!(b.coord.group_snapshot("cg").unwrap().generation_id, 2);
+    // Generation 3 never got its assignment stored: generation 2 with its two members.
+    let snap = b.coord.group_snapshot("cg").unwrap();
+    assert_eq!(
+        (snap.state, snap.generation_id, snap.members.len()),
+        ("Stable", 2, 2)
+    );
     assert_eq!(b.coord.offsets_log_records()[0], 7);
 }
 
@@ -1510,4 +1530,42 @@ fn old_request_versions_work() {
     assert_eq!(fetch(&b, "old-simple", &[("orders", 0)]), vec![8]);
     b.advance(600_000);
     assert_eq!(fetch(&b, "old-simple", &[("orders", 0)]), vec![-1]);
+}
+
+#[test]
+fn shutdown_releases_parked_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let b = open(dir.path(), &clock, GroupConfig::default());
+    let (a, m) = stable_pair(&b, "sd");
+    // A follower parked in SyncGroup (generation 3, the leader has not synced).
+    let ja = spawn_join(&b, "sd", &a, None);
+    b.wait_for("sd", "A parked", |s| s.awaiting_join == 1);
+    assert_eq!(join(&b.coord, 9, join_req("sd", &m, None)).generation_id, 3);
+    assert_eq!(recv(&ja).generation_id, 3);
+    let leader_is_a = b.coord.group_snapshot("sd").unwrap().leader_id.as_deref() == Some(&a);
+    let follower = if leader_is_a { &m } else { &a };
+    let sf = spawn_sync(&b, sync_req("sd", follower, 3, &[]));
+    b.wait_for("sd", "follower parked in sync", |s| s.awaiting_sync == 1);
+    // A new member parked in JoinGroup of another group.
+    let c = member_id(&b, "sd2");
+    assert_eq!(join(&b.coord, 9, join_req("sd2", &c, None)).error_code, 0);
+    let d = member_id(&b, "sd2");
+    let jd = spawn_join(&b, "sd2", &d, None);
+    b.wait_for("sd2", "D parked", |s| s.awaiting_join == 1);
+    b.coord.shutdown();
+    assert_eq!(recv(&sf).error_code, E::NotCoordinator.code());
+    assert_eq!(recv(&jd).error_code, E::NotCoordinator.code());
+    assert_eq!(
+        join(&b.coord, 9, join_req("sd2", &c, None)).error_code,
+        E::NotCoordinator.code()
+    );
+    assert_eq!(
+        sync(&b.coord, sync_req("sd", follower, 3, &[])).error_code,
+        E::NotCoordinator.code()
+    );
+    // Nothing holds the coordinator any more: the log manager shuts down cleanly.
+    let Broker { logs, coord, .. } = b;
+    drop(coord);
+    Arc::try_unwrap(logs).unwrap().shutdown().unwrap();
 }

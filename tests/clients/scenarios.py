@@ -261,7 +261,12 @@ def produce_acked(bs, topic, n, outfile):
     p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True,
                   "message.timeout.ms": 20000})
     for i in range(n):
-        p.produce(topic, value=f"r{i}".encode(), partition=i % 2, on_delivery=cb)
+        while True:
+            try:
+                p.produce(topic, value=f"r{i}".encode(), partition=i % 2, on_delivery=cb)
+                break
+            except BufferError:  # the local queue is full (the broker may be down): wait
+                p.poll(0.1)
         if i % 100 == 0:
             p.poll(0)
     p.flush(30)

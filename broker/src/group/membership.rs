@@ -95,9 +95,9 @@ impl Env<'_> {
             if !is_unknown {
                 return Reply::Now(JoinOutcome::error(E::UnknownMemberId.code(), &p.member_id));
             }
-            let g = Group::new(p.group_id.clone(), GroupState::Empty, self.now_ms);
+            let mut g = Group::new(p.group_id.clone(), GroupState::Empty, self.now_ms);
             // As Kafka, a new group is stored at once.
-            if let Err(e) = self.shard.store_group(&g, None, self.now_ms) {
+            if let Err(e) = self.shard.store_group(&mut g, None, self.now_ms) {
                 tracing::warn!(group = %p.group_id, "storing a new group failed: {e}");
                 return Reply::Now(JoinOutcome::error(e.group_code(), UNKNOWN_MEMBER_ID));
             }
@@ -105,6 +105,8 @@ impl Env<'_> {
         }
         let g = groups.get_mut(&p.group_id).expect("present");
         if !self.accept_joining_member(g, &p) {
+            // As Kafka, the refused member is dropped (the group may be over a lowered limit).
+            g.pending_join.remove(&p.member_id);
             if g.has_member(&p.member_id) {
                 self.remove_member_and_update(g, &p.member_id, "the group is full");
             }

@@ -39,6 +39,11 @@
 //!   requests up to v9.
 //! - The coordinator loads synchronously in `open`, so COORDINATOR_LOAD_IN_PROGRESS is never
 //!   returned.
+//! - A join phase waiting for a member that never rejoins ends only when `tick` runs; every
+//!   `tick` walks all groups and members (no timer wheel), which suits a single-node broker.
+//! - The coordinator holds the `__consumer_offsets` partition handles: call
+//!   [`GroupCoordinator::shutdown`] (which releases parked requests) and drop it before
+//!   `LogManager::shutdown`.
 
 mod config;
 mod membership;
@@ -87,7 +92,7 @@ use shard::Shard;
 use state::{JoinOutcome, Protocol, SyncOutcome};
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// The internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -176,6 +181,7 @@ pub struct GroupCoordinator {
     shards: Vec<Shard>,
     commit_clamp: RwLock<Option<CommitClamp>>,
     next_retention_check_ms: AtomicI64,
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for GroupCoordinator {
@@ -282,6 +288,7 @@ impl GroupCoordinator {
             clock,
             shards,
             commit_clamp: RwLock::new(None),
+            closed: AtomicBool::new(false),
         }))
     }
 
@@ -411,10 +418,7 @@ impl GroupCoordinator {
     pub fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool) {
         let mut applied = 0;
         for shard in &self.shards {
-            let mut st = shard.state.lock();
-            for g in st.groups.values_mut() {
-                applied += g.complete_txn(producer_id, commit);
-            }
+            applied += shard.state.lock().complete_txn(producer_id, commit);
         }
         tracing::debug!(
             producer_id,
@@ -459,8 +463,26 @@ impl GroupCoordinator {
         }
     }
 
-    /// Whether a group has members (KIP-1279 offset sync skips active groups): any state but
-    /// Empty and Dead.
+    /// Stops parking requests: every parked JoinGroup and SyncGroup is answered
+    /// NOT_COORDINATOR (retriable: clients look for the coordinator again), and later ones are
+    /// answered so at once, so that request threads finish and the coordinator (with its
+    /// partition handles) can be dropped before `LogManager::shutdown`. Other requests keep
+    /// working. Kafka does the same when it unloads an offsets partition.
+    pub fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        for shard in &self.shards {
+            let mut st = shard.state.lock();
+            for g in st.groups.values_mut() {
+                g.release_parked(E::NotCoordinator.code());
+            }
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Whether a group has members (KIP-1279 offset sync skips active groups).
     pub fn is_group_active(&self, group_id: &str) -> bool {
         let st = self.shard_for(group_id).state.lock();
         st.groups.get(group_id).is_some_and(|g| g.num_members() > 0)
@@ -572,6 +594,10 @@ impl GroupCoordinator {
             let shard = self.shard_for(&params.group_id);
             let reply = {
                 let mut st = shard.state.lock();
+                // Checked under the lock: `shutdown` releases what parked before it.
+                if self.is_closed() {
+                    return JoinOutcome::error(E::NotCoordinator.code(), &member_id);
+                }
                 self.env(shard, self.clock.now_ms())
                     .join(&mut st.groups, params)
             };
@@ -606,6 +632,9 @@ impl GroupCoordinator {
         let shard = self.shard_for(&params.group_id);
         let reply = {
             let mut st = shard.state.lock();
+            if self.is_closed() {
+                return SyncGroupResponse::default().with_error_code(E::NotCoordinator.code());
+            }
             self.env(shard, self.clock.now_ms())
                 .sync(&mut st.groups, params)
         };
@@ -685,8 +714,7 @@ impl GroupCoordinator {
         }
         let shard = self.shard_for(&c.group_id);
         let mut st = shard.state.lock();
-        self.env(shard, now_ms)
-            .commit_offsets(&mut st.groups, c, entries)
+        self.env(shard, now_ms).commit_offsets(&mut st, c, entries)
     }
 
     fn offset_commit(&self, v: i16, r: OffsetCommitRequest) -> OffsetCommitResponse {

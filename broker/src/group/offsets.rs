@@ -3,6 +3,7 @@
 
 use super::membership::Env;
 use super::records::{self, OffsetValue};
+use super::shard::ShardState;
 use super::state::{CommittedOffset, Group, GroupState};
 use kafka_protocol::ResponseError as E;
 use mirrorlog_index::TopicPartition;
@@ -117,6 +118,24 @@ impl Env<'_> {
     /// Commits offsets (transactional ones are staged until the transaction ends). Returns each
     /// entry's error code, in order.
     pub fn commit_offsets(
+        &self,
+        st: &mut ShardState,
+        c: &Committer,
+        entries: Vec<CommitEntry>,
+    ) -> Vec<i16> {
+        let codes = self.commit_offsets_in(&mut st.groups, c, entries);
+        if let Some((pid, _)) = c.txn
+            && st
+                .groups
+                .get(&c.group_id)
+                .is_some_and(|g| g.pending_txn.contains_key(&pid))
+        {
+            st.note_staged(pid, &c.group_id);
+        }
+        codes
+    }
+
+    fn commit_offsets_in(
         &self,
         groups: &mut HashMap<String, Group>,
         c: &Committer,

@@ -25,7 +25,7 @@ use mirrorlog_index::{
 use mirrorlog_segment::batch::Batches;
 use mirrorlog_segment::{BatchBuilder, ControlRecordType, RecordBatch};
 use parking_lot::Mutex;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -87,9 +87,35 @@ impl StoreError {
 pub struct ShardState {
     /// Every group (Dead groups are removed at once).
     pub groups: HashMap<String, Group>,
+    /// The groups each producer id staged transactional offsets in, so that a transaction's end
+    /// visits only those (a hint: a group may since have dropped them).
+    pub txn_groups: HashMap<i64, HashSet<String>>,
 }
 
 impl ShardState {
+    /// Notes that `producer_id` staged offsets in `group`.
+    pub fn note_staged(&mut self, producer_id: i64, group: &str) {
+        let groups = self.txn_groups.entry(producer_id).or_default();
+        if !groups.contains(group) {
+            groups.insert(group.to_string());
+        }
+    }
+
+    /// Ends `producer_id`'s transaction in this shard: its staged offsets become committed
+    /// (or are dropped). Returns how many were applied.
+    pub fn complete_txn(&mut self, producer_id: i64, commit: bool) -> usize {
+        let Some(ids) = self.txn_groups.remove(&producer_id) else {
+            return 0;
+        };
+        let mut applied = 0;
+        for id in &ids {
+            if let Some(g) = self.groups.get_mut(id) {
+                applied += g.complete_txn(producer_id, commit);
+            }
+        }
+        applied
+    }
+
     /// Records that make up the live state: one per group (its metadata) plus one per committed
     /// offset.
     pub fn live_records(&self) -> i64 {
@@ -193,13 +219,14 @@ impl Shard {
     /// As [`append`](Self::append), or a field too long to encode.
     pub fn store_group(
         &self,
-        g: &Group,
+        g: &mut Group,
         assignments: Option<&HashMap<String, Bytes>>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let key = records::group_key(&g.group_id)?;
         let value = records::group_value(&g.to_value(assignments))?;
-        self.append(&[(key, Some(value))], None, now_ms)?;
+        self.append(&[(key, Some(value.clone()))], None, now_ms)?;
+        g.stored_value = Some(value);
         Ok(())
     }
 
@@ -275,10 +302,7 @@ impl Shard {
                     ControlRecordType::Abort => false,
                     _ => return Ok(()),
                 };
-                let pid = batch.producer_id().get();
-                for g in st.groups.values_mut() {
-                    g.complete_txn(pid, commit);
-                }
+                st.complete_txn(batch.producer_id().get(), commit);
             }
             return Ok(());
         }
@@ -323,6 +347,7 @@ impl Shard {
                             continue;
                         }
                     };
+                    let group_id = group.clone();
                     let g = st
                         .groups
                         .entry(group.clone())
@@ -334,6 +359,7 @@ impl Shard {
                     match txn_pid {
                         Some(pid) => {
                             g.pending_txn.entry(pid).or_default().insert(tp, c);
+                            st.note_staged(pid, &group_id);
                         }
                         None => {
                             g.offsets.insert(tp, c);
@@ -344,8 +370,13 @@ impl Shard {
                     let old = st.groups.remove(&group);
                     let mut new = match r.value.as_deref() {
                         None => None,
-                        Some(v) => match records::decode_group_value(v) {
-                            Ok(v) => Some(Group::from_value(group.clone(), &v, now_ms)),
+                        Some(bytes) => match records::decode_group_value(bytes) {
+                            Ok(v) => {
+                                let mut g = Group::from_value(group.clone(), &v, now_ms);
+                                // A copy: a slice would pin the whole read buffer.
+                                g.stored_value = Some(Bytes::copy_from_slice(bytes));
+                                Some(g)
+                            }
                             Err(e) => {
                                 stats.skipped += 1;
                                 tracing::warn!(partition = self.partition, offset = %r.offset, "undecodable group metadata skipped: {e}");
@@ -491,9 +522,13 @@ impl Shard {
         let mut owners: Vec<(String, Option<TopicPartition>)> = Vec::with_capacity(live as usize);
         for id in ids {
             let g = &st.groups[id];
-            let value = match records::group_value(&g.to_value(None))
-                .and_then(|v| Ok((records::group_key(id)?, v)))
-            {
+            // The group as last stored (not a state in the middle of a rebalance); a group
+            // never stored (made by offset commits alone) as it is.
+            let stored = match &g.stored_value {
+                Some(v) => Ok(v.clone()),
+                None => records::group_value(&g.to_value(None)),
+            };
+            let value = match stored.and_then(|v| Ok((records::group_key(id)?, v))) {
                 Ok((k, v)) => (k, Some(v)),
                 Err(e) => {
                     tracing::warn!(group = %id, "compaction skipped: {e}");

@@ -332,6 +332,9 @@ pub struct Group {
     pub offsets: HashMap<TopicPartition, CommittedOffset>,
     /// Transactional offsets staged by producer id, awaiting the transaction's end.
     pub pending_txn: HashMap<i64, HashMap<TopicPartition, CommittedOffset>>,
+    /// The encoded GroupMetadataValue last stored (what a restart would load); compaction
+    /// writes it again rather than a state in the middle of a rebalance.
+    pub stored_value: Option<Bytes>,
 }
 
 impl Group {
@@ -357,6 +360,7 @@ impl Group {
             num_awaiting_join: 0,
             offsets: HashMap::new(),
             pending_txn: HashMap::new(),
+            stored_value: None,
         }
     }
 
@@ -585,6 +589,17 @@ impl Group {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Answers every parked JoinGroup and SyncGroup with `error` (the coordinator is going
+    /// away).
+    pub fn release_parked(&mut self, error: i16) {
+        for id in self.member_ids() {
+            self.complete_join(&id, JoinOutcome::error(error, &id));
+            if let Some(m) = self.members.get_mut(&id) {
+                m.complete_sync(SyncOutcome::error(error));
+            }
         }
     }
 

@@ -1,0 +1,352 @@
+//! One mirror partition's data path, as functions of the destination partition and what the
+//! source answered: where to fetch from, applying a fetched partition (append, divergence,
+//! out-of-range, corruption), and the stop (failover) sequence of KIP-1279 §9.
+//!
+//! The fetcher threads and the state machine call these; they hold no state of their own, so the
+//! same code runs in the simulation, the tests and the broker.
+
+use crate::source::{ErrorCode, PartitionData};
+use bytes::Bytes;
+use mirrorlog_engine::epoch_cache::truncation_for_leader_answer;
+use mirrorlog_engine::error::EngineError;
+use mirrorlog_engine::log::{LeaderOrigin, ReplicaOrigin};
+use mirrorlog_engine::manager::PartitionHandle;
+use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
+use mirrorlog_segment::BatchBuilder;
+use mirrorlog_segment::batch::Batches;
+
+/// Kafka error codes the data path reacts to.
+pub mod codes {
+    /// OFFSET_OUT_OF_RANGE
+    pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+    /// CORRUPT_MESSAGE
+    pub const CORRUPT_MESSAGE: i16 = 2;
+    /// UNKNOWN_TOPIC_OR_PARTITION
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    /// NOT_LEADER_OR_FOLLOWER
+    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    /// FENCED_LEADER_EPOCH
+    pub const FENCED_LEADER_EPOCH: i16 = 74;
+    /// UNKNOWN_LEADER_EPOCH
+    pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
+    /// UNKNOWN_TOPIC_ID
+    pub const UNKNOWN_TOPIC_ID: i16 = 100;
+}
+
+/// Where the next fetch of a partition starts: the destination's log end and the epoch of its
+/// last batch (sent as `LastFetchedEpoch`, so the source can answer a divergence).
+pub fn fetch_position(dest: &PartitionHandle) -> (Offset, LeaderEpoch) {
+    let log = dest.read();
+    let leo = log.log_end_offset();
+    let epoch = if leo > log.log_start_offset() {
+        log.epoch_at(Offset(leo.get() - 1))
+            .unwrap_or(LeaderEpoch::NONE)
+    } else {
+        log.epoch_cache()
+            .latest_epoch()
+            .unwrap_or(LeaderEpoch::NONE)
+    };
+    (leo, epoch)
+}
+
+/// What applying a fetched partition did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FetchOutcome {
+    /// Batches appended; the destination log end is now `log_end`.
+    Appended {
+        /// Whole batches appended.
+        batches: u32,
+        /// Records in them.
+        records: u64,
+        /// Bytes appended.
+        bytes: u64,
+        /// The destination's log end after the append.
+        log_end: Offset,
+        /// The source's high watermark in that response.
+        source_high_watermark: Offset,
+    },
+    /// Nothing new.
+    Empty {
+        /// The source's high watermark in that response.
+        source_high_watermark: Offset,
+    },
+    /// The source's log disagrees with ours (an unclean election there): the destination must
+    /// truncate to `truncate_to` (Kafka's follower rule). `completed` false: ask again after.
+    Diverged {
+        /// The truncation offset.
+        truncate_to: Offset,
+        /// Whether the truncation completes the reconciliation.
+        completed: bool,
+        /// The source's `(epoch, end offset)` answer.
+        source: (LeaderEpoch, Offset),
+    },
+    /// Our fetch offset is below the source's log start: start over at it (KIP-1279 §8).
+    BelowSourceLogStart {
+        /// The source's log start offset.
+        source_log_start: Offset,
+    },
+    /// A transient error (leadership moved, stale epochs): refresh metadata and retry.
+    Retriable(ErrorCode),
+    /// A permanent problem for this partition: it goes FAILED with this reason.
+    Fatal(String),
+}
+
+/// Applies one partition of a fetch response to the destination partition, as a follower of the
+/// source: batches are appended byte for byte (offsets, producer ids, epochs and CRCs kept) with
+/// the engine's mirror append; a partial batch at the end is left for the next fetch; the high
+/// watermark follows the log end (the destination is its only replica); the log start follows the
+/// source's.
+///
+/// # Errors
+/// Storage failures of the destination (the caller fails the partition).
+pub fn apply_fetched(
+    dest: &PartitionHandle,
+    fetch_offset: Offset,
+    data: &PartitionData,
+) -> Result<FetchOutcome, EngineError> {
+    if let Some((epoch, end)) = data.diverging_epoch {
+        let log = dest.read();
+        let d = truncation_for_leader_answer(
+            epoch,
+            end,
+            log.epoch_cache(),
+            log.log_end_offset(),
+            fetch_offset,
+        );
+        return Ok(FetchOutcome::Diverged {
+            truncate_to: d.truncate_to,
+            completed: d.completed,
+            source: (epoch, end),
+        });
+    }
+    match data.error {
+        0 => {}
+        codes::OFFSET_OUT_OF_RANGE => {
+            if fetch_offset < data.log_start_offset {
+                return Ok(FetchOutcome::BelowSourceLogStart {
+                    source_log_start: data.log_start_offset,
+                });
+            }
+            // Ahead of the source's log end: the source lost data (an unclean election on a
+            // source without epochs in its answers). Treat as a divergence at its end.
+            return Ok(FetchOutcome::Diverged {
+                truncate_to: data.high_watermark.min(fetch_offset),
+                completed: true,
+                source: (LeaderEpoch::NONE, data.high_watermark),
+            });
+        }
+        codes::NOT_LEADER_OR_FOLLOWER
+        | codes::FENCED_LEADER_EPOCH
+        | codes::UNKNOWN_LEADER_EPOCH => {
+            return Ok(FetchOutcome::Retriable(data.error));
+        }
+        codes::CORRUPT_MESSAGE => {
+            return Ok(FetchOutcome::Fatal(
+                "the source reports a corrupt batch".into(),
+            ));
+        }
+        e => return Ok(FetchOutcome::Retriable(e)),
+    }
+    // Keep whole batches from the fetch offset on; a batch that straddles it would mean our log
+    // and the source's disagree on batch boundaries.
+    let mut start = None;
+    let mut end = 0usize;
+    for b in Batches::new(data.records.clone()).verify(false) {
+        let b = match b {
+            Ok(b) => b,
+            Err(e) => {
+                return Ok(FetchOutcome::Fatal(format!(
+                    "corrupt batch from the source: {e}"
+                )));
+            }
+        };
+        if b.last_offset() < fetch_offset {
+            continue;
+        }
+        if b.base_offset() < fetch_offset {
+            // Kafka's follower rule (`Partition.appendRecordsToFollowerOrFutureReplica`): when
+            // the source's log start falls inside a batch and our log is empty, start our log at
+            // that batch's base offset and take the batch whole.
+            let empty_at_start = {
+                let log = dest.read();
+                log.log_end_offset() == fetch_offset && log.log_start_offset() == fetch_offset
+            };
+            if empty_at_start && start.is_none() {
+                dest.write().truncate_fully_and_start_at(b.base_offset())?;
+                start = Some(b.position() as usize);
+                end = b.position() as usize + b.size_bytes();
+                continue;
+            }
+            return Ok(FetchOutcome::Fatal(format!(
+                "source batch {}..={} straddles the destination log end {fetch_offset}",
+                b.base_offset(),
+                b.last_offset()
+            )));
+        }
+        start.get_or_insert(b.position() as usize);
+        end = b.position() as usize + b.size_bytes();
+    }
+    let Some(start) = start else {
+        maybe_follow_source_log_start(dest, data.log_start_offset)?;
+        return Ok(FetchOutcome::Empty {
+            source_high_watermark: data.high_watermark,
+        });
+    };
+    let bytes: Bytes = data.records.slice(start..end);
+    let info = {
+        let mut log = dest.write();
+        let info = match log.append_as_follower(bytes, ReplicaOrigin::Mirror) {
+            Ok(i) => i,
+            Err(EngineError::Corrupt(e)) => {
+                return Ok(FetchOutcome::Fatal(format!(
+                    "corrupt batch from the source: {e}"
+                )));
+            }
+            Err(EngineError::UnexpectedAppendOffset {
+                first_offset,
+                log_end_offset,
+            }) => {
+                return Ok(FetchOutcome::Fatal(format!(
+                    "source batch at {first_offset} is below the destination log end {log_end_offset}"
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        let leo = log.log_end_offset();
+        log.update_high_watermark(leo);
+        info
+    };
+    maybe_follow_source_log_start(dest, data.log_start_offset)?;
+    Ok(FetchOutcome::Appended {
+        batches: info.batch_count,
+        records: info.record_count,
+        bytes: info.bytes,
+        log_end: dest.read().log_end_offset(),
+        source_high_watermark: data.high_watermark,
+    })
+}
+
+/// The destination's log start follows the source's (never past the destination's high
+/// watermark).
+fn maybe_follow_source_log_start(
+    dest: &PartitionHandle,
+    source_log_start: Offset,
+) -> Result<(), EngineError> {
+    let mut log = dest.write();
+    let target = source_log_start.min(log.high_watermark());
+    if target > log.log_start_offset() {
+        log.maybe_increment_log_start_offset(target)?;
+    }
+    Ok(())
+}
+
+/// What the stop sequence did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopReport {
+    /// The last mirror epoch: the latest epoch of mirrored data (−1 when nothing was mirrored).
+    pub last_mirror_epoch: LeaderEpoch,
+    /// The local leader epoch the partition continues with (above everything mirrored).
+    pub new_leader_epoch: LeaderEpoch,
+    /// Producers whose open transactions were aborted.
+    pub aborted_producers: Vec<i64>,
+    /// Offset of the MIRROR_PID_RESET barrier.
+    pub reset_offset: Offset,
+    /// The log end after the sequence.
+    pub log_end: Offset,
+}
+
+/// KIP-1279's stop (failover) sequence for one partition, after its fetcher was removed:
+/// record the last mirror epoch, bump the local leader epoch above everything mirrored, append an
+/// ABORT marker for every open transaction (so READ_COMMITTED consumers never see a partial
+/// one), append one MIRROR_PID_RESET barrier (so no producer learned from the source survives),
+/// make everything durable and the partition writable. Idempotent in effect: running it again
+/// bumps the epoch again and writes another barrier, never loses data.
+///
+/// # Errors
+/// Storage failures; the partition then stays read-only.
+pub fn stop_partition(
+    dest: &PartitionHandle,
+    source_cluster_id: &str,
+    now_ms: i64,
+) -> Result<StopReport, EngineError> {
+    let mut log = dest.write();
+    let lme = log
+        .epoch_cache()
+        .latest_epoch()
+        .unwrap_or(LeaderEpoch::NONE);
+    let new_epoch = LeaderEpoch(lme.get().max(-1) + 1);
+    log.assign_leader_epoch(new_epoch)?;
+    // Each marker carries the producer's epoch and the coordinator epoch of the source's last
+    // marker for it, so the engine's epoch checks accept it.
+    let open: Vec<(i64, i16, i32)> = log
+        .producer_state()
+        .ongoing_txns()
+        .filter_map(|t| {
+            let e = log.producer_state().entry(t.producer_id)?;
+            Some((
+                t.producer_id.get(),
+                e.producer_epoch.get(),
+                e.coordinator_epoch.max(0),
+            ))
+        })
+        .collect();
+    let mut aborted = vec![];
+    for (pid, epoch, coordinator_epoch) in open {
+        let marker = BatchBuilder::end_txn_marker(
+            mirrorlog_index::ProducerId(pid),
+            mirrorlog_index::ProducerEpoch(epoch),
+            false,
+            coordinator_epoch,
+            TimestampMs(now_ms),
+        )
+        .build()
+        .into_bytes();
+        log.append_as_leader(marker, new_epoch, LeaderOrigin::Coordinator)?;
+        aborted.push(pid);
+    }
+    let reset = BatchBuilder::mirror_pid_reset(Some(source_cluster_id), TimestampMs(now_ms))
+        .build()
+        .into_bytes();
+    let info = log.append_as_leader(reset, new_epoch, LeaderOrigin::Coordinator)?;
+    log.flush()?;
+    let leo = log.log_end_offset();
+    log.update_high_watermark(leo);
+    log.set_read_only(false);
+    Ok(StopReport {
+        last_mirror_epoch: lme,
+        new_leader_epoch: new_epoch,
+        aborted_producers: aborted,
+        reset_offset: info.first_offset,
+        log_end: leo,
+    })
+}
+
+/// LOG_ALIGNMENT's truncation (KIP-1279 §8): truncate to the end of the last mirror epoch `lme`
+/// in the local epoch cache (OffsetForLeaderEpoch-style), or to empty when there is none (−1:
+/// a one-way mirror, or a source that does not know us).
+///
+/// # Errors
+/// Storage failures.
+pub fn align_to_last_mirror_epoch(
+    dest: &PartitionHandle,
+    lme: LeaderEpoch,
+) -> Result<Offset, EngineError> {
+    let mut log = dest.write();
+    if lme == LeaderEpoch::NONE {
+        let start = Offset(0);
+        log.truncate_fully_and_start_at(start)?;
+        return Ok(start);
+    }
+    let (_, end) = log.epoch_cache().end_offset_for(lme, log.log_end_offset());
+    let target = if end == Offset::UNKNOWN {
+        Offset(0)
+    } else {
+        end.min(log.log_end_offset())
+    };
+    if target < log.log_start_offset() {
+        log.truncate_fully_and_start_at(target)?;
+    } else {
+        log.truncate_to(target)?;
+    }
+    Ok(log.log_end_offset())
+}

@@ -1,0 +1,803 @@
+//! One mirror: the partitions it copies from one source cluster, their state machines, the
+//! fetcher threads and the metadata sync.
+//!
+//! - **Fetchers**: `fetcher_threads` threads; a partition belongs to thread
+//!   `hash(topic, partition) % threads`. Each thread groups its MIRRORING partitions by source
+//!   leader and sends one fetch per leader, bounded by `response_max_bytes` (and
+//!   `partition_fetch_max_bytes` per partition), so fetcher memory stays within
+//!   threads × response bytes whatever the partition count (DESIGN invariant 7). Fetched batches
+//!   go to the engine's mirror append as they arrived ([`crate::partition::apply_fetched`]).
+//! - **State machine**: every move goes through [`PartitionMirrorState::transition`] (the table
+//!   of `state.rs`) and is persisted in `__mirror_state` before it takes effect; a per-partition
+//!   lock serialises the fetcher and operator actions (stop, pause) on a partition, so no
+//!   mirrored batch is appended once a stop has begun.
+//! - **Sync** (every `metadata_refresh_interval_ms`): source leaders and epochs, a changed source
+//!   cluster id, deleted source topics (missing on two consecutive syncs), partition-count
+//!   increases, and retries of FAILED partitions whose backoff elapsed.
+//! - **Failure isolation**: a corrupt batch, a deleted source topic, a changed cluster id or a
+//!   divergence with unclean-election support off move that partition alone to FAILED.
+
+use crate::partition::{
+    FetchOutcome, align_to_last_mirror_epoch, apply_fetched, fetch_position, stop_partition,
+};
+use crate::source::{FetchRequest, PartitionFetch, SourceCluster, SourceError};
+use crate::state::{
+    MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, RetryBackoff, StateError,
+};
+use mirrorlog_engine::clock::Clock;
+use mirrorlog_engine::manager::LogManager;
+use mirrorlog_index::{LeaderEpoch, Offset, TopicPartition};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// One mirror's settings (KIP-1279 §6 names where one exists).
+#[derive(Debug, Clone)]
+pub struct MirrorConfig {
+    /// The mirror's name.
+    pub name: String,
+    /// `mirror.num.replica.fetchers`: fetcher threads. Default 1; range 1 ..= 64.
+    pub fetcher_threads: usize,
+    /// Per-partition fetch size (`fetch.max.bytes` per partition). Default 1 MiB; range
+    /// 1 KiB ..= `response_max_bytes`.
+    pub partition_fetch_max_bytes: i32,
+    /// Whole-response fetch size (`fetch.response.max.bytes`). Default 16 MiB; range
+    /// 1 KiB ..= 1 GiB.
+    pub response_max_bytes: i32,
+    /// Fetch long-poll bound. Default 500 ms; range 0 ..= 30000.
+    pub max_wait_ms: i32,
+    /// `mirror.metadata.refresh.interval.ms`. Default 5000; range 100 ..= 3600000.
+    pub metadata_refresh_interval_ms: i64,
+    /// `mirror.support.unclean.leader.election`. Default false: a divergence on the source
+    /// fails the partition instead of truncating.
+    pub support_unclean_leader_election: bool,
+    /// `mirror.failed.retry.*`.
+    pub retry: RetryBackoff,
+}
+
+impl MirrorConfig {
+    /// Defaults for a mirror called `name`.
+    pub fn new(name: &str) -> MirrorConfig {
+        MirrorConfig {
+            name: name.to_string(),
+            fetcher_threads: 1,
+            partition_fetch_max_bytes: 1 << 20,
+            response_max_bytes: 16 << 20,
+            max_wait_ms: 500,
+            metadata_refresh_interval_ms: 5000,
+            support_unclean_leader_election: false,
+            retry: RetryBackoff::default(),
+        }
+    }
+
+    /// Rejects out-of-range settings.
+    ///
+    /// # Errors
+    /// A message naming the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.name.is_empty() || self.name.len() > 249 {
+            return Err(format!(
+                "mirror name {:?} must be 1..=249 characters",
+                self.name
+            ));
+        }
+        if !(1..=64).contains(&self.fetcher_threads) {
+            return Err(format!(
+                "mirror.num.replica.fetchers {} is outside 1..=64",
+                self.fetcher_threads
+            ));
+        }
+        if !(1024..=1 << 30).contains(&self.response_max_bytes) {
+            return Err(format!(
+                "fetch.response.max.bytes {} is outside 1024..=1073741824",
+                self.response_max_bytes
+            ));
+        }
+        if !(1024..=self.response_max_bytes).contains(&self.partition_fetch_max_bytes) {
+            return Err(format!(
+                "fetch.max.bytes {} is outside 1024..=fetch.response.max.bytes",
+                self.partition_fetch_max_bytes
+            ));
+        }
+        if !(0..=30_000).contains(&self.max_wait_ms) {
+            return Err(format!(
+                "fetch max wait {} is outside 0..=30000",
+                self.max_wait_ms
+            ));
+        }
+        if !(100..=3_600_000).contains(&self.metadata_refresh_interval_ms) {
+            return Err(format!(
+                "mirror.metadata.refresh.interval.ms {} is outside 100..=3600000",
+                self.metadata_refresh_interval_ms
+            ));
+        }
+        self.retry.validate().map_err(|e| e.to_string())
+    }
+}
+
+/// How the mirror creates and configures its read-only destination topics (the broker
+/// implements it with its topic registry; tests with the log manager alone).
+pub trait DestinationTopics: Send + Sync + fmt::Debug {
+    /// Makes sure topic `name` exists with at least `partitions` partitions and is read-only.
+    ///
+    /// # Errors
+    /// The topic cannot be created (e.g. a local topic of that name that is not a mirror).
+    fn ensure_mirror_topic(&self, name: &str, partitions: i32) -> Result<(), String>;
+    /// Makes the topic writable (after a stop) or read-only again.
+    ///
+    /// # Errors
+    /// The topic's config cannot be stored.
+    fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String>;
+}
+
+/// One mirrored partition as an operator sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionStatus {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// State.
+    pub state: S,
+    /// State epoch.
+    pub state_epoch: i32,
+    /// The source's high watermark at the last fetch (−1 before one).
+    pub source_high_watermark: Offset,
+    /// The destination's log end.
+    pub log_end_offset: Offset,
+    /// `source_high_watermark − log_end_offset` (0 when unknown or caught up).
+    pub lag: i64,
+    /// Last mirror epoch recorded at stop (−1 none).
+    pub last_mirror_epoch: LeaderEpoch,
+    /// Why it is FAILED.
+    pub failure: Option<String>,
+}
+
+/// Errors of mirror operations.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorError {
+    /// The source failed.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// A state move or its persistence failed.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// The destination engine failed.
+    #[error(transparent)]
+    Engine(#[from] mirrorlog_engine::error::EngineError),
+    /// A request the mirror cannot satisfy (unknown topic, not mirrored, …).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A partition's entry, locked by whoever acts on the partition (fetcher or operator).
+type EntryRef = Arc<Mutex<Entry>>;
+
+/// A partition in a fetch: its entry, what was asked, and the state epoch when it was asked.
+type InFlight = (TopicPartition, EntryRef, PartitionFetch, i32);
+
+struct Entry {
+    state: PartitionMirrorState,
+    source_leader: i32,
+    source_epoch: LeaderEpoch,
+    source_hw: Offset,
+}
+
+/// A mirrored topic.
+#[derive(Debug, Clone)]
+struct TopicInfo {
+    id: [u8; 16],
+    partitions: i32,
+    missing_syncs: u32,
+}
+
+/// One mirror. See the module docs.
+pub struct MirrorManager {
+    config: MirrorConfig,
+    source: Arc<dyn SourceCluster>,
+    logs: Arc<LogManager>,
+    topics_api: Arc<dyn DestinationTopics>,
+    store: Arc<MirrorStateStore>,
+    clock: Arc<dyn Clock>,
+    source_cluster_id: Mutex<Option<String>>,
+    topics: Mutex<BTreeMap<String, TopicInfo>>,
+    partitions: Mutex<BTreeMap<TopicPartition, EntryRef>>,
+    stop: AtomicBool,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl fmt::Debug for MirrorManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MirrorManager")
+            .field("name", &self.config.name)
+            .finish()
+    }
+}
+
+fn tp(topic: &str, partition: i32) -> TopicPartition {
+    TopicPartition {
+        topic: topic.to_string(),
+        partition,
+    }
+}
+
+impl MirrorManager {
+    /// A mirror of `source` into the destination `logs`. Partitions recorded in
+    /// `__mirror_state` for this mirror come back in their states (their topics are resolved on
+    /// the next [`sync`](Self::sync)).
+    ///
+    /// # Errors
+    /// An invalid configuration.
+    pub fn new(
+        config: MirrorConfig,
+        source: Arc<dyn SourceCluster>,
+        logs: Arc<LogManager>,
+        topics_api: Arc<dyn DestinationTopics>,
+        store: Arc<MirrorStateStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<MirrorManager>, MirrorError> {
+        config.validate().map_err(MirrorError::Invalid)?;
+        Ok(Arc::new(MirrorManager {
+            config,
+            source,
+            logs,
+            topics_api,
+            store,
+            clock,
+            source_cluster_id: Mutex::new(None),
+            topics: Mutex::new(BTreeMap::new()),
+            partitions: Mutex::new(BTreeMap::new()),
+            stop: AtomicBool::new(false),
+            threads: Mutex::new(vec![]),
+        }))
+    }
+
+    /// The mirror's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Starts mirroring `topics`: creates each read-only destination topic with the source's
+    /// partition count, and moves its partitions to LOG_ALIGNMENT (persisted); the next
+    /// [`drive`](Self::drive) aligns and starts fetching.
+    ///
+    /// # Errors
+    /// The source is unreachable, a topic is unknown on the source or internal, or the state
+    /// cannot be persisted.
+    pub fn start_topics(&self, topics: &[String]) -> Result<(), MirrorError> {
+        let md = self.source.metadata(Some(topics))?;
+        self.check_cluster_id(&md.cluster_id)?;
+        for t in &md.topics {
+            if t.error != 0 {
+                return Err(MirrorError::Invalid(format!(
+                    "source topic {}: error {}",
+                    t.name, t.error
+                )));
+            }
+            if t.internal {
+                return Err(MirrorError::Invalid(format!(
+                    "{} is an internal topic and is never mirrored",
+                    t.name
+                )));
+            }
+            self.topics_api
+                .ensure_mirror_topic(&t.name, t.partitions.len() as i32)
+                .map_err(MirrorError::Invalid)?;
+            self.topics.lock().insert(
+                t.name.clone(),
+                TopicInfo {
+                    id: t.id,
+                    partitions: t.partitions.len() as i32,
+                    missing_syncs: 0,
+                },
+            );
+            for p in &t.partitions {
+                self.start_partition(&t.name, t.id, p.partition, p.leader, p.leader_epoch)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn start_partition(
+        &self,
+        topic: &str,
+        id: [u8; 16],
+        partition: i32,
+        leader: i32,
+        epoch: LeaderEpoch,
+    ) -> Result<(), MirrorError> {
+        let key = tp(topic, partition);
+        let stored = self
+            .store
+            .get(&PartitionMirrorState::new(&self.config.name, id, partition).key());
+        // The epoch the store holds for the key (−1: none), which fences this first write.
+        let stored_epoch = stored.as_ref().map_or(-1, |s| s.state_epoch);
+        let mut state =
+            stored.unwrap_or_else(|| PartitionMirrorState::new(&self.config.name, id, partition));
+        if !matches!(
+            state.state,
+            S::Mirroring | S::LogAlignment | S::Paused | S::Pausing
+        ) {
+            let e = state.state_epoch;
+            state.transition(S::LogAlignment, e, self.now())?;
+            self.store.put_if_epoch(&state, stored_epoch)?;
+        }
+        let entry = Arc::new(Mutex::new(Entry {
+            state,
+            source_leader: leader,
+            source_epoch: epoch,
+            source_hw: Offset(-1),
+        }));
+        self.partitions.lock().insert(key, entry);
+        Ok(())
+    }
+
+    fn check_cluster_id(&self, id: &str) -> Result<(), MirrorError> {
+        let mut known = self.source_cluster_id.lock();
+        match known.as_deref() {
+            None => {
+                *known = Some(id.to_string());
+                Ok(())
+            }
+            Some(k) if k == id => Ok(()),
+            Some(k) => Err(MirrorError::Invalid(format!(
+                "the source cluster id changed from {k} to {id}"
+            ))),
+        }
+    }
+
+    /// Moves `entry` to `target` and persists it (fenced by the state epoch).
+    fn move_to(&self, entry: &mut Entry, target: S) -> Result<(), MirrorError> {
+        let e = entry.state.state_epoch;
+        let mut next = entry.state.clone();
+        next.transition(target, e, self.now())?;
+        self.store.put_if_epoch(&next, e)?;
+        entry.state = next;
+        Ok(())
+    }
+
+    fn fail(&self, key: &TopicPartition, entry: &mut Entry, reason: &str, retryable: bool) {
+        let e = entry.state.state_epoch;
+        let mut next = entry.state.clone();
+        if next
+            .fail(reason, retryable, e, self.now(), &self.config.retry)
+            .is_ok()
+            && self.store.put_if_epoch(&next, e).is_ok()
+        {
+            tracing::warn!(mirror = %self.config.name, partition = %key, retryable, "mirror partition FAILED: {reason}");
+            entry.state = next;
+        }
+    }
+
+    /// One pass of the state machine for partitions not being fetched: LOG_ALIGNMENT truncates
+    /// and moves to MIRRORING; FAILED partitions whose backoff elapsed are retried.
+    pub fn drive(&self) {
+        let entries: Vec<(TopicPartition, EntryRef)> = self
+            .partitions
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (key, entry) in entries {
+            let mut e = entry.lock();
+            if let Some(target) = e.state.due_retry(self.now()) {
+                let _ = self.move_to(&mut e, target);
+            }
+            if e.state.state == S::LogAlignment {
+                let Some(dest) = self.logs.get(&key) else {
+                    continue;
+                };
+                // Without a last-mirror-epoch lookup answer from the source, the partition is
+                // copied from scratch (spec §8: LME −1). A restart keeps MIRRORING and resumes
+                // from the log end instead.
+                let r = align_to_last_mirror_epoch(&dest, LeaderEpoch::NONE)
+                    .map_err(MirrorError::from)
+                    .and_then(|_| self.move_to(&mut e, S::Mirroring));
+                if let Err(err) = r {
+                    self.fail(&key, &mut e, &format!("log alignment failed: {err}"), true);
+                }
+            }
+        }
+    }
+
+    /// Refreshes source metadata: leaders and epochs, a changed cluster id (fails every
+    /// partition, not retryable), deleted topics (missing on two consecutive syncs: FAILED, not
+    /// retryable), grown partition counts (new partitions start).
+    ///
+    /// # Errors
+    /// The source is unreachable (nothing changes; the next sync tries again).
+    pub fn sync(&self) -> Result<(), MirrorError> {
+        let names: Vec<String> = self.topics.lock().keys().cloned().collect();
+        if names.is_empty() {
+            return Ok(());
+        }
+        let md = self.source.metadata(Some(&names))?;
+        if let Err(MirrorError::Invalid(reason)) = self.check_cluster_id(&md.cluster_id) {
+            for (key, entry) in self.partitions.lock().iter() {
+                let mut e = entry.lock();
+                if e.state.state != S::Stopped {
+                    self.fail(key, &mut e, &reason, false);
+                }
+            }
+            return Ok(());
+        }
+        for t in md.topics {
+            let mut topics = self.topics.lock();
+            let Some(info) = topics.get_mut(&t.name) else {
+                continue;
+            };
+            if t.error == 3 || t.partitions.is_empty() {
+                info.missing_syncs += 1;
+                if info.missing_syncs >= 2 {
+                    let reason = format!(
+                        "source topic {} was deleted (missing on two consecutive syncs)",
+                        t.name
+                    );
+                    for (key, entry) in self
+                        .partitions
+                        .lock()
+                        .iter()
+                        .filter(|(k, _)| k.topic == t.name)
+                    {
+                        let mut e = entry.lock();
+                        if !matches!(e.state.state, S::Stopped | S::Failed) {
+                            self.fail(key, &mut e, &reason, false);
+                        }
+                    }
+                }
+                continue;
+            }
+            info.missing_syncs = 0;
+            let grown = t.partitions.len() as i32 > info.partitions;
+            if grown {
+                info.partitions = t.partitions.len() as i32;
+            }
+            let id = info.id;
+            drop(topics);
+            if grown {
+                self.topics_api
+                    .ensure_mirror_topic(&t.name, t.partitions.len() as i32)
+                    .map_err(MirrorError::Invalid)?;
+            }
+            for p in &t.partitions {
+                let key = tp(&t.name, p.partition);
+                let known = self.partitions.lock().get(&key).cloned();
+                match known {
+                    Some(entry) => {
+                        let mut e = entry.lock();
+                        e.source_leader = p.leader;
+                        e.source_epoch = p.leader_epoch;
+                    }
+                    None => {
+                        self.start_partition(&t.name, id, p.partition, p.leader, p.leader_epoch)?
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One round of one fetcher thread: fetches for its MIRRORING partitions, one request per
+    /// source leader, and applies the answers. Returns the bytes appended.
+    pub fn fetch_round(&self, thread: usize) -> u64 {
+        let threads = self.config.fetcher_threads;
+        let mine: Vec<(TopicPartition, EntryRef)> = self
+            .partitions
+            .lock()
+            .iter()
+            .filter(|(k, _)| (stable_hash(k) % threads as u64) as usize == thread)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut by_leader: HashMap<i32, Vec<InFlight>> = HashMap::new();
+        for (key, entry) in mine {
+            let e = entry.lock();
+            if e.state.state != S::Mirroring || e.source_leader < 0 {
+                continue;
+            }
+            let Some(dest) = self.logs.get(&key) else {
+                continue;
+            };
+            let (offset, last_epoch) = fetch_position(&dest);
+            let topic_id = self.topics.lock().get(&key.topic).map_or([0; 16], |t| t.id);
+            let pf = PartitionFetch {
+                topic: key.topic.clone(),
+                topic_id,
+                partition: key.partition,
+                fetch_offset: offset,
+                last_fetched_epoch: last_epoch,
+                current_leader_epoch: LeaderEpoch::NONE,
+                max_bytes: self.config.partition_fetch_max_bytes,
+            };
+            let (leader, epoch) = (e.source_leader, e.state.state_epoch);
+            drop(e);
+            by_leader
+                .entry(leader)
+                .or_default()
+                .push((key, entry, pf, epoch));
+        }
+        let mut appended = 0;
+        for (leader, parts) in by_leader {
+            let req = FetchRequest {
+                partitions: parts.iter().map(|p| p.2.clone()).collect(),
+                max_wait_ms: self.config.max_wait_ms,
+                min_bytes: 1,
+                max_bytes: self.config.response_max_bytes,
+            };
+            let resp = match self.source.fetch(leader, &req) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::debug!(mirror = %self.config.name, leader, "fetch failed: {e}");
+                    continue;
+                }
+            };
+            for data in resp.partitions {
+                let Some((key, entry, pf, epoch)) = parts
+                    .iter()
+                    .find(|p| p.0.topic == data.topic && p.0.partition == data.partition)
+                else {
+                    continue;
+                };
+                let mut e = entry.lock();
+                // A stop, pause or failure since the request went out: drop the answer.
+                if e.state.state != S::Mirroring || e.state.state_epoch != *epoch {
+                    continue;
+                }
+                let Some(dest) = self.logs.get(key) else {
+                    continue;
+                };
+                match apply_fetched(&dest, pf.fetch_offset, &data) {
+                    Ok(FetchOutcome::Appended {
+                        bytes,
+                        source_high_watermark,
+                        ..
+                    }) => {
+                        appended += bytes;
+                        e.source_hw = source_high_watermark;
+                    }
+                    Ok(FetchOutcome::Empty {
+                        source_high_watermark,
+                    }) => e.source_hw = source_high_watermark,
+                    Ok(FetchOutcome::Diverged {
+                        truncate_to,
+                        source,
+                        ..
+                    }) => {
+                        if self.config.support_unclean_leader_election {
+                            let r = self
+                                .move_to(&mut e, S::UleRecovery)
+                                .and_then(|_| {
+                                    dest.write()
+                                        .truncate_to(truncate_to)
+                                        .map_err(MirrorError::from)
+                                })
+                                .and_then(|_| self.move_to(&mut e, S::Mirroring));
+                            if let Err(err) = r {
+                                self.fail(
+                                    key,
+                                    &mut e,
+                                    &format!("unclean-election recovery failed: {err}"),
+                                    true,
+                                );
+                            }
+                        } else {
+                            let reason = format!(
+                                "detected log truncation on the source (unclean leader election): it answered epoch {} ends at {}, \
+                                 below our log end {}; mirror.support.unclean.leader.election is disabled — set it to true to \
+                                 truncate and continue, accepting the loss of the source's truncated records",
+                                source.0, source.1, pf.fetch_offset
+                            );
+                            self.fail(key, &mut e, &reason, false);
+                        }
+                    }
+                    Ok(FetchOutcome::BelowSourceLogStart { source_log_start }) => {
+                        if let Err(err) = dest.write().truncate_fully_and_start_at(source_log_start)
+                        {
+                            self.fail(
+                                key,
+                                &mut e,
+                                &format!("restarting at the source's log start failed: {err}"),
+                                true,
+                            );
+                        }
+                    }
+                    Ok(FetchOutcome::Retriable(code)) => {
+                        tracing::debug!(mirror = %self.config.name, partition = %key, code, "retriable fetch error");
+                    }
+                    Ok(FetchOutcome::Fatal(reason)) => self.fail(key, &mut e, &reason, true),
+                    Err(err) => self.fail(
+                        key,
+                        &mut e,
+                        &format!("destination storage failed: {err}"),
+                        true,
+                    ),
+                }
+            }
+        }
+        appended
+    }
+
+    /// Starts the fetcher threads and the sync/drive thread.
+    pub fn run(self: &Arc<Self>) {
+        let mut threads = self.threads.lock();
+        for i in 0..self.config.fetcher_threads {
+            let me = self.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("mirror-{}-fetcher-{i}", self.config.name))
+                    .spawn(move || {
+                        while !me.stop.load(Ordering::Relaxed) {
+                            if me.fetch_round(i) == 0 {
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                        }
+                    })
+                    .expect("spawn a fetcher thread"),
+            );
+        }
+        let me = self.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("mirror-{}-sync", self.config.name))
+                .spawn(move || {
+                    let mut last_sync = i64::MIN;
+                    while !me.stop.load(Ordering::Relaxed) {
+                        let now = me.now();
+                        if now.saturating_sub(last_sync) >= me.config.metadata_refresh_interval_ms {
+                            if let Err(e) = me.sync() {
+                                tracing::warn!(mirror = %me.config.name, "metadata sync failed: {e}");
+                            }
+                            last_sync = now;
+                        }
+                        me.drive();
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                })
+                .expect("spawn the sync thread"),
+        );
+    }
+
+    /// Stops the threads (the partitions keep their states).
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+
+    fn topic_entries(&self, topic: &str) -> Result<Vec<(TopicPartition, EntryRef)>, MirrorError> {
+        let v: Vec<_> = self
+            .partitions
+            .lock()
+            .iter()
+            .filter(|(k, _)| k.topic == topic)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if v.is_empty() {
+            return Err(MirrorError::Invalid(format!(
+                "topic {topic} is not mirrored by {}",
+                self.config.name
+            )));
+        }
+        Ok(v)
+    }
+
+    /// Failover: for each partition of `topic`, STOPPING (persisted, fetches dropped), the stop
+    /// sequence ([`stop_partition`]: epoch bump, ABORT markers, MIRROR_PID_RESET), the last
+    /// mirror epoch recorded, STOPPED; then the topic is writable.
+    ///
+    /// # Errors
+    /// Unknown topic, or a partition whose stop failed (it stays read-only, FAILED).
+    pub fn stop_topic(&self, topic: &str) -> Result<(), MirrorError> {
+        let cluster = self.source_cluster_id.lock().clone().unwrap_or_default();
+        for (key, entry) in self.topic_entries(topic)? {
+            let mut e = entry.lock();
+            if e.state.state == S::Stopped {
+                continue;
+            }
+            self.move_to(&mut e, S::Stopping)?;
+            let dest = self
+                .logs
+                .get(&key)
+                .ok_or_else(|| MirrorError::Invalid(format!("{key} has no destination log")))?;
+            match stop_partition(&dest, &cluster, self.now()) {
+                Ok(report) => {
+                    e.state.last_mirror_epoch = report.last_mirror_epoch;
+                    e.state.destination_leader_epoch = report.new_leader_epoch;
+                    self.move_to(&mut e, S::Stopped)?;
+                }
+                Err(err) => {
+                    self.fail(&key, &mut e, &format!("stop failed: {err}"), true);
+                    return Err(err.into());
+                }
+            }
+        }
+        self.topics_api
+            .set_read_only(topic, false)
+            .map_err(MirrorError::Invalid)?;
+        Ok(())
+    }
+
+    /// Pause: MIRRORING → PAUSING → PAUSED (no fetching; still read-only).
+    ///
+    /// # Errors
+    /// Unknown topic, or a partition in a state that cannot pause.
+    pub fn pause_topic(&self, topic: &str) -> Result<(), MirrorError> {
+        for (_, entry) in self.topic_entries(topic)? {
+            let mut e = entry.lock();
+            if e.state.state == S::Paused {
+                continue;
+            }
+            self.move_to(&mut e, S::Pausing)?;
+            self.move_to(&mut e, S::Paused)?;
+        }
+        Ok(())
+    }
+
+    /// Resume: PAUSED → MIRRORING from the local log end, no truncation.
+    ///
+    /// # Errors
+    /// Unknown topic, or a partition that is not paused.
+    pub fn resume_topic(&self, topic: &str) -> Result<(), MirrorError> {
+        for (_, entry) in self.topic_entries(topic)? {
+            let mut e = entry.lock();
+            if e.state.state == S::Mirroring {
+                continue;
+            }
+            self.move_to(&mut e, S::Mirroring)?;
+        }
+        Ok(())
+    }
+
+    /// Every mirrored partition's status.
+    pub fn describe(&self) -> Vec<PartitionStatus> {
+        let entries: Vec<_> = self
+            .partitions
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        entries
+            .into_iter()
+            .map(|(key, entry)| {
+                let e = entry.lock();
+                let leo = self
+                    .logs
+                    .get(&key)
+                    .map_or(Offset(-1), |h| h.read().log_end_offset());
+                let lag = if e.source_hw.get() >= 0 {
+                    (e.source_hw.get() - leo.get()).max(0)
+                } else {
+                    0
+                };
+                PartitionStatus {
+                    topic: key.topic.clone(),
+                    partition: key.partition,
+                    state: e.state.state,
+                    state_epoch: e.state.state_epoch,
+                    source_high_watermark: e.source_hw,
+                    log_end_offset: leo,
+                    lag,
+                    last_mirror_epoch: e.state.last_mirror_epoch,
+                    failure: e.state.failure.as_ref().map(|f| f.reason.clone()),
+                }
+            })
+            .collect()
+    }
+}
+
+fn stable_hash(tp: &TopicPartition) -> u64 {
+    tp.topic
+        .bytes()
+        .chain(tp.partition.to_be_bytes())
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        })
+}

@@ -1,0 +1,1237 @@
+//! The mirror partition state machine (KIP-1279 §3.1–3.2), its failure/retry bookkeeping, the
+//! `__mirror_state` record format, and the store that keeps the latest state of every mirror
+//! partition in that topic.
+//!
+//! # States and transitions
+//!
+//! [`MirrorPartitionState`] carries the prototype's byte values (`LOG_ALIGNMENT` = 0 …
+//! `FAILED` = 8, `UNKNOWN` = 16 as in the older enum and `ReadMirrorStatesResponse.PreviousState`;
+//! the newest enum says −1, which a byte cannot hold unsigned — the spec warns the values are not
+//! final). Every allowed move is in one table, [`TRANSITIONS`]; [`MirrorPartitionState::
+//! can_transition_to`] reads it, [`transitions_markdown`] renders it, and a test checks that the
+//! table below is that rendering, so the docs cannot drift from the code. A state may always
+//! "move" to itself; `FAILED` is reachable from every state; `UNKNOWN` (no cached state) is never
+//! a target.
+//!
+//! | Target | From |
+//! |---|---|
+//! | LOG_ALIGNMENT | UNKNOWN, STOPPED, FAILED |
+//! | EPOCH_FENCING | MIRRORING |
+//! | ULE_RECOVERY | MIRRORING |
+//! | MIRRORING | LOG_ALIGNMENT, EPOCH_FENCING, PAUSED, ULE_RECOVERY, FAILED |
+//! | PAUSING | MIRRORING |
+//! | PAUSED | PAUSING |
+//! | STOPPING | LOG_ALIGNMENT, EPOCH_FENCING, MIRRORING, PAUSING, PAUSED, ULE_RECOVERY, FAILED |
+//! | STOPPED | STOPPING |
+//! | FAILED | any |
+//!
+//! **Read-only** ([`MirrorPartitionState::is_read_only`]): every state but `STOPPED`. DESIGN.md
+//! invariant 3 names `MIRRORING`, `PAUSED` and `LOG_ALIGNMENT`; the others are read-only too:
+//! `EPOCH_FENCING`, `ULE_RECOVERY` and `PAUSING` are steps of mirroring; `STOPPING` stays
+//! read-only until step 6 of the stop sequence (§9), after the abort markers and the
+//! MIRROR_PID_RESET barrier are in the log, so no local producer can write in between; `FAILED`
+//! keeps the mirror's offsets because a retry resumes fetching at the log end (a local write
+//! would break offset identity); `UNKNOWN` is a mirror partition whose state is not loaded yet, so
+//! it fails closed. Only a completed stop opens the partition to producers.
+//!
+//! # Fencing and failures
+//!
+//! [`PartitionMirrorState::state_epoch`] increases by one on every transition (a same-state one
+//! included); [`PartitionMirrorState::transition`] and [`PartitionMirrorState::fail`] take the
+//! epoch the caller read and refuse with [`StateError::Fenced`] when it moved since (the
+//! `FENCED_STATE_EPOCH` of WriteMirrorStates). [`MirrorStateStore::put_if_epoch`] applies the same
+//! fence at the store.
+//!
+//! [`PartitionMirrorState::fail`] records a [`Failure`]: the reason, whether it is retryable, the
+//! attempt number, the state to return to (`previous_state`) and when to retry, by
+//! [`RetryBackoff`]: `min(initial × 2^(attempt−1), max)` scaled by a jitter factor drawn in
+//! `[1 − j, 1 + j]` (Kafka's retry jitter, `j` = 0.2) and capped at the maximum again. The jitter is
+//! a pure function of the backoff's `seed`, the partition's key and the attempt, so a simulation
+//! replays it exactly, while different partitions spread their retries. The record of the last
+//! failure outlives the `FAILED` state, so that the attempt count grows across failed retries; it
+//! is cleared by a fresh start (`UNKNOWN`/`STOPPED` → `LOG_ALIGNMENT`), by `STOPPED`, and by
+//! [`PartitionMirrorState::clear_failure`] (the manager calls it once mirroring makes progress
+//! again, or on a manual recover).
+//!
+//! # FORMAT
+//!
+//! `__mirror_state` holds one record per change of a mirror partition's state: key = which
+//! partition, value = its whole state; the latest record of a key wins and a record with a null
+//! value (tombstone) deletes the key. All integers are big-endian; strings are length-prefixed
+//! UTF-8. Nothing here is checksummed: the record batch's CRC32C covers it.
+//!
+//! Key ([`encode_key`]):
+//!
+//! ```text
+//! offset   size  field
+//! 0        2     key type, i16 = 2 (KEY_TYPE_PARTITION_STATE; the prototype's
+//!                MirrorPartitionStateKey type. 1, LastMirrorEpochsKey, is reserved: the last
+//!                mirror epoch lives in the value here). A reader skips key types it does not
+//!                know.
+//! 2        2     mirror name length N, u16
+//! 4        N     mirror name, UTF-8
+//! 4+N      16    topic id
+//! 20+N     4     partition, i32
+//!          24+N  total
+//! ```
+//!
+//! Value ([`encode_value`]), version 0:
+//!
+//! ```text
+//! offset   size  field
+//! 0        2     value version, i16 = 0
+//! 2        1     state byte (MirrorPartitionState)
+//! 3        4     state epoch, i32
+//! 7        4     last mirror epoch (LME), i32, -1 none
+//! 11       4     destination leader epoch (DLE), i32, -1 none
+//! 15       8     updated_ms, i64
+//! 23       1     failure present: 0 or 1; when 0 the value ends here (24 bytes)
+//! 24       1     retryable: 0 or 1
+//! 25       4     attempt, i32
+//! 29       1     previous state byte
+//! 30       8     next_retry_ms, i64, -1 no automatic retry
+//! 38       4     reason length R, u32
+//! 42       R     reason, UTF-8
+//!          42+R  total
+//! ```
+//!
+//! Decoding is strict: a wrong length, an unknown state byte, a boolean other than 0/1, invalid
+//! UTF-8 or an unknown version is an error ([`StateError::Corrupt`],
+//! [`StateError::UnsupportedVersion`]), never a panic. A later value version appends fields and
+//! bumps the version; a reader refuses versions it does not know rather than guess.
+//!
+//! **Partitioning** ([`state_partition_for`]): FNV-1a 64 over the key's bytes *without* its key
+//! type (`u16 N, name, topic id, i32 partition`, so a new key version keeps every key where it
+//! was), modulo the partition count. Not Java-compatible (Kafka uses
+//! `Utils.abs(key.hashCode()) % partitions`), and fixed forever: changing it would strand state.
+//!
+//! # The store
+//!
+//! [`MirrorStateStore`] keeps `__mirror_state` in the engine like any topic (fixed topic id
+//! [`MIRROR_STATE_TOPIC_ID`], retention off since the engine has no compaction), loads the latest
+//! state of every key when opened, and makes each write durable before it returns and before
+//! readers see it. Since every record is appended durably, whatever a crash leaves is a prefix of
+//! the writes, and every write acknowledged survives.
+
+use bytes::Bytes;
+use mirrorlog_engine::error::EngineError;
+use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
+use mirrorlog_engine::manager::{LogManager, PartitionHandle};
+use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId, TopicPartition};
+use mirrorlog_segment::{BatchBuilder, Batches};
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A mirror partition's state (KIP-1279 §3.1), with the prototype's byte values.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MirrorPartitionState {
+    /// Initial: align the local log with the source (truncate to the end of the last mirror
+    /// epoch), then mirror.
+    LogAlignment = 0,
+    /// The local leader epoch is being bumped so that it stays ≥ every mirrored batch epoch.
+    EpochFencing = 1,
+    /// Recovering from divergence (an unclean election) detected on the source.
+    UleRecovery = 2,
+    /// Fetchers running.
+    Mirroring = 3,
+    /// Transient: removing fetchers to pause.
+    Pausing = 4,
+    /// No fetchers, still read-only; resume goes straight to mirroring from the log end.
+    Paused = 5,
+    /// Transient: the failover sequence (KIP-1279 §9).
+    Stopping = 6,
+    /// Mirroring is over: the partition is writable.
+    Stopped = 7,
+    /// An error stopped this partition; see [`Failure`].
+    Failed = 8,
+    /// No state known (yet).
+    Unknown = 16,
+}
+
+use MirrorPartitionState as S;
+
+impl MirrorPartitionState {
+    /// Every state, in byte order.
+    pub const ALL: &'static [MirrorPartitionState] = &[
+        S::LogAlignment,
+        S::EpochFencing,
+        S::UleRecovery,
+        S::Mirroring,
+        S::Pausing,
+        S::Paused,
+        S::Stopping,
+        S::Stopped,
+        S::Failed,
+        S::Unknown,
+    ];
+
+    /// The state with byte value `b`, if any.
+    pub fn from_byte(b: u8) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| *s as u8 == b)
+    }
+
+    /// The byte value.
+    pub fn as_byte(self) -> u8 {
+        self as u8
+    }
+
+    /// The name Kafka gives it (`MIRRORING`, `LOG_ALIGNMENT`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            S::LogAlignment => "LOG_ALIGNMENT",
+            S::EpochFencing => "EPOCH_FENCING",
+            S::UleRecovery => "ULE_RECOVERY",
+            S::Mirroring => "MIRRORING",
+            S::Pausing => "PAUSING",
+            S::Paused => "PAUSED",
+            S::Stopping => "STOPPING",
+            S::Stopped => "STOPPED",
+            S::Failed => "FAILED",
+            S::Unknown => "UNKNOWN",
+        }
+    }
+
+    /// The state named `name` (as [`name`](Self::name) spells it).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.name() == name)
+    }
+
+    /// Whether [`TRANSITIONS`] allows moving from `self` to `target`; a state may always move
+    /// to itself.
+    pub fn can_transition_to(self, target: Self) -> bool {
+        self == target
+            || TRANSITIONS
+                .iter()
+                .any(|(t, from)| *t == target && from.contains(&self))
+    }
+
+    /// Whether client produce is refused in this state: every state but `STOPPED` (see the
+    /// module docs for why each one).
+    pub fn is_read_only(self) -> bool {
+        self != S::Stopped
+    }
+}
+
+impl fmt::Display for MirrorPartitionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The allowed transitions (KIP-1279 §3.2, `MirrorPartition.isValidStateTransition`): for each
+/// target, the states it may be entered from. Moving to the same state is always allowed and is
+/// not listed. `UNKNOWN` is never a target.
+pub const TRANSITIONS: &[(MirrorPartitionState, &[MirrorPartitionState])] = &[
+    (S::LogAlignment, &[S::Unknown, S::Stopped, S::Failed]),
+    (S::EpochFencing, &[S::Mirroring]),
+    (S::UleRecovery, &[S::Mirroring]),
+    (
+        S::Mirroring,
+        &[
+            S::LogAlignment,
+            S::EpochFencing,
+            S::Paused,
+            S::UleRecovery,
+            S::Failed,
+        ],
+    ),
+    (S::Pausing, &[S::Mirroring]),
+    (S::Paused, &[S::Pausing]),
+    (
+        S::Stopping,
+        &[
+            S::LogAlignment,
+            S::EpochFencing,
+            S::Mirroring,
+            S::Pausing,
+            S::Paused,
+            S::UleRecovery,
+            S::Failed,
+        ],
+    ),
+    (S::Stopped, &[S::Stopping]),
+    (S::Failed, MirrorPartitionState::ALL),
+];
+
+/// [`TRANSITIONS`] as a Markdown table (`| Target | From |`), a from-list holding every state
+/// written `any`: what the module docs show.
+pub fn transitions_markdown() -> String {
+    let mut out = String::from("| Target | From |\n|---|---|\n");
+    for (target, from) in TRANSITIONS {
+        let from = if MirrorPartitionState::ALL.iter().all(|s| from.contains(s)) {
+            "any".to_string()
+        } else {
+            from.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+        };
+        out.push_str(&format!("| {} | {from} |\n", target.name()));
+    }
+    out
+}
+
+/// Why a state operation, a decode or the store failed.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The state epoch moved since the caller read it: another writer got there first
+    /// (`FENCED_STATE_EPOCH`).
+    #[error("fenced: expected state epoch {expected}, found {actual}")]
+    Fenced {
+        /// The epoch the caller expected.
+        expected: i32,
+        /// The epoch there is (−1: no state stored).
+        actual: i32,
+    },
+    /// The transition table does not allow this move.
+    #[error("invalid mirror partition state transition {from} -> {to}")]
+    InvalidTransition {
+        /// The current state.
+        from: MirrorPartitionState,
+        /// The state asked for.
+        to: MirrorPartitionState,
+    },
+    /// Record bytes that do not decode.
+    #[error("corrupt {what} at byte {position}: {reason}")]
+    Corrupt {
+        /// What was being decoded (and where it came from).
+        what: String,
+        /// Byte position inside it.
+        position: usize,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A record version this code does not know.
+    #[error("unsupported {what} version {version}")]
+    UnsupportedVersion {
+        /// `key` or `value`.
+        what: &'static str,
+        /// The version found.
+        version: i16,
+    },
+    /// A setting out of range.
+    #[error("invalid setting: {0}")]
+    InvalidConfig(String),
+    /// `__mirror_state` on disk does not match what the store expects (partition count, topic
+    /// id).
+    #[error("__mirror_state: {0}")]
+    Store(String),
+    /// The engine failed (storage).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Automatic retry of `FAILED` partitions (`mirror.failed.retry.*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryBackoff {
+    /// `mirror.failed.retry.initial.backoff.ms`: delay before the first retry. Default 100;
+    /// range 0 ..= `max_backoff_ms`.
+    pub initial_backoff_ms: i64,
+    /// `mirror.failed.retry.max.backoff.ms`: the longest delay. Default 300000; range
+    /// `initial_backoff_ms` ..= i64::MAX.
+    pub max_backoff_ms: i64,
+    /// `mirror.failed.retry.max.attempts`: automatic retries before a partition waits for a
+    /// manual recover. Default 20; range 0 ..= i32::MAX; 0 disables automatic retry.
+    pub max_attempts: i32,
+    /// Jitter, in thousandths: each delay is scaled by a factor drawn in
+    /// `[1 − jitter, 1 + jitter]`. Default 200 (Kafka's ±20 %); range 0 ..= 1000.
+    pub jitter_permille: u32,
+    /// Seeds the jitter draws (a simulation's seed; any value).
+    pub seed: u64,
+}
+
+impl Default for RetryBackoff {
+    fn default() -> Self {
+        RetryBackoff {
+            initial_backoff_ms: 100,
+            max_backoff_ms: 300_000,
+            max_attempts: 20,
+            jitter_permille: 200,
+            seed: 0,
+        }
+    }
+}
+
+impl RetryBackoff {
+    /// Rejects out-of-range settings.
+    ///
+    /// # Errors
+    /// [`StateError::InvalidConfig`] naming the setting.
+    pub fn validate(&self) -> Result<(), StateError> {
+        let bad = |s: String| Err(StateError::InvalidConfig(s));
+        if self.initial_backoff_ms < 0 {
+            return bad(format!(
+                "mirror.failed.retry.initial.backoff.ms {} is negative",
+                self.initial_backoff_ms
+            ));
+        }
+        if self.max_backoff_ms < self.initial_backoff_ms {
+            return bad(format!(
+                "mirror.failed.retry.max.backoff.ms {} is below the initial backoff {}",
+                self.max_backoff_ms, self.initial_backoff_ms
+            ));
+        }
+        if self.max_attempts < 0 {
+            return bad(format!(
+                "mirror.failed.retry.max.attempts {} is negative",
+                self.max_attempts
+            ));
+        }
+        if self.jitter_permille > 1000 {
+            return bad(format!(
+                "retry jitter {}‰ is above 1000‰",
+                self.jitter_permille
+            ));
+        }
+        Ok(())
+    }
+
+    /// The delay before retry number `attempt` (≥ 1) of the partition whose key hashes to
+    /// `salt` ([`StateKey::stable_hash`]): `min(initial × 2^(attempt−1), max)`, times a factor
+    /// in `[1000 − jitter, 1000 + jitter]`‰ drawn from `(seed, salt, attempt)` by SplitMix64,
+    /// capped at `max_backoff_ms`.
+    ///
+    /// # Panics
+    /// `attempt < 1`.
+    pub fn delay_ms(&self, attempt: i32, salt: u64) -> i64 {
+        assert!(attempt >= 1, "retry attempts count from 1, not {attempt}");
+        let shift = (attempt - 1).min(62) as u32;
+        let base = self
+            .initial_backoff_ms
+            .saturating_mul(1i64 << shift)
+            .min(self.max_backoff_ms);
+        let j = self.jitter_permille.min(1000) as u64;
+        let draw = splitmix64(
+            self.seed ^ salt.rotate_left(17) ^ (attempt as u64).wrapping_mul(0x9E37_79B9),
+        );
+        let factor = 1000 - j + draw % (2 * j + 1);
+        let delay = (base as i128 * factor as i128 / 1000) as i64;
+        delay.clamp(0, self.max_backoff_ms)
+    }
+}
+
+/// SplitMix64's output function: a well-mixed 64-bit value from any input.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Why and since when a partition is (or last was) `FAILED`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// What went wrong (shown by describe).
+    pub reason: String,
+    /// Whether an automatic retry may help (a deleted source topic or a changed source cluster
+    /// is not retryable).
+    pub retryable: bool,
+    /// Which failure this is in a row: 1 for the first; retries that fail again count up.
+    pub attempt: i32,
+    /// The state the partition was in when it failed (the retry goes back towards it).
+    pub previous_state: MirrorPartitionState,
+    /// When the automatic retry is due (ms); −1 when none will happen (not retryable, retries
+    /// disabled, or attempts exhausted).
+    pub next_retry_ms: i64,
+}
+
+/// Which mirror partition a state belongs to: the `__mirror_state` key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StateKey {
+    /// The cluster mirror's name.
+    pub mirror: String,
+    /// The mirrored topic's id.
+    pub topic_id: [u8; 16],
+    /// The partition.
+    pub partition: i32,
+}
+
+impl StateKey {
+    /// FNV-1a 64 of `u16 name length, name, topic id, i32 partition` (big-endian): what
+    /// [`state_partition_for`] and the retry jitter hash. Fixed forever.
+    pub fn stable_hash(&self) -> u64 {
+        let mut h = Fnv::new();
+        h.write(&name_len(&self.mirror).to_be_bytes());
+        h.write(self.mirror.as_bytes());
+        h.write(&self.topic_id);
+        h.write(&self.partition.to_be_bytes());
+        h.0
+    }
+}
+
+/// FNV-1a, 64 bits.
+struct Fnv(u64);
+
+impl Fnv {
+    const fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    const fn write_const(mut self, bytes: &[u8]) -> Fnv {
+        let mut i = 0;
+        while i < bytes.len() {
+            self.0 = (self.0 ^ bytes[i] as u64).wrapping_mul(0x100_0000_01b3);
+            i += 1;
+        }
+        self
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
+/// A mirror name's length as the key stores it.
+///
+/// # Panics
+/// A name longer than 65535 bytes (names are validated long before: Kafka resource names are at
+/// most 249 characters).
+fn name_len(name: &str) -> u16 {
+    u16::try_from(name.len())
+        .unwrap_or_else(|_| panic!("mirror name of {} bytes is too long", name.len()))
+}
+
+/// One mirror partition's state, as stored in `__mirror_state`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionMirrorState {
+    /// The cluster mirror's name.
+    pub mirror: String,
+    /// The mirrored topic's id (the source's, kept on the destination).
+    pub topic_id: [u8; 16],
+    /// The partition.
+    pub partition: i32,
+    /// Where it is in the state machine.
+    pub state: MirrorPartitionState,
+    /// Bumped by every transition; writers pass the epoch they read (fencing).
+    pub state_epoch: i32,
+    /// Last mirror epoch (LME): the destination log's latest epoch when mirroring stopped; −1
+    /// none. Start-time truncation of a mirror in the other direction reads it (§8).
+    pub last_mirror_epoch: LeaderEpoch,
+    /// Destination leader epoch (DLE): the local leader epoch, bumped to stay ≥ every mirrored
+    /// batch epoch (§7); −1 none.
+    pub destination_leader_epoch: LeaderEpoch,
+    /// The current failure while `FAILED`; afterwards the last one (see the module docs).
+    pub failure: Option<Failure>,
+    /// When the state last changed (ms); −1 never.
+    pub updated_ms: i64,
+}
+
+impl PartitionMirrorState {
+    /// A partition with no state yet: `UNKNOWN`, state epoch 0, no LME, no DLE, no failure.
+    pub fn new(mirror: &str, topic_id: [u8; 16], partition: i32) -> Self {
+        PartitionMirrorState {
+            mirror: mirror.to_string(),
+            topic_id,
+            partition,
+            state: S::Unknown,
+            state_epoch: 0,
+            last_mirror_epoch: LeaderEpoch::NONE,
+            destination_leader_epoch: LeaderEpoch::NONE,
+            failure: None,
+            updated_ms: -1,
+        }
+    }
+
+    /// Its `__mirror_state` key.
+    pub fn key(&self) -> StateKey {
+        StateKey {
+            mirror: self.mirror.clone(),
+            topic_id: self.topic_id,
+            partition: self.partition,
+        }
+    }
+
+    fn check_epoch(&self, expected_epoch: i32) -> Result<(), StateError> {
+        if expected_epoch != self.state_epoch {
+            return Err(StateError::Fenced {
+                expected: expected_epoch,
+                actual: self.state_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    fn bump(&mut self, target: MirrorPartitionState, now_ms: i64) {
+        self.state = target;
+        self.state_epoch = self
+            .state_epoch
+            .checked_add(1)
+            .expect("state epoch overflow");
+        self.updated_ms = now_ms;
+    }
+
+    /// Moves to `target` if [`TRANSITIONS`] allows it, bumping the state epoch. A fresh start
+    /// (`UNKNOWN`/`STOPPED` → `LOG_ALIGNMENT`) and `STOPPED` clear the failure record.
+    ///
+    /// # Errors
+    /// [`StateError::Fenced`] when `expected_epoch` is not the current state epoch;
+    /// [`StateError::InvalidTransition`] when the table forbids the move. Either way nothing
+    /// changes.
+    pub fn transition(
+        &mut self,
+        target: MirrorPartitionState,
+        expected_epoch: i32,
+        now_ms: i64,
+    ) -> Result<(), StateError> {
+        self.check_epoch(expected_epoch)?;
+        if !self.state.can_transition_to(target) {
+            return Err(StateError::InvalidTransition {
+                from: self.state,
+                to: target,
+            });
+        }
+        let fresh_start =
+            target == S::LogAlignment && matches!(self.state, S::Unknown | S::Stopped);
+        if fresh_start || target == S::Stopped {
+            self.failure = None;
+        }
+        self.bump(target, now_ms);
+        Ok(())
+    }
+
+    /// Moves to `FAILED` (allowed from any state), bumping the state epoch, and records why:
+    /// the previous state (kept from the earlier failure when already `FAILED`), the attempt
+    /// (one more than the last failure's, 1 when there is none), and the time of the automatic
+    /// retry, `now_ms + backoff.delay_ms(attempt, key hash)` when `retryable` and
+    /// `attempt ≤ max_attempts`, else −1 (retry number `attempt` is the last automatic one when
+    /// `attempt = max_attempts`).
+    ///
+    /// # Errors
+    /// [`StateError::Fenced`] when `expected_epoch` is not the current state epoch (nothing
+    /// changes).
+    pub fn fail(
+        &mut self,
+        reason: &str,
+        retryable: bool,
+        expected_epoch: i32,
+        now_ms: i64,
+        backoff: &RetryBackoff,
+    ) -> Result<(), StateError> {
+        self.check_epoch(expected_epoch)?;
+        let last = self.failure.as_ref();
+        let previous_state = match (self.state, last) {
+            (S::Failed, Some(f)) => f.previous_state,
+            (state, _) => state,
+        };
+        let attempt = last.map_or(0, |f| f.attempt).saturating_add(1);
+        let next_retry_ms = if retryable && attempt <= backoff.max_attempts {
+            now_ms.saturating_add(backoff.delay_ms(attempt, self.key().stable_hash()))
+        } else {
+            -1
+        };
+        self.failure = Some(Failure {
+            reason: reason.to_string(),
+            retryable,
+            attempt,
+            previous_state,
+            next_retry_ms,
+        });
+        self.bump(S::Failed, now_ms);
+        Ok(())
+    }
+
+    /// Forgets the failure record, so the next failure counts from attempt 1 (mirroring made
+    /// progress again, or an operator recovered the partition). The state epoch is unchanged.
+    pub fn clear_failure(&mut self) {
+        self.failure = None;
+    }
+
+    /// When `FAILED` with an automatic retry due at `now_ms`: the state to retry into — the
+    /// previous state when `FAILED` may move there (`LOG_ALIGNMENT`, `MIRRORING`, `STOPPING`);
+    /// `LOG_ALIGNMENT` after `UNKNOWN`; `STOPPING` after `STOPPED` (the stop sequence is
+    /// idempotent); `MIRRORING` otherwise (the spec's default: a failed epoch bump or ULE
+    /// recovery is detected again by the next fetch, and a pause is re-applied from the topic's
+    /// desired state).
+    pub fn due_retry(&self, now_ms: i64) -> Option<MirrorPartitionState> {
+        if self.state != S::Failed {
+            return None;
+        }
+        let f = self.failure.as_ref()?;
+        if f.next_retry_ms < 0 || now_ms < f.next_retry_ms {
+            return None;
+        }
+        Some(match f.previous_state {
+            p if S::Failed.can_transition_to(p) && p != S::Failed => p,
+            S::Unknown => S::LogAlignment,
+            S::Stopped => S::Stopping,
+            _ => S::Mirroring,
+        })
+    }
+}
+
+/// The key type of a partition state record (the first two bytes of its key).
+pub const KEY_TYPE_PARTITION_STATE: i16 = 2;
+/// The value version [`encode_value`] writes.
+pub const VALUE_VERSION: i16 = 0;
+
+/// Encodes a `__mirror_state` key; see FORMAT in the module docs.
+///
+/// # Panics
+/// A mirror name longer than 65535 bytes.
+pub fn encode_key(key: &StateKey) -> Vec<u8> {
+    let n = name_len(&key.mirror);
+    let mut out = Vec::with_capacity(24 + n as usize);
+    out.extend_from_slice(&KEY_TYPE_PARTITION_STATE.to_be_bytes());
+    out.extend_from_slice(&n.to_be_bytes());
+    out.extend_from_slice(key.mirror.as_bytes());
+    out.extend_from_slice(&key.topic_id);
+    out.extend_from_slice(&key.partition.to_be_bytes());
+    out
+}
+
+/// A cursor over record bytes whose failures are [`StateError::Corrupt`].
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    fn corrupt(&self, reason: impl Into<String>) -> StateError {
+        StateError::Corrupt {
+            what: self.what.to_string(),
+            position: self.pos,
+            reason: reason.into(),
+        }
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], StateError> {
+        if self.buf.len() - self.pos < n {
+            return Err(self.corrupt(format!(
+                "needs {n} more bytes, {} left",
+                self.buf.len() - self.pos
+            )));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], StateError> {
+        Ok(self.take(N)?.try_into().expect("length checked"))
+    }
+    fn i16(&mut self) -> Result<i16, StateError> {
+        Ok(i16::from_be_bytes(self.array()?))
+    }
+    fn u16(&mut self) -> Result<u16, StateError> {
+        Ok(u16::from_be_bytes(self.array()?))
+    }
+    fn i32(&mut self) -> Result<i32, StateError> {
+        Ok(i32::from_be_bytes(self.array()?))
+    }
+    fn u32(&mut self) -> Result<u32, StateError> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+    fn i64(&mut self) -> Result<i64, StateError> {
+        Ok(i64::from_be_bytes(self.array()?))
+    }
+    fn u8(&mut self) -> Result<u8, StateError> {
+        Ok(self.array::<1>()?[0])
+    }
+    fn bool(&mut self) -> Result<bool, StateError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => {
+                self.pos -= 1;
+                Err(self.corrupt(format!("boolean byte {b} is neither 0 nor 1")))
+            }
+        }
+    }
+    fn state(&mut self) -> Result<MirrorPartitionState, StateError> {
+        let b = self.u8()?;
+        MirrorPartitionState::from_byte(b).ok_or_else(|| {
+            self.pos -= 1;
+            self.corrupt(format!("unknown state byte {b}"))
+        })
+    }
+    fn string(&mut self, len: usize) -> Result<String, StateError> {
+        let at = self.pos;
+        let bytes = self.take(len)?;
+        String::from_utf8(bytes.to_vec()).map_err(|e| {
+            self.pos = at + e.utf8_error().valid_up_to();
+            self.corrupt("string is not valid UTF-8")
+        })
+    }
+    fn finish(&self) -> Result<(), StateError> {
+        if self.pos != self.buf.len() {
+            return Err(self.corrupt(format!("{} trailing bytes", self.buf.len() - self.pos)));
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a `__mirror_state` key.
+///
+/// # Errors
+/// [`StateError::UnsupportedVersion`] for a key type other than
+/// [`KEY_TYPE_PARTITION_STATE`]; [`StateError::Corrupt`] for bytes that do not decode.
+pub fn decode_key(bytes: &[u8]) -> Result<StateKey, StateError> {
+    let mut r = Reader {
+        buf: bytes,
+        pos: 0,
+        what: "key",
+    };
+    let version = r.i16()?;
+    if version != KEY_TYPE_PARTITION_STATE {
+        return Err(StateError::UnsupportedVersion {
+            what: "key",
+            version,
+        });
+    }
+    let n = r.u16()? as usize;
+    let mirror = r.string(n)?;
+    let topic_id = r.array::<16>()?;
+    let partition = r.i32()?;
+    r.finish()?;
+    Ok(StateKey {
+        mirror,
+        topic_id,
+        partition,
+    })
+}
+
+/// Encodes a state as a `__mirror_state` value (version [`VALUE_VERSION`]); see FORMAT in the
+/// module docs.
+///
+/// # Panics
+/// A failure reason longer than 4 GiB.
+pub fn encode_value(state: &PartitionMirrorState) -> Vec<u8> {
+    let reason_len = state.failure.as_ref().map_or(0, |f| f.reason.len());
+    let mut out = Vec::with_capacity(42 + reason_len);
+    out.extend_from_slice(&VALUE_VERSION.to_be_bytes());
+    out.push(state.state.as_byte());
+    out.extend_from_slice(&state.state_epoch.to_be_bytes());
+    out.extend_from_slice(&state.last_mirror_epoch.get().to_be_bytes());
+    out.extend_from_slice(&state.destination_leader_epoch.get().to_be_bytes());
+    out.extend_from_slice(&state.updated_ms.to_be_bytes());
+    match &state.failure {
+        None => out.push(0),
+        Some(f) => {
+            out.push(1);
+            out.push(u8::from(f.retryable));
+            out.extend_from_slice(&f.attempt.to_be_bytes());
+            out.push(f.previous_state.as_byte());
+            out.extend_from_slice(&f.next_retry_ms.to_be_bytes());
+            let len = u32::try_from(f.reason.len()).expect("failure reason under 4 GiB");
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(f.reason.as_bytes());
+        }
+    }
+    out
+}
+
+/// Decodes a `__mirror_state` value of `key`.
+///
+/// # Errors
+/// [`StateError::UnsupportedVersion`] for a version other than [`VALUE_VERSION`];
+/// [`StateError::Corrupt`] for bytes that do not decode.
+pub fn decode_value(key: &StateKey, bytes: &[u8]) -> Result<PartitionMirrorState, StateError> {
+    let mut r = Reader {
+        buf: bytes,
+        pos: 0,
+        what: "value",
+    };
+    let version = r.i16()?;
+    if version != VALUE_VERSION {
+        return Err(StateError::UnsupportedVersion {
+            what: "value",
+            version,
+        });
+    }
+    let state = r.state()?;
+    let state_epoch = r.i32()?;
+    let last_mirror_epoch = LeaderEpoch(r.i32()?);
+    let destination_leader_epoch = LeaderEpoch(r.i32()?);
+    let updated_ms = r.i64()?;
+    let failure = if r.bool()? {
+        let retryable = r.bool()?;
+        let attempt = r.i32()?;
+        let previous_state = r.state()?;
+        let next_retry_ms = r.i64()?;
+        let len = r.u32()? as usize;
+        let reason = r.string(len)?;
+        Some(Failure {
+            reason,
+            retryable,
+            attempt,
+            previous_state,
+            next_retry_ms,
+        })
+    } else {
+        None
+    };
+    r.finish()?;
+    Ok(PartitionMirrorState {
+        mirror: key.mirror.clone(),
+        topic_id: key.topic_id,
+        partition: key.partition,
+        state,
+        state_epoch,
+        last_mirror_epoch,
+        destination_leader_epoch,
+        failure,
+        updated_ms,
+    })
+}
+
+/// Which `__mirror_state` partition holds the state of (`mirror`, `topic_id`, `partition`):
+/// [`StateKey::stable_hash`] modulo `partitions`.
+///
+/// # Panics
+/// `partitions < 1`.
+pub fn state_partition_for(
+    mirror: &str,
+    topic_id: &[u8; 16],
+    partition: i32,
+    partitions: i32,
+) -> i32 {
+    assert!(
+        partitions >= 1,
+        "__mirror_state needs at least one partition, not {partitions}"
+    );
+    let key = StateKey {
+        mirror: mirror.to_string(),
+        topic_id: *topic_id,
+        partition,
+    };
+    (key.stable_hash() % partitions as u64) as i32
+}
+
+/// The internal topic holding mirror partition states.
+pub const MIRROR_STATE_TOPIC: &str = "__mirror_state";
+
+/// `mirror.state.topic.num.partitions`' default.
+pub const DEFAULT_STATE_PARTITIONS: i32 = 50;
+
+/// `__mirror_state`'s topic id, the same on every cluster: FNV-1a 64 of
+/// `"mirrorlog:__mirror_state:0"` then of `"…:1"`, big-endian.
+pub const MIRROR_STATE_TOPIC_ID: TopicId = {
+    let a = Fnv::new()
+        .write_const(b"mirrorlog:__mirror_state:0")
+        .0
+        .to_be_bytes();
+    let b = Fnv::new()
+        .write_const(b"mirrorlog:__mirror_state:1")
+        .0
+        .to_be_bytes();
+    let mut id = [0u8; 16];
+    let mut i = 0;
+    while i < 8 {
+        id[i] = a[i];
+        id[8 + i] = b[i];
+        i += 1;
+    }
+    TopicId(id)
+};
+
+/// How much of a `__mirror_state` partition one load step reads
+/// (`mirror.coordinator.load.buffer.size`).
+pub const LOAD_BUFFER_BYTES: u32 = 5 << 20;
+
+/// The latest state of every mirror partition, kept in `__mirror_state` through the engine. See
+/// the module docs.
+///
+/// Writes to one `__mirror_state` partition are serialised (the record order is the order the
+/// states are seen in); reads never wait for a write's sync.
+#[derive(Debug)]
+pub struct MirrorStateStore {
+    logs: Arc<LogManager>,
+    /// `__mirror_state-i` at index `i`, each behind its writers' lock.
+    partitions: Vec<(Arc<PartitionHandle>, Mutex<()>)>,
+    states: RwLock<HashMap<StateKey, PartitionMirrorState>>,
+}
+
+impl MirrorStateStore {
+    /// Opens `__mirror_state` with `partitions` partitions in `logs`, creating the partitions
+    /// that are missing, and loads every record (later records win; tombstones delete).
+    ///
+    /// Missing partitions are created only when every existing one is empty (a creation cut
+    /// short); otherwise the count must match, since a key's partition depends on it.
+    ///
+    /// # Errors
+    /// [`StateError::InvalidConfig`] for `partitions < 1`; [`StateError::Store`] when the topic
+    /// exists with another partition count or topic id; [`StateError::Corrupt`] for a record
+    /// that does not decode (naming the partition and offset); engine errors.
+    pub fn open(logs: Arc<LogManager>, partitions: i32) -> Result<MirrorStateStore, StateError> {
+        if partitions < 1 {
+            return Err(StateError::InvalidConfig(format!(
+                "mirror.state.topic.num.partitions {partitions} is below 1"
+            )));
+        }
+        let existing: Vec<Arc<PartitionHandle>> = logs
+            .partitions()
+            .into_iter()
+            .filter(|h| h.topic_partition().topic == MIRROR_STATE_TOPIC)
+            .collect();
+        for h in &existing {
+            let tp = h.topic_partition();
+            if h.topic_id() != MIRROR_STATE_TOPIC_ID {
+                return Err(StateError::Store(format!(
+                    "{tp} has topic id {}, not {MIRROR_STATE_TOPIC_ID}",
+                    h.topic_id()
+                )));
+            }
+            if tp.partition >= partitions {
+                return Err(StateError::Store(format!(
+                    "{tp} exists but {partitions} partitions were asked for"
+                )));
+            }
+        }
+        let all_empty = existing
+            .iter()
+            .all(|h| h.read().log_end_offset() == Offset(0));
+        if !existing.is_empty() && existing.len() < partitions as usize && !all_empty {
+            return Err(StateError::Store(format!(
+                "has {} partitions with data, {partitions} were asked for",
+                existing.len()
+            )));
+        }
+        let mut config = logs.default_log_config().clone();
+        // No compaction in the engine: keep every record.
+        config.retention_ms = -1;
+        config.retention_bytes = -1;
+        config.read_only = false;
+        let mut handles = Vec::with_capacity(partitions as usize);
+        for p in 0..partitions {
+            let tp = TopicPartition {
+                topic: MIRROR_STATE_TOPIC.to_string(),
+                partition: p,
+            };
+            let h = match logs.get(&tp) {
+                Some(h) => h,
+                None => logs.create(&tp, MIRROR_STATE_TOPIC_ID, config.clone())?,
+            };
+            handles.push((h, Mutex::new(())));
+        }
+        let mut states = HashMap::new();
+        let mut records = 0u64;
+        for (h, _) in &handles {
+            records += load_partition(h, &mut states)?;
+        }
+        tracing::info!(
+            partitions,
+            records,
+            states = states.len(),
+            "loaded {MIRROR_STATE_TOPIC}"
+        );
+        Ok(MirrorStateStore {
+            logs,
+            partitions: handles,
+            states: RwLock::new(states),
+        })
+    }
+
+    /// The number of `__mirror_state` partitions.
+    pub fn partition_count(&self) -> i32 {
+        self.partitions.len() as i32
+    }
+
+    /// The latest state of `key`.
+    pub fn get(&self, key: &StateKey) -> Option<PartitionMirrorState> {
+        self.states.read().get(key).cloned()
+    }
+
+    /// Every state, sorted by key.
+    pub fn all(&self) -> Vec<PartitionMirrorState> {
+        let mut v: Vec<_> = self.states.read().values().cloned().collect();
+        v.sort_by_key(|s| s.key());
+        v
+    }
+
+    /// How many keys hold a state.
+    pub fn len(&self) -> usize {
+        self.states.read().len()
+    }
+
+    /// Whether no key holds a state.
+    pub fn is_empty(&self) -> bool {
+        self.states.read().is_empty()
+    }
+
+    /// Stores `state` as the latest of its key; durable on return.
+    ///
+    /// # Errors
+    /// Engine errors: the write may or may not be in the log, and the store is not updated; the
+    /// store should be reopened.
+    pub fn put(&self, state: &PartitionMirrorState) -> Result<(), StateError> {
+        self.write(state, None)
+    }
+
+    /// [`put`](Self::put) only if the stored state epoch of the key is `expected_epoch` (−1:
+    /// only if nothing is stored) — the coordinator's `FENCED_STATE_EPOCH` check.
+    ///
+    /// # Errors
+    /// [`StateError::Fenced`] (nothing written); as [`put`](Self::put).
+    pub fn put_if_epoch(
+        &self,
+        state: &PartitionMirrorState,
+        expected_epoch: i32,
+    ) -> Result<(), StateError> {
+        self.write(state, Some(expected_epoch))
+    }
+
+    fn write(
+        &self,
+        state: &PartitionMirrorState,
+        expected_epoch: Option<i32>,
+    ) -> Result<(), StateError> {
+        let key = state.key();
+        let (h, lock) = self.partition_of(&key);
+        let _g = lock.lock();
+        if let Some(expected) = expected_epoch {
+            let actual = self.states.read().get(&key).map_or(-1, |s| s.state_epoch);
+            if actual != expected {
+                return Err(StateError::Fenced { expected, actual });
+            }
+        }
+        self.append(h, &encode_key(&key), Some(&encode_value(state)))?;
+        self.states.write().insert(key, state.clone());
+        Ok(())
+    }
+
+    /// Deletes `key` with a tombstone; durable on return. Returns whether a state was stored
+    /// (nothing is written otherwise).
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn delete(&self, key: &StateKey) -> Result<bool, StateError> {
+        let (h, lock) = self.partition_of(key);
+        let _g = lock.lock();
+        if !self.states.read().contains_key(key) {
+            return Ok(false);
+        }
+        self.append(h, &encode_key(key), None)?;
+        self.states.write().remove(key);
+        Ok(true)
+    }
+
+    fn partition_of(&self, key: &StateKey) -> (&Arc<PartitionHandle>, &Mutex<()>) {
+        let p = state_partition_for(
+            &key.mirror,
+            &key.topic_id,
+            key.partition,
+            self.partition_count(),
+        );
+        let (h, lock) = &self.partitions[p as usize];
+        (h, lock)
+    }
+
+    /// Appends one record durably and moves the high watermark to the log end (a single
+    /// replica: durable is committed).
+    fn append(
+        &self,
+        h: &PartitionHandle,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(), StateError> {
+        let now = TimestampMs(self.logs.clock().now_ms());
+        let batch = BatchBuilder::new().record(now, Some(key), value).build();
+        let epoch = h
+            .read()
+            .epoch_cache()
+            .latest_epoch()
+            .unwrap_or(LeaderEpoch(0));
+        h.append_as_leader_durable(batch.into_bytes(), epoch, LeaderOrigin::Coordinator)?;
+        let mut log = h.write();
+        let leo = log.log_end_offset();
+        log.update_high_watermark(leo);
+        Ok(())
+    }
+}
+
+/// Replays one `__mirror_state` partition into `states`; returns the records read. The high
+/// watermark moves to the log end first: every record there was appended durably before it was
+/// acknowledged, and a crash may have left the checkpointed watermark behind.
+fn load_partition(
+    h: &PartitionHandle,
+    states: &mut HashMap<StateKey, PartitionMirrorState>,
+) -> Result<u64, StateError> {
+    let tp = h.topic_partition().clone();
+    let mut log = h.write();
+    let leo = log.log_end_offset();
+    log.update_high_watermark(leo);
+    let mut next = log.log_start_offset();
+    let mut records = 0u64;
+    while next < leo {
+        let info = log.read(next, LOAD_BUFFER_BYTES, FetchIsolation::LogEnd, true)?;
+        let Some(data) = info.records else { break };
+        let bytes: Bytes = data.slice.read_all().map_err(EngineError::from)?;
+        let before = next;
+        for batch in Batches::new(bytes) {
+            let corrupt = |reason: String| StateError::Corrupt {
+                what: format!("{tp} batch"),
+                position: 0,
+                reason,
+            };
+            let batch = batch.map_err(|e| corrupt(e.to_string()))?;
+            if batch.is_control() {
+                next = batch.next_offset();
+                continue;
+            }
+            for r in batch.records().map_err(|e| corrupt(e.to_string()))? {
+                let r = r.map_err(|e| corrupt(e.to_string()))?;
+                if r.offset < next {
+                    continue;
+                }
+                records += 1;
+                apply_record(&tp, r.offset, r.key.as_deref(), r.value.as_deref(), states)?;
+            }
+            next = batch.next_offset();
+        }
+        if next <= before {
+            return Err(StateError::Corrupt {
+                what: format!("{tp} at offset {before}"),
+                position: 0,
+                reason: "a read returned no whole batch".into(),
+            });
+        }
+    }
+    Ok(records)
+}
+
+/// One `__mirror_state` record: a state (later wins) or a tombstone.
+fn apply_record(
+    tp: &TopicPartition,
+    offset: Offset,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    states: &mut HashMap<StateKey, PartitionMirrorState>,
+) -> Result<(), StateError> {
+    let at = |e: StateError| match e {
+        StateError::Corrupt {
+            what,
+            position,
+            reason,
+        } => StateError::Corrupt {
+            what: format!("{tp} offset {offset} {what}"),
+            position,
+            reason,
+        },
+        e => e,
+    };
+    let Some(key) = key else {
+        return Err(StateError::Corrupt {
+            what: format!("{tp} offset {offset} key"),
+            position: 0,
+            reason: "record has no key".into(),
+        });
+    };
+    let key = match decode_key(key) {
+        Ok(k) => k,
+        Err(StateError::UnsupportedVersion { version, .. }) => {
+            tracing::warn!(partition = %tp, %offset, key_type = version, "skipping a record of an unknown key type");
+            return Ok(());
+        }
+        Err(e) => return Err(at(e)),
+    };
+    match value {
+        None => {
+            states.remove(&key);
+        }
+        Some(v) => {
+            let state = decode_value(&key, v).map_err(at)?;
+            states.insert(key, state);
+        }
+    }
+    Ok(())
+}

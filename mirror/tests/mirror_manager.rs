@@ -1,0 +1,388 @@
+//! Scenario: a mirror between two engines driven by the manager — start, catch up byte for byte,
+//! keep following, pause/resume, fail over mid-transaction; a corrupt batch and a deleted source
+//! topic fail only their partitions; a divergence fails the partition unless unclean-election
+//! support is on, in which case it truncates and continues. Each step is driven explicitly
+//! (`sync`, `drive`, `fetch_round`): no timing decides anything.
+
+use bytes::Bytes;
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
+use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
+use mirrorlog_index::{
+    LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
+};
+use mirrorlog_mirror::engine_source::EngineSource;
+use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
+use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
+use mirrorlog_segment::io::PwriteStorage;
+use mirrorlog_segment::{BatchBuilder, Compression};
+use std::sync::Arc;
+
+const T0: i64 = 1_700_000_000_000;
+
+fn manager(dir: &std::path::Path) -> Arc<LogManager> {
+    let (m, _) = LogManager::open(
+        LogManagerConfig::new(dir),
+        Arc::new(PwriteStorage::new()),
+        ManualClock::new(T0),
+    )
+    .unwrap();
+    Arc::new(m)
+}
+
+/// Destination topics straight on the log manager.
+#[derive(Debug)]
+struct Dest(Arc<LogManager>);
+
+impl DestinationTopics for Dest {
+    fn ensure_mirror_topic(&self, name: &str, partitions: i32) -> Result<(), String> {
+        for p in 0..partitions {
+            let tp = TopicPartition {
+                topic: name.into(),
+                partition: p,
+            };
+            if self.0.get(&tp).is_none() {
+                self.0
+                    .create(
+                        &tp,
+                        TopicId([7; 16]),
+                        LogConfig {
+                            read_only: true,
+                            ..LogConfig::default()
+                        },
+                    )
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+    fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
+        for h in self
+            .0
+            .partitions()
+            .into_iter()
+            .filter(|h| h.topic_partition().topic == name)
+        {
+            let mut cfg = h.read().config().clone();
+            cfg.read_only = read_only;
+            self.0
+                .update_config(h.topic_partition(), cfg)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+struct World {
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    src: Arc<LogManager>,
+    dst: Arc<LogManager>,
+    source: Arc<EngineSource>,
+    mirror: Arc<MirrorManager>,
+}
+
+fn world(config: MirrorConfig, topics: &[(&str, i32)]) -> World {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let src = manager(a.path());
+    let dst = manager(b.path());
+    for (i, (t, n)) in topics.iter().enumerate() {
+        for p in 0..*n {
+            let id = TopicId([i as u8 + 1; 16]);
+            src.create(
+                &TopicPartition {
+                    topic: (*t).into(),
+                    partition: p,
+                },
+                id,
+                LogConfig::default(),
+            )
+            .unwrap();
+        }
+    }
+    let source = EngineSource::new(src.clone(), "source-cluster", 1);
+    let store = Arc::new(MirrorStateStore::open(dst.clone(), 4).unwrap());
+    let mirror = MirrorManager::new(
+        config,
+        source.clone(),
+        dst.clone(),
+        Arc::new(Dest(dst.clone())),
+        store,
+        ManualClock::new(T0),
+    )
+    .unwrap();
+    World {
+        _dirs: (a, b),
+        src,
+        dst,
+        source,
+        mirror,
+    }
+}
+
+fn h(m: &LogManager, t: &str, p: i32) -> Arc<PartitionHandle> {
+    m.get(&TopicPartition {
+        topic: t.into(),
+        partition: p,
+    })
+    .unwrap()
+}
+
+fn produce(m: &LogManager, t: &str, p: i32, b: Bytes, epoch: i32, origin: LeaderOrigin) {
+    let h = h(m, t, p);
+    let mut log = h.write();
+    log.append_as_leader(b, LeaderEpoch(epoch), origin).unwrap();
+    let leo = log.log_end_offset();
+    log.update_high_watermark(leo);
+}
+
+fn records(n: usize, codec: Compression) -> Bytes {
+    let mut b = BatchBuilder::new().compression(codec);
+    for i in 0..n {
+        b.append(
+            TimestampMs(T0 + i as i64),
+            None,
+            Some(format!("v{i}").as_bytes()),
+            &[],
+        );
+    }
+    b.build().into_bytes()
+}
+
+fn bytes_of(h: &PartitionHandle) -> Bytes {
+    let log = h.read();
+    log.read(
+        log.log_start_offset(),
+        i32::MAX as u32,
+        FetchIsolation::LogEnd,
+        true,
+    )
+    .unwrap()
+    .records
+    .map(|r| r.slice.read_all().unwrap())
+    .unwrap_or_default()
+}
+
+/// Drives the mirror until two rounds in a row append nothing (a truncation round appends
+/// nothing but is followed by one that does).
+fn catch_up(w: &World) {
+    let mut idle = 0;
+    for _ in 0..200 {
+        w.mirror.drive();
+        if w.mirror.fetch_round(0) == 0 {
+            idle += 1;
+            if idle == 2 {
+                return;
+            }
+        } else {
+            idle = 0;
+        }
+    }
+    panic!("no convergence");
+}
+
+fn state(w: &World, t: &str, p: i32) -> S {
+    w.mirror
+        .describe()
+        .into_iter()
+        .find(|s| s.topic == t && s.partition == p)
+        .unwrap()
+        .state
+}
+
+#[test]
+fn a_mirror_catches_up_byte_for_byte_and_fails_over_mid_transaction() {
+    let w = world(MirrorConfig::new("m1"), &[("orders", 2)]);
+    for i in 0..20 {
+        produce(
+            &w.src,
+            "orders",
+            i % 2,
+            records(5, [Compression::None, Compression::Zstd][i as usize % 2]),
+            0,
+            LeaderOrigin::Client,
+        );
+    }
+    w.mirror.start_topics(&["orders".to_string()]).unwrap();
+    assert_eq!(state(&w, "orders", 0), S::LogAlignment);
+    catch_up(&w);
+    assert_eq!(state(&w, "orders", 0), S::Mirroring);
+    for p in 0..2 {
+        assert_eq!(
+            bytes_of(&h(&w.dst, "orders", p)),
+            bytes_of(&h(&w.src, "orders", p)),
+            "partition {p}"
+        );
+    }
+    assert!(w.mirror.describe().iter().all(|s| s.lag == 0));
+    // Client produce to the mirror is refused.
+    let refused = h(&w.dst, "orders", 0).write().append_as_leader(
+        records(1, Compression::None),
+        LeaderEpoch(0),
+        LeaderOrigin::Client,
+    );
+    assert!(refused.is_err());
+    // More data, including an open transaction, then pause/resume, then failover.
+    let txn = BatchBuilder::new()
+        .producer(ProducerId(9), ProducerEpoch(0), Sequence(0))
+        .transactional(true)
+        .record(TimestampMs(T0), None, Some(b"partial"))
+        .build();
+    produce(
+        &w.src,
+        "orders",
+        0,
+        txn.into_bytes(),
+        1,
+        LeaderOrigin::Client,
+    );
+    w.mirror.pause_topic("orders").unwrap();
+    assert_eq!(
+        w.mirror.fetch_round(0),
+        0,
+        "paused partitions are not fetched"
+    );
+    w.mirror.resume_topic("orders").unwrap();
+    catch_up(&w);
+    assert_eq!(
+        bytes_of(&h(&w.dst, "orders", 0)),
+        bytes_of(&h(&w.src, "orders", 0))
+    );
+    w.mirror.stop_topic("orders").unwrap();
+    assert_eq!(state(&w, "orders", 0), S::Stopped);
+    let d = h(&w.dst, "orders", 0);
+    let log = d.read();
+    assert!(!log.is_read_only());
+    assert_eq!(
+        log.last_stable_offset(),
+        log.log_end_offset(),
+        "the open transaction was aborted"
+    );
+    assert_eq!(log.producer_state().producer_count(), 0);
+    let st = w
+        .mirror
+        .describe()
+        .into_iter()
+        .find(|s| s.partition == 0)
+        .unwrap();
+    assert_eq!(st.last_mirror_epoch, LeaderEpoch(1));
+    drop(log);
+    // Writable now; nothing more is fetched.
+    produce(
+        &w.dst,
+        "orders",
+        0,
+        records(2, Compression::None),
+        2,
+        LeaderOrigin::Client,
+    );
+    produce(
+        &w.src,
+        "orders",
+        0,
+        records(2, Compression::None),
+        1,
+        LeaderOrigin::Client,
+    );
+    assert_eq!(w.mirror.fetch_round(0), 0);
+}
+
+#[test]
+fn a_corrupt_batch_fails_only_its_partition() {
+    let w = world(MirrorConfig::new("m2"), &[("a", 2)]);
+    for p in 0..2 {
+        produce(
+            &w.src,
+            "a",
+            p,
+            records(3, Compression::None),
+            0,
+            LeaderOrigin::Client,
+        );
+    }
+    w.mirror.start_topics(&["a".to_string()]).unwrap();
+    w.source.corrupt_next_fetch("a", 1);
+    catch_up(&w);
+    assert_eq!(state(&w, "a", 0), S::Mirroring);
+    assert_eq!(state(&w, "a", 1), S::Failed);
+    let st = w
+        .mirror
+        .describe()
+        .into_iter()
+        .find(|s| s.partition == 1)
+        .unwrap();
+    assert!(st.failure.unwrap().contains("corrupt"));
+    assert_eq!(
+        h(&w.dst, "a", 1).read().log_end_offset(),
+        Offset(0),
+        "nothing corrupt was written"
+    );
+}
+
+#[test]
+fn a_source_topic_deleted_is_failed_after_two_syncs() {
+    let w = world(MirrorConfig::new("m3"), &[("gone", 1), ("stays", 1)]);
+    w.mirror
+        .start_topics(&["gone".to_string(), "stays".to_string()])
+        .unwrap();
+    catch_up(&w);
+    w.src
+        .delete(&TopicPartition {
+            topic: "gone".into(),
+            partition: 0,
+        })
+        .unwrap();
+    w.mirror.sync().unwrap();
+    assert_eq!(
+        state(&w, "gone", 0),
+        S::Mirroring,
+        "one missing sync is not enough"
+    );
+    w.mirror.sync().unwrap();
+    assert_eq!(state(&w, "gone", 0), S::Failed);
+    assert_eq!(state(&w, "stays", 0), S::Mirroring);
+}
+
+#[test]
+fn divergence_fails_without_ule_support_and_recovers_with_it() {
+    for ule in [false, true] {
+        let mut cfg = MirrorConfig::new("m4");
+        cfg.support_unclean_leader_election = ule;
+        let w = world(cfg, &[("d", 1)]);
+        for _ in 0..4 {
+            produce(
+                &w.src,
+                "d",
+                0,
+                records(5, Compression::None),
+                1,
+                LeaderOrigin::Client,
+            );
+        }
+        w.mirror.start_topics(&["d".to_string()]).unwrap();
+        catch_up(&w);
+        w.source.unclean_election("d", 0, Offset(10)).unwrap();
+        produce(
+            &w.src,
+            "d",
+            0,
+            records(3, Compression::None),
+            2,
+            LeaderOrigin::Client,
+        );
+        catch_up(&w);
+        if ule {
+            assert_eq!(state(&w, "d", 0), S::Mirroring);
+            assert_eq!(bytes_of(&h(&w.dst, "d", 0)), bytes_of(&h(&w.src, "d", 0)));
+        } else {
+            assert_eq!(state(&w, "d", 0), S::Failed);
+            let f = w.mirror.describe()[0].failure.clone().unwrap();
+            assert!(f.contains("mirror.support.unclean.leader.election"), "{f}");
+            assert_eq!(
+                h(&w.dst, "d", 0).read().log_end_offset(),
+                Offset(20),
+                "nothing truncated"
+            );
+        }
+    }
+}

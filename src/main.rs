@@ -1,5 +1,6 @@
 //! `mirrorlog`: the one binary. Subcommands are thin wrappers over the library crates.
 
+mod demo;
 mod dump;
 mod serve;
 
@@ -62,17 +63,26 @@ enum Command {
     },
     /// Run the single-node Kafka-protocol broker until SIGTERM/SIGINT.
     Serve(serve::ServeArgs),
+    /// Two local brokers, a mirror between them, a failover, and a report.
+    Demo,
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The demo prints its own progress; logs stay at warnings unless RUST_LOG says otherwise.
+    let default_level = if matches!(cli.command, Command::Demo) {
+        "warn"
+    } else {
+        "info"
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .init();
-    match run(Cli::parse()) {
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -83,6 +93,10 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Demo => {
+            demo::run()?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Serve(args) => {
             serve::run(args)?;
             Ok(ExitCode::SUCCESS)

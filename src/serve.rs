@@ -18,14 +18,11 @@
 //! Flags win over the file.
 
 use anyhow::{Context, Result, bail};
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_broker::server::{Server, ServerConfig, shutdown_on_signals};
-use mirrorlog_engine::clock::SystemClock;
+use mirrorlog_broker::broker::BrokerConfig;
+use mirrorlog_broker::running::RunningBroker;
+use mirrorlog_broker::server::{ServerConfig, shutdown_on_signals};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 /// `mirrorlog serve` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -159,61 +156,17 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
 /// Runs the broker until SIGTERM or SIGINT, then shuts down cleanly.
 pub fn run(args: ServeArgs) -> Result<()> {
     let (cfg, server_cfg) = settings(&args)?;
-    let storage = mirrorlog_segment::io::default_storage();
-    let broker = Arc::new(Broker::open(cfg, storage, Arc::new(SystemClock))?);
-    mirrorlog_broker::coordinators::install(&broker)?;
-    let server = Server::bind(server_cfg, broker.clone())?;
+    let running = RunningBroker::start(cfg, server_cfg)?;
     tracing::info!(
-        addr = %server.local_addr(),
-        cluster_id = %broker.cluster_id,
-        node_id = broker.config.node_id,
+        addr = %running.addr,
+        cluster_id = %running.broker.cluster_id,
+        node_id = running.broker.config.node_id,
         "mirrorlog broker listening"
     );
     // Tests and scripts wait for this line.
-    println!("listening on {}", server.local_addr());
-    shutdown_on_signals(server.shutdown_handle())?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let ticker = {
-        let (broker, stop) = (broker.clone(), stop.clone());
-        std::thread::Builder::new()
-            .name("ticker".into())
-            .spawn(move || {
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    broker.tick();
-                    n += 1;
-                    if n.is_multiple_of(50) {
-                        broker.maintain();
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            })?
-    };
-    // When a signal starts the shutdown, release requests blocked in coordinators (JoinGroup
-    // waits for a rebalance) so the server's wait for in-flight requests ends promptly.
-    let watcher = {
-        let (broker, stop, handle) = (broker.clone(), stop.clone(), server.shutdown_handle());
-        std::thread::Builder::new()
-            .name("shutdown-watch".into())
-            .spawn(move || {
-                while !handle.is_shutdown() && !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                broker.shutdown_coordinators();
-            })?
-    };
-    server.run()?;
-    stop.store(true, Ordering::Relaxed);
-    ticker
-        .join()
-        .map_err(|_| anyhow::anyhow!("ticker thread panicked"))?;
-    watcher
-        .join()
-        .map_err(|_| anyhow::anyhow!("shutdown watcher panicked"))?;
-    drop(server);
-    let broker =
-        Arc::try_unwrap(broker).map_err(|_| anyhow::anyhow!("broker still in use at shutdown"))?;
-    broker.shutdown()?;
+    println!("listening on {}", running.addr);
+    shutdown_on_signals(running.shutdown_handle())?;
+    running.wait()?;
     tracing::info!("clean shutdown");
     Ok(())
 }

@@ -133,6 +133,8 @@ pub struct Broker {
     pub appends: AppendNotifier,
     /// Incremental fetch sessions.
     pub fetch_sessions: handlers::fetch::FetchSessionCache,
+    /// Cluster mirrors hosted here (KIP-1279 destination side).
+    pub mirrors: crate::mirrors::Mirrors,
     coordinators: RwLock<Vec<Arc<dyn Coordinator>>>,
     clock: Arc<dyn Clock>,
 }
@@ -185,6 +187,7 @@ impl Broker {
             topics,
             appends: AppendNotifier::default(),
             fetch_sessions: handlers::fetch::FetchSessionCache::default(),
+            mirrors: crate::mirrors::Mirrors::default(),
             coordinators: RwLock::new(vec![]),
             clock,
         })
@@ -244,6 +247,8 @@ impl Broker {
     /// # Errors
     /// A partition still in use elsewhere, or a storage failure.
     pub fn shutdown(self) -> anyhow::Result<()> {
+        self.shutdown_coordinators();
+        self.mirrors.shutdown();
         let Broker {
             logs, coordinators, ..
         } = self;

@@ -12,10 +12,14 @@
 
 pub mod alloc;
 pub mod broker;
+pub mod client;
 pub mod coordinators;
 pub mod errors;
 pub mod group;
 pub mod handlers;
+pub mod mirrors;
+pub mod running;
 pub mod server;
+pub mod source_client;
 pub mod topics;
 pub mod txn;

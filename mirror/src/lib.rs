@@ -8,8 +8,9 @@
 //! implementation lives in `broker`, the only crate that knows Kafka wire types); writes segment
 //! files only through the engine's mirror append.
 
+pub mod engine_source;
+pub mod group_sync;
 pub mod manager;
 pub mod partition;
-pub mod engine_source;
 pub mod source;
 pub mod state;

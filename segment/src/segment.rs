@@ -624,6 +624,37 @@ fn open_indexes(
     Ok((oi, ti, txn))
 }
 
+/// Opens an existing segment's files: the `.log` through the storage backend in `mode`, the
+/// indexes mapped writable (given room again) or read-only.
+fn open_reader(
+    storage: &dyn Storage,
+    dir: &Path,
+    base_offset: Offset,
+    config: SegmentConfig,
+    mode: OpenMode,
+) -> SegmentResult<SegmentReader> {
+    config
+        .validate()
+        .map_err(|reason| SegmentError::DoesNotFit {
+            path: dir.to_path_buf(),
+            reason,
+        })?;
+    let log = storage.open(&segment_path(dir, base_offset, LOG_SUFFIX), mode)?;
+    let size = log_size(&*log)?;
+    let writable = mode != OpenMode::Read;
+    let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, writable)?;
+    Ok(SegmentReader {
+        dir: dir.to_path_buf(),
+        base_offset,
+        log,
+        offset_index,
+        time_index,
+        txn_index,
+        size,
+        config,
+    })
+}
+
 impl ActiveSegment {
     /// Creates a new, empty segment at `base_offset` in `dir`. Fails if its `.log` exists.
     /// The directory entry is synced so the new file survives a crash.
@@ -634,38 +665,10 @@ impl ActiveSegment {
         config: SegmentConfig,
         now_ms: i64,
     ) -> SegmentResult<ActiveSegment> {
-        config
-            .validate()
-            .map_err(|reason| SegmentError::DoesNotFit {
-                path: dir.to_path_buf(),
-                reason,
-            })?;
-        let log = storage.open(
-            &segment_path(dir, base_offset, LOG_SUFFIX),
-            OpenMode::CreateNew,
-        )?;
-        let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, true)?;
+        // A new, empty file: the same opening as an existing one, created instead.
+        let r = open_reader(&*storage, dir, base_offset, config, OpenMode::CreateNew)?;
         storage.sync_dir(dir)?;
-        Ok(ActiveSegment {
-            r: SegmentReader {
-                dir: dir.to_path_buf(),
-                base_offset,
-                log,
-                offset_index,
-                time_index,
-                txn_index,
-                size: 0,
-                config,
-            },
-            storage,
-            next_offset: base_offset,
-            bytes_since_last_index_entry: 0,
-            max_timestamp_so_far: TimestampMs::NONE,
-            offset_of_max_timestamp_so_far: base_offset,
-            rolling_based_timestamp: None,
-            created_ms: now_ms,
-            failed: None,
-        })
+        Ok(ActiveSegment::empty_state(r, storage, now_ms, None))
     }
 
     /// Opens an existing segment for appending (the last segment of a log on restart). Trusts
@@ -678,28 +681,7 @@ impl ActiveSegment {
         config: SegmentConfig,
         now_ms: i64,
     ) -> SegmentResult<ActiveSegment> {
-        config
-            .validate()
-            .map_err(|reason| SegmentError::DoesNotFit {
-                path: dir.to_path_buf(),
-                reason,
-            })?;
-        let log = storage.open(
-            &segment_path(dir, base_offset, LOG_SUFFIX),
-            OpenMode::ReadWrite,
-        )?;
-        let size = log_size(&*log)?;
-        let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, true)?;
-        let r = SegmentReader {
-            dir: dir.to_path_buf(),
-            base_offset,
-            log,
-            offset_index,
-            time_index,
-            txn_index,
-            size,
-            config,
-        };
+        let r = open_reader(&*storage, dir, base_offset, config, OpenMode::ReadWrite)?;
         ActiveSegment::from_reader(r, storage, now_ms)
     }
 
@@ -713,29 +695,26 @@ impl ActiveSegment {
         config: SegmentConfig,
         now_ms: i64,
     ) -> SegmentResult<ActiveSegment> {
-        config
-            .validate()
-            .map_err(|reason| SegmentError::DoesNotFit {
-                path: dir.to_path_buf(),
-                reason,
-            })?;
-        let log = storage.open(
-            &segment_path(dir, base_offset, LOG_SUFFIX),
-            OpenMode::ReadWrite,
-        )?;
-        let size = log_size(&*log)?;
-        let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, true)?;
-        Ok(ActiveSegment {
-            r: SegmentReader {
-                dir: dir.to_path_buf(),
-                base_offset,
-                log,
-                offset_index,
-                time_index,
-                txn_index,
-                size,
-                config,
-            },
+        let r = open_reader(&*storage, dir, base_offset, config, OpenMode::ReadWrite)?;
+        Ok(ActiveSegment::empty_state(
+            r,
+            storage,
+            now_ms,
+            Some("opened for recovery and not yet recovered".into()),
+        ))
+    }
+
+    /// An active segment whose append state is that of an empty segment (a new one, or one
+    /// about to be recovered).
+    fn empty_state(
+        r: SegmentReader,
+        storage: Arc<dyn Storage>,
+        now_ms: i64,
+        failed: Option<String>,
+    ) -> ActiveSegment {
+        let base_offset = r.base_offset;
+        ActiveSegment {
+            r,
             storage,
             next_offset: base_offset,
             bytes_since_last_index_entry: 0,
@@ -743,8 +722,8 @@ impl ActiveSegment {
             offset_of_max_timestamp_so_far: base_offset,
             rolling_based_timestamp: None,
             created_ms: now_ms,
-            failed: Some("opened for recovery and not yet recovered".into()),
-        })
+            failed,
+        }
     }
 
     fn from_reader(
@@ -1132,19 +1111,7 @@ impl SealedSegment {
         base_offset: Offset,
         config: SegmentConfig,
     ) -> SegmentResult<SealedSegment> {
-        let log = storage.open(&segment_path(dir, base_offset, LOG_SUFFIX), OpenMode::Read)?;
-        let size = log_size(&*log)?;
-        let (offset_index, time_index, txn_index) = open_indexes(dir, base_offset, &config, false)?;
-        let r = SegmentReader {
-            dir: dir.to_path_buf(),
-            base_offset,
-            log,
-            offset_index,
-            time_index,
-            txn_index,
-            size,
-            config,
-        };
+        let r = open_reader(&*storage, dir, base_offset, config, OpenMode::Read)?;
         let next_offset = r.load_next_offset()?;
         Ok(SealedSegment {
             r,

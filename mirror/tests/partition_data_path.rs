@@ -44,7 +44,13 @@ fn side(read_only: bool) -> (Side, Arc<PartitionHandle>) {
         ..LogConfig::default()
     };
     let h = mgr.create(&tp, TopicId([1; 16]), cfg).unwrap();
-    (Side { _dir: dir, _mgr: mgr }, h)
+    (
+        Side {
+            _dir: dir,
+            _mgr: mgr,
+        },
+        h,
+    )
 }
 
 fn produce(src: &PartitionHandle, b: Bytes, epoch: i32, origin: LeaderOrigin) {

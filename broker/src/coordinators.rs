@@ -88,6 +88,28 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
     let clock = broker.clock().clone();
     let groups =
         GroupCoordinator::open(broker.logs.clone(), GroupConfig::default(), clock.clone())?;
+    // KIP-1279 invariant 6: a commit to a mirror (read-only) partition is clamped into
+    // [log start, high watermark], whoever sends it, so no path stores an offset outside the
+    // log. The closure holds the log manager weakly: it must not keep it alive at shutdown.
+    let logs = Arc::downgrade(&broker.logs);
+    groups.set_commit_clamp(Box::new(move |tp, offset| {
+        let Some(logs) = logs.upgrade() else {
+            return offset;
+        };
+        let Some(h) = logs.get(tp) else {
+            return offset;
+        };
+        let log = h.read();
+        if !log.is_read_only() {
+            return offset;
+        }
+        mirrorlog_mirror::group_sync::clamp_offset(
+            mirrorlog_index::Offset(offset),
+            log.log_start_offset(),
+            log.high_watermark(),
+        )
+        .get()
+    }));
     let txns = TxnCoordinator::open(
         broker.logs.clone(),
         Arc::new(GroupSink(groups.clone())),

@@ -1,7 +1,7 @@
 //! Deterministic inputs shared by the criterion benches and the harness.
 
 use bytes::Bytes;
-use mirrorlog_index::{Offset, TimestampMs};
+use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
 use mirrorlog_segment::{BatchBuilder, BatchHeaderMut, Compression, RecordBatch};
 
 /// A batch of about 16 KiB: `16384 / record_bytes` records whose values are `record_bytes` long
@@ -82,6 +82,12 @@ impl BatchRun {
 /// values, ~16 KiB per batch) with base offsets `base`, `base + 16`, …: the base offset sits
 /// outside the CRC, so a copy is restamped in place and stays valid.
 pub fn batch_run(base: Offset, count: usize) -> BatchRun {
+    batch_run_in_epoch(base, count, LeaderEpoch::NONE)
+}
+
+/// [`batch_run`] with every batch's partition leader epoch set to `epoch` (a field outside the
+/// CRC, like the base offset): what a source cluster's leader wrote, as a mirror fetches it.
+pub fn batch_run_in_epoch(base: Offset, count: usize, epoch: LeaderEpoch) -> BatchRun {
     let one = batch_16k(Compression::None, 1024);
     let batch_bytes = one.size_bytes();
     let offsets_per_batch = one.last_offset_delta() as i64 + 1;
@@ -89,9 +95,9 @@ pub fn batch_run(base: Offset, count: usize) -> BatchRun {
     for i in 0..count {
         let start = buf.len();
         buf.extend_from_slice(one.as_bytes());
-        BatchHeaderMut::new(&mut buf[start..])
-            .expect("one whole batch")
-            .set_base_offset(Offset(base.get() + i as i64 * offsets_per_batch));
+        let mut h = BatchHeaderMut::new(&mut buf[start..]).expect("one whole batch");
+        h.set_base_offset(Offset(base.get() + i as i64 * offsets_per_batch));
+        h.set_partition_leader_epoch(epoch);
     }
     BatchRun {
         bytes: Bytes::from(buf),
@@ -106,4 +112,13 @@ pub fn batch_run(base: Offset, count: usize) -> BatchRun {
 pub fn batches_for(bytes: u64) -> usize {
     let one = batch_16k(Compression::None, 1024).size_bytes() as u64;
     (bytes / one).max(1) as usize
+}
+
+/// `count` producer batches as a client sends them: distinct, uniquely owned copies of
+/// `template` (a client batch, base offset 0), each in its own allocation, so that an append that
+/// stamps offsets in place may take the buffer without copying it.
+pub fn client_batches(template: &RecordBatch, count: usize) -> Vec<Bytes> {
+    (0..count)
+        .map(|_| Bytes::from(template.as_bytes().to_vec()))
+        .collect()
 }

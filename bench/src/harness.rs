@@ -128,6 +128,10 @@ pub fn time(f: impl FnOnce()) -> Duration {
     t.elapsed()
 }
 
+/// Set this environment variable to have [`interleave`] print every round's time of every
+/// closure (by index) to stderr: to see the spread behind a median.
+pub const VERBOSE_ENV: &str = "MIRRORLOG_BENCH_VERBOSE";
+
 /// Runs every closure once as a warm-up, then `rounds` rounds in which each runs once — in a
 /// fresh (deterministic) shuffled order each round, so none always runs first or right after the
 /// same neighbour, whose leftovers (freed pages, kernel workers) it would otherwise always
@@ -135,8 +139,12 @@ pub fn time(f: impl FnOnce()) -> Duration {
 /// baselines measured in the same rounds see the same machine conditions.
 pub fn interleave(rounds: usize, fs: &mut [&mut dyn FnMut() -> Duration]) -> Vec<Duration> {
     let n = fs.len();
-    for f in fs.iter_mut() {
-        f();
+    let verbose = std::env::var_os(VERBOSE_ENV).is_some();
+    for (i, f) in fs.iter_mut().enumerate() {
+        let d = f();
+        if verbose {
+            eprintln!("warm-up: closure {i}: {:.3} ms", d.as_secs_f64() * 1e3);
+        }
     }
     let mut times: Vec<Vec<Duration>> = (0..n).map(|_| Vec::with_capacity(rounds)).collect();
     let mut order: Vec<usize> = (0..n).collect();
@@ -150,7 +158,11 @@ pub fn interleave(rounds: usize, fs: &mut [&mut dyn FnMut() -> Duration]) -> Vec
             order.swap(k, (x % (k as u64 + 1)) as usize);
         }
         for &i in &order {
-            times[i].push(fs[i]());
+            let d = fs[i]();
+            if verbose {
+                eprintln!("round: closure {i}: {:.3} ms", d.as_secs_f64() * 1e3);
+            }
+            times[i].push(d);
         }
     }
     times.into_iter().map(median).collect()

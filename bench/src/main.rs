@@ -12,8 +12,17 @@ scenarios:
                    durable) vs raw pwrite of the same bytes
   index-lookup     OffsetIndex::lookup and Segment::find_batch ns/op vs an in-memory binary
                    search (+ pread of the headers)
-  recovery         ActiveSegment::open + recover of a 1 GiB segment (warm cache) vs raw
-                   pread + CRC32C of the same file
+  segment-recovery ActiveSegment::open_for_recovery + recover of a 1 GiB segment (warm cache)
+                   vs raw pread + CRC32C of the same file
+  recovery         PartitionLog::open after an unclean shutdown of a 2 GiB log, every segment
+                   scanned (warm cache) vs raw pread + CRC32C of the same files
+                   (alias: log-recovery)
+  append           engine appends of 16 KiB batches: leader, mirror, mirror-1mib, 1000-partitions
+                   vs raw pwrite of the same bytes to as many files
+  durable-append   append_as_leader_durable from 1, 8, 64 writers on 1, 8, 64 partitions (group
+                   commit) vs one thread's pwrite + fdatasync of 16 KiB; latency percentiles
+  fetch-send       a segment range over loopback TCP with sendfile(2) vs pread + write (the
+                   broker's fetch path), 1 MiB chunks, warm cache
   all              every scenario above";
 
 type Scenario = fn(Opts) -> Result<Vec<Report>>;
@@ -22,8 +31,15 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("batch-validate", |o| Ok(scenarios::batch_validate::run(o))),
     ("segment-append", scenarios::segment_append::run),
     ("index-lookup", scenarios::index_lookup::run),
-    ("recovery", scenarios::segment_recovery::run),
+    ("segment-recovery", scenarios::segment_recovery::run),
+    ("recovery", scenarios::recovery::run),
+    ("append", scenarios::append::run),
+    ("durable-append", scenarios::durable_append::run),
+    ("fetch-send", |o| Ok(scenarios::fetch_send::run(o))),
 ];
+
+/// Other names accepted for a scenario.
+const ALIASES: &[(&str, &str)] = &[("log-recovery", "recovery")];
 
 fn main() -> Result<()> {
     let mut scenario = None;
@@ -46,6 +62,10 @@ fn main() -> Result<()> {
     let Some(scenario) = scenario else {
         bail!("{USAGE}")
     };
+    let scenario = ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == scenario)
+        .map_or(scenario.as_str(), |(_, name)| name);
     let selected: Vec<&(&str, Scenario)> = if scenario == "all" {
         SCENARIOS.iter().collect()
     } else {

@@ -32,8 +32,14 @@ fn batch_validate_quick_prints_the_contract_fields() {
 /// Runs `scenario --quick --json` and returns its lines, each checked for the DESIGN.md §6
 /// contract fields, its scenario name and a positive ratio (timing never decides a test).
 fn quick_json(scenario: &str) -> Vec<serde_json::Value> {
+    quick_json_as(scenario, scenario)
+}
+
+/// [`quick_json`] of the scenario called `name` on the command line, whose lines name it
+/// `scenario`.
+fn quick_json_as(name: &str, scenario: &str) -> Vec<serde_json::Value> {
     let out = Command::new(env!("CARGO_BIN_EXE_mirrorlog-bench"))
-        .args([scenario, "--quick", "--json"])
+        .args([name, "--quick", "--json"])
         .output()
         .unwrap();
     assert!(
@@ -110,11 +116,112 @@ fn index_lookup_quick_prints_the_contract_fields_and_ns_per_op() {
 }
 
 #[test]
-fn recovery_quick_prints_the_contract_fields() {
-    let lines = quick_json("recovery");
+fn segment_recovery_quick_prints_the_contract_fields() {
+    let lines = quick_json("segment-recovery");
     assert!(variants(&lines).contains(&"pwrite"), "{lines:?}");
     for v in &lines {
         assert_eq!(v["baseline"], "raw_read_crc32c");
         assert_eq!(v["cache"], "warm");
     }
+}
+
+#[test]
+fn recovery_quick_reopens_a_multi_segment_log_and_prints_the_contract_fields() {
+    let lines = quick_json("recovery");
+    assert!(variants(&lines).contains(&"pwrite"), "{lines:?}");
+    for v in &lines {
+        assert_eq!(v["baseline"], "raw_read_crc32c");
+        assert_eq!(v["cache"], "warm");
+        assert!(v["segments"].as_u64().unwrap() >= 2, "{v}");
+        assert!(v["log_bytes"].as_u64().unwrap() > 0, "{v}");
+    }
+}
+
+#[test]
+fn log_recovery_is_an_alias_of_recovery() {
+    let lines = quick_json_as("log-recovery", "recovery");
+    assert!(variants(&lines).contains(&"pwrite"), "{lines:?}");
+}
+
+#[test]
+fn append_quick_prints_every_variant_beside_its_baseline() {
+    let lines = quick_json("append");
+    let names = variants(&lines);
+    for v in ["leader", "mirror", "mirror-1mib", "100-partitions"] {
+        assert!(names.contains(&v), "no {v} variant in {names:?}");
+    }
+    for v in &lines {
+        let name = v["variant"].as_str().unwrap();
+        let (baseline, files) = match name {
+            "leader" => ("raw_pwrite_owned", 1),
+            "mirror" => ("raw_pwrite", 1),
+            "mirror-1mib" => ("raw_pwrite_1mib", 1),
+            _ => ("raw_pwrite_owned_per_partition", 100),
+        };
+        assert_eq!(v["baseline"], baseline, "{v}");
+        assert_eq!(v["files"], files, "{v}");
+        assert!(v["bytes_per_round"].as_u64().unwrap() > 0, "{v}");
+    }
+    let partitions = lines.iter().find(|v| v["variant"] == "100-partitions");
+    assert_eq!(partitions.unwrap()["index_bytes"], 65536);
+}
+
+#[test]
+fn durable_append_quick_prints_latencies_and_group_commit_counters() {
+    let lines = quick_json("durable-append");
+    let names = variants(&lines);
+    for v in [
+        "writers-1",
+        "writers-8",
+        "writers-64",
+        "writers-64-partitions-8",
+        "writers-64-partitions-64",
+    ] {
+        assert!(names.contains(&v), "no {v} variant in {names:?}");
+    }
+    for v in &lines {
+        assert_eq!(v["baseline"], "raw_pwrite+fdatasync");
+        for k in ["p50_us", "p99_us", "baseline_p50_us", "baseline_p99_us"] {
+            assert!(v[k].as_f64().unwrap() > 0.0, "{k} in {v}");
+        }
+        let (requests, syncs) = (
+            v["gc_requests"].as_u64().unwrap(),
+            v["gc_syncs"].as_u64().unwrap(),
+        );
+        // Every durable append asked for a sync; sharing can only lower the count of syncs.
+        assert_eq!(requests, 128 * 3, "{v}");
+        assert!(syncs >= 1 && syncs <= requests, "{v}");
+    }
+    let one = lines.iter().find(|v| v["variant"] == "writers-1").unwrap();
+    assert_eq!(
+        one["gc_syncs"], one["gc_requests"],
+        "one writer shares nothing"
+    );
+}
+
+#[test]
+fn fetch_send_quick_prints_the_contract_fields() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mirrorlog-bench"))
+        .args(["fetch-send", "--quick", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    for k in [
+        "scenario",
+        "variant",
+        "mb_per_s",
+        "baseline",
+        "baseline_mb_per_s",
+        "ratio",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k} in {v}");
+    }
+    assert_eq!(v["scenario"], "fetch-send");
+    assert!(v["ratio"].as_f64().unwrap() > 0.0);
 }

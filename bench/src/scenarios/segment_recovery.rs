@@ -1,6 +1,6 @@
-//! `recovery`: reopening the active segment after an unclean shutdown — `ActiveSegment::open` +
-//! `recover` (scan every batch, check its CRC32C and header, rebuild the offset and time
-//! indexes) — beside `raw_read_crc32c`: `pread` of the same file in 1 MiB chunks into one reused
+//! `segment-recovery`: reopening the active segment after an unclean shutdown —
+//! `ActiveSegment::open_for_recovery` + `recover` (scan every batch, check its CRC32C and header,
+//! rebuild the offset and time indexes) — beside `raw_read_crc32c`: `pread` of the same file in 1 MiB chunks into one reused
 //! buffer and CRC32C of every byte. Target ratio ≥ 0.7.
 //!
 //! One segment of ~16 KiB batches (full: 1 GiB, quick: 8 MiB) is written once through the
@@ -8,7 +8,8 @@
 //! round recovers it through each backend (variants `io_uring`, `pwrite`) and scans it raw, in
 //! interleaved order. **Warm page cache** for both (`"cache": "warm"`): the file was just written
 //! and fits in memory; dropping the cache would need root and would disturb everything else on
-//! the machine, and it measures the disk, not our code.
+//! the machine, and it measures the disk, not our code. The engine-level scenario (a whole
+//! partition log reopened after a crash) is `recovery`.
 
 use crate::fixtures::{batch_run, batches_for};
 use crate::harness::{Opts, Report, interleave, scratch_dir};
@@ -24,7 +25,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const SCENARIO: &str = "recovery";
+const SCENARIO: &str = "segment-recovery";
 /// The baseline's read size (the segment scanner's default chunk too).
 const CHUNK: usize = 1 << 20;
 

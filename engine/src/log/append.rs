@@ -81,7 +81,7 @@ impl PartitionLog {
         if origin == LeaderOrigin::Client && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
         }
-        let mut it = Batches::new(records.clone());
+        let mut it = Batches::new(records);
         let batch = match it.next() {
             None => {
                 return Err(EngineError::InvalidRecord(
@@ -95,6 +95,9 @@ impl PartitionLog {
                 "a produce request must hold exactly one batch per partition".into(),
             ));
         }
+        // The iterator holds a reference to the buffer: let it go, so that the batch is the
+        // buffer's only owner and is stamped in place without a copy.
+        drop(it);
         let mut batch = batch;
         if origin == LeaderOrigin::Client {
             self.validate_client_batch(&batch, now)?;
@@ -216,7 +219,11 @@ impl PartitionLog {
             });
         }
         let check_ts = self.config.timestamp_type == TimestampType::CreateTime;
-        for (i, r) in batch.records()?.enumerate() {
+        // Offsets and timestamps only: no key, value or header slices (Kafka's
+        // skipKeyValueIterator).
+        let mut records = batch.records()?;
+        let mut i = 0usize;
+        while let Some(r) = records.next_meta() {
             let r = r?;
             if r.offset != batch.base_offset().plus(i as i64) {
                 return Err(EngineError::InvalidRecord(format!(
@@ -247,6 +254,7 @@ impl PartitionLog {
                     });
                 }
             }
+            i += 1;
         }
         Ok(())
     }

@@ -20,7 +20,7 @@ pub use builder::BatchBuilder;
 pub use compression::{Compression, MAX_DECOMPRESSED_BYTES};
 pub use control::{ControlRecord, ControlRecordType, EndTxnMarker, MirrorPidReset};
 pub use error::BatchError;
-pub use record::{Header, Record, Records};
+pub use record::{Header, Record, RecordMeta, Records};
 pub use stamp::BatchHeaderMut;
 
 use bytes::Bytes;

@@ -41,6 +41,29 @@ pub struct Record {
     pub size_bytes: usize,
 }
 
+/// A record's offset and timestamp (see [`Records::next_meta`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordMeta {
+    /// `baseOffset + offsetDelta`.
+    pub offset: Offset,
+    /// As [`Record::timestamp`].
+    pub timestamp: TimestampMs,
+}
+
+/// A header's key and value ranges inside a record body.
+type HeaderRanges = (std::ops::Range<usize>, Option<std::ops::Range<usize>>);
+
+/// A framed record: its fields as ranges of the body.
+struct Framed {
+    attributes: i8,
+    ts_delta: i64,
+    offset_delta: i32,
+    key: Option<std::ops::Range<usize>>,
+    value: Option<std::ops::Range<usize>>,
+    body_start: usize,
+    body_end: usize,
+}
+
 /// Iterator over a batch's records: yields exactly `recordsCount` records, then checks that no
 /// bytes remain (Kafka's `InvalidRecordException` cases). After an error it yields nothing more.
 #[derive(Debug)]
@@ -92,7 +115,9 @@ impl Records {
         }
     }
 
-    fn read_one(&mut self) -> Result<Record, String> {
+    /// Frames the record at `pos` and checks every field; header ranges go to `headers` when
+    /// asked for (the full decode), else are only checked (the metadata walk).
+    fn frame(&self, mut headers: Option<&mut Vec<HeaderRanges>>) -> Result<Framed, String> {
         let buf = &self.data[self.pos..];
         let (length, n) = read_varint(buf).map_err(|e| varint_reason("length", e))?;
         if length < (MIN_RECORD_SIZE - 1) as i32 {
@@ -126,13 +151,17 @@ impl Records {
                 "headersCount {header_count} exceeds the bytes left"
             ));
         }
-        let mut headers = Vec::with_capacity(header_count as usize);
+        if let Some(h) = headers.as_deref_mut() {
+            h.reserve(header_count as usize);
+        }
         for _ in 0..header_count {
             let key = c
                 .nullable_bytes("headerKey")?
                 .ok_or("invalid negative header key size")?;
             let value = c.nullable_bytes("headerValue")?;
-            headers.push((key, value));
+            if let Some(h) = headers.as_deref_mut() {
+                h.push((key, value));
+            }
         }
         if c.pos != body.len() {
             return Err(format!(
@@ -140,22 +169,45 @@ impl Records {
                 c.pos
             ));
         }
+        Ok(Framed {
+            attributes,
+            ts_delta,
+            offset_delta,
+            key,
+            value,
+            body_start,
+            body_end,
+        })
+    }
+
+    fn offset_and_timestamp(&self, f: &Framed) -> (Offset, TimestampMs) {
+        (
+            Offset(self.base_offset.wrapping_add(f.offset_delta as i64)),
+            TimestampMs(
+                self.log_append_time
+                    .unwrap_or(self.base_timestamp.wrapping_add(f.ts_delta)),
+            ),
+        )
+    }
+
+    fn read_one(&mut self) -> Result<Record, String> {
+        let mut headers = Vec::new();
+        let f = self.frame(Some(&mut headers))?;
+        let (offset, timestamp) = self.offset_and_timestamp(&f);
+        let body_start = f.body_start;
         let slice =
             |r: std::ops::Range<usize>| self.data.slice(body_start + r.start..body_start + r.end);
         let record = Record {
-            offset: Offset(self.base_offset.wrapping_add(offset_delta as i64)),
-            timestamp: TimestampMs(
-                self.log_append_time
-                    .unwrap_or(self.base_timestamp.wrapping_add(ts_delta)),
-            ),
+            offset,
+            timestamp,
             sequence: if self.base_sequence == Sequence::NONE {
                 Sequence::NONE
             } else {
-                self.base_sequence.increment(offset_delta.max(0))
+                self.base_sequence.increment(f.offset_delta.max(0))
             },
-            attributes,
-            key: key.map(slice),
-            value: value.map(slice),
+            attributes: f.attributes,
+            key: f.key.map(slice),
+            value: f.value.map(slice),
             headers: headers
                 .into_iter()
                 .map(|(k, v)| Header {
@@ -163,17 +215,25 @@ impl Records {
                     value: v.map(slice),
                 })
                 .collect(),
-            size_bytes: body_end - self.pos,
+            size_bytes: f.body_end - self.pos,
         };
-        self.pos = body_end;
+        self.pos = f.body_end;
         Ok(record)
     }
-}
 
-impl Iterator for Records {
-    type Item = Result<Record, BatchError>;
+    fn read_meta(&mut self) -> Result<RecordMeta, String> {
+        let f = self.frame(None)?;
+        let (offset, timestamp) = self.offset_and_timestamp(&f);
+        self.pos = f.body_end;
+        Ok(RecordMeta { offset, timestamp })
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The framing and count checks shared by [`Iterator::next`] and
+    /// [`next_meta`](Self::next_meta).
+    fn advance<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Option<Result<T, BatchError>> {
         if self.failed {
             return None;
         }
@@ -193,13 +253,28 @@ impl Iterator for Records {
                 self.index, self.count
             ))));
         }
-        match self.read_one() {
+        match read(self) {
             Ok(r) => {
                 self.index += 1;
                 Some(Ok(r))
             }
             Err(reason) => Some(Err(self.corrupt(reason))),
         }
+    }
+
+    /// The next record's offset and timestamp, with every check of [`Iterator::next`] but no
+    /// `Bytes` slices and no header vector (Kafka's `skipKeyValueIterator`): what a leader's
+    /// validation needs.
+    pub fn next_meta(&mut self) -> Option<Result<RecordMeta, BatchError>> {
+        self.advance(Self::read_meta)
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<Record, BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.advance(Self::read_one)
     }
 }
 

@@ -568,3 +568,36 @@ fn records_count_beyond_the_bytes_is_rejected_before_iteration() {
     let errs: Vec<_> = b.records().unwrap().filter_map(Result::err).collect();
     assert_eq!(errs.len(), 1);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_metadata_walk_agrees_with_the_full_decode(spec in spec_strategy()) {
+        let batch = build(&spec);
+        let full: Vec<(Offset, TimestampMs)> =
+            batch.records().unwrap().map(|r| r.map(|r| (r.offset, r.timestamp)).unwrap()).collect();
+        let mut records = batch.records().unwrap();
+        let mut meta = vec![];
+        while let Some(m) = records.next_meta() {
+            let m = m.unwrap();
+            meta.push((m.offset, m.timestamp));
+        }
+        prop_assert_eq!(meta, full);
+    }
+}
+
+#[test]
+fn the_metadata_walk_reports_corruption_like_the_full_decode() {
+    let mut bytes = simple_batch(Compression::None).as_bytes().to_vec();
+    bytes[field::RECORDS_COUNT..field::RECORDS_COUNT + 4].copy_from_slice(&2i32.to_be_bytes());
+    BatchHeaderMut::new(&mut bytes).unwrap().update_crc();
+    let b = RecordBatch::new(bytes.into()).unwrap();
+    let mut r = b.records().unwrap();
+    assert!(r.next_meta().unwrap().is_ok());
+    assert!(r.next_meta().unwrap().is_ok());
+    assert!(
+        matches!(r.next_meta(), Some(Err(BatchError::CorruptRecord { .. }))),
+        "bytes remain after the declared count"
+    );
+}

@@ -6,4 +6,5 @@
 
 pub mod fixtures;
 pub mod harness;
+pub mod peers;
 pub mod scenarios;

@@ -23,6 +23,12 @@ scenarios:
                    commit) vs one thread's pwrite + fdatasync of 16 KiB; latency percentiles
   fetch-send       a segment range over loopback TCP with sendfile(2) vs pread + write (the
                    broker's fetch path), 1 MiB chunks, warm cache
+  produce          a real Kafka client (librdkafka) producing 1 KiB records, acks=1 and acks=all,
+                   to mirrorlog serve vs each installed peer (Tansu, noida-db: run
+                   bench/peers/install.sh): throughput, latency at a fixed 16 MB/s load, and one
+                   16 KiB fdatasync's p99
+  consume          a fresh librdkafka consumer reading 256 MiB from the beginning, mirrorlog vs
+                   each installed peer (MIRRORLOG_BENCH_PEERS=none|all|tansu,noida-db picks them)
   all              every scenario above";
 
 type Scenario = fn(Opts) -> Result<Vec<Report>>;
@@ -36,6 +42,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("append", scenarios::append::run),
     ("durable-append", scenarios::durable_append::run),
     ("fetch-send", |o| Ok(scenarios::fetch_send::run(o))),
+    ("produce", scenarios::produce_consume::run_produce),
+    ("consume", scenarios::produce_consume::run_consume),
 ];
 
 /// Other names accepted for a scenario.

@@ -19,6 +19,15 @@ fn kcat() -> Option<&'static str> {
     ok.then_some("kcat")
 }
 
+/// kcat with the system's librdkafka: `cargo test` puts every build script's library dirs on
+/// `LD_LIBRARY_PATH`, including the bench crate's own librdkafka build (no zstd), which the
+/// dynamic linker would otherwise pick for kcat.
+fn kcat_command(kcat: &str) -> Command {
+    let mut c = Command::new(kcat);
+    c.env_remove("LD_LIBRARY_PATH");
+    c
+}
+
 #[test]
 fn kcat_lists_metadata_produces_every_codec_and_consumes_back() {
     let Some(kcat) = kcat() else { return };
@@ -27,7 +36,7 @@ fn kcat_lists_metadata_produces_every_codec_and_consumes_back() {
     let mut want = vec![];
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
         let lines: Vec<String> = (0..50).map(|i| format!("{codec}-line-{i}")).collect();
-        let mut child = Command::new(kcat)
+        let mut child = kcat_command(kcat)
             .args([
                 "-b",
                 &broker.addr,
@@ -51,7 +60,7 @@ fn kcat_lists_metadata_produces_every_codec_and_consumes_back() {
         assert!(child.wait().unwrap().success(), "kcat produce with {codec}");
         want.extend(lines);
     }
-    let md = Command::new(kcat)
+    let md = kcat_command(kcat)
         .args(["-b", &broker.addr, "-L", "-J"])
         .output()
         .unwrap();
@@ -63,7 +72,7 @@ fn kcat_lists_metadata_produces_every_codec_and_consumes_back() {
     let md: serde_json::Value = serde_json::from_slice(&md.stdout).unwrap();
     let topics = md["topics"].as_array().unwrap();
     assert!(topics.iter().any(|t| t["topic"] == "kc"), "{md}");
-    let out = Command::new(kcat)
+    let out = kcat_command(kcat)
         .args([
             "-b",
             &broker.addr,

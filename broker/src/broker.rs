@@ -1,7 +1,7 @@
 //! The broker: configuration, shared state, and the dispatch of every request to its handler.
 
 use crate::handlers;
-use crate::server::{Handler, RequestContext};
+use crate::server::{Handler, Reply, RequestContext};
 use crate::topics::TopicRegistry;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -130,7 +130,7 @@ pub struct Broker {
     /// Topics.
     pub topics: TopicRegistry,
     /// Long-poll wake-ups.
-    pub appends: AppendNotifier,
+    pub appends: Arc<AppendNotifier>,
     /// Incremental fetch sessions.
     pub fetch_sessions: handlers::fetch::FetchSessionCache,
     /// Cluster mirrors hosted here (KIP-1279 destination side).
@@ -185,7 +185,7 @@ impl Broker {
             cluster_id,
             logs: Arc::new(logs),
             topics,
-            appends: AppendNotifier::default(),
+            appends: Arc::default(),
             fetch_sessions: handlers::fetch::FetchSessionCache::default(),
             mirrors: crate::mirrors::Mirrors::default(),
             coordinators: RwLock::new(vec![]),
@@ -323,6 +323,20 @@ fn load_or_create_cluster_id(dir: &std::path::Path, node_id: i32) -> anyhow::Res
 }
 
 impl Handler for Broker {
+    fn handle_pipelined(
+        &self,
+        ctx: &RequestContext,
+        header: &RequestHeader,
+        request: RequestKind,
+    ) -> Reply {
+        match request {
+            RequestKind::Produce(r) if r.acks == -1 => {
+                handlers::produce::handle_pipelined(self, r, ctx.api_version)
+            }
+            other => self.handle(ctx, header, other).into(),
+        }
+    }
+
     fn handle(
         &self,
         ctx: &RequestContext,

@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use mirrorlog_broker::server::{
-    Handler, RequestContext, Server, ServerConfig, ShutdownHandle, shutdown_on_signals,
+    Handler, Reply, RequestContext, Server, ServerConfig, ShutdownHandle, shutdown_on_signals,
 };
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -28,14 +28,47 @@ const CLIENT_ID: &str = "framing-test";
 
 /// ApiVersions 0..=3 (so v4 is unsupported), Metadata 0..=12 (echoes the client id as the
 /// cluster id), Produce 3..=9 (no response, like acks=0), Heartbeat (panics), JoinGroup (blocks
-/// until released).
+/// until released). With `later_gate`, JoinGroup instead answers with [`Reply::Later`] that
+/// waits for the gate, and each Metadata request opens it once.
 #[derive(Default)]
 struct TestHandler {
     /// JoinGroup announces itself on the first channel, then waits on the second.
     join_group_gate: Option<(Sender<()>, Receiver<()>)>,
+    /// Metadata sends on it; a pipelined JoinGroup's reply waits for it.
+    later_gate: Option<(Sender<()>, Receiver<()>)>,
 }
 
 impl Handler for TestHandler {
+    fn handle_pipelined(
+        &self,
+        ctx: &RequestContext,
+        header: &RequestHeader,
+        request: RequestKind,
+    ) -> Reply {
+        if let (Some((_, gate)), RequestKind::JoinGroup(_)) = (&self.later_gate, &request) {
+            let gate = gate.clone();
+            if let Some((entered, _)) = &self.join_group_gate {
+                entered.send(()).unwrap();
+            }
+            return Reply::Later(Box::new(move || {
+                // The hang guard turns "the connection did not read on" into a wrong answer.
+                let member = match gate.recv_timeout(HANG_GUARD) {
+                    Ok(()) => "opened-by-a-later-request",
+                    Err(_) => "never-opened",
+                };
+                ResponseKind::JoinGroup(
+                    JoinGroupResponse::default().with_member_id(StrBytes::from_static_str(member)),
+                )
+            }));
+        }
+        let is_metadata = matches!(request, RequestKind::Metadata(_));
+        let r = self.handle(ctx, header, request).into();
+        if let (Some((open, _)), true) = (&self.later_gate, is_metadata) {
+            open.send(()).unwrap();
+        }
+        r
+    }
+
     fn handle(
         &self,
         ctx: &RequestContext,
@@ -370,6 +403,61 @@ fn pipelined_requests_are_answered_in_order() {
 }
 
 #[test]
+fn a_later_reply_lets_the_connection_read_on_and_answers_stay_in_order() {
+    let (open, gate) = bounded(4);
+    let handler = TestHandler {
+        later_gate: Some((open, gate)),
+        ..TestHandler::default()
+    };
+    let server = TestServer::start(handler);
+    let mut s = server.connect();
+    // JoinGroup's reply can only finish once the Metadata behind it has been handled.
+    let join = RequestKind::JoinGroup(JoinGroupRequest::default());
+    let mut burst = frame(ApiKey::JoinGroup, 9, 1, &join);
+    burst.extend(metadata_request(12, 2));
+    burst.extend(api_versions_request(2, 3));
+    s.write_all(&burst).unwrap();
+    let (cid, mut body) = read_response_for(&mut s, ApiKey::JoinGroup, 9);
+    assert_eq!(cid, 1, "the waiting reply goes out first");
+    let r = JoinGroupResponse::decode(&mut body, 9).unwrap();
+    assert_eq!(&*r.member_id, "opened-by-a-later-request");
+    let (cid, _) = read_response_for(&mut s, ApiKey::Metadata, 12);
+    assert_eq!(cid, 2);
+    let (cid, body) = read_response_for(&mut s, ApiKey::ApiVersions, 2);
+    assert_eq!(cid, 3);
+    decode_api_versions(body, 2);
+    // With nothing waiting, answers go out directly again.
+    s.write_all(&metadata_request(12, 4)).unwrap();
+    assert_eq!(read_response_for(&mut s, ApiKey::Metadata, 12).0, 4);
+    server.stop();
+}
+
+#[test]
+fn shutdown_waits_for_a_later_reply_and_sends_it() {
+    let (open, gate) = bounded(4);
+    let (entered_tx, entered) = bounded(1);
+    let (_never, unused) = bounded(1);
+    let handler = TestHandler {
+        later_gate: Some((open.clone(), gate)),
+        join_group_gate: Some((entered_tx, unused)),
+    };
+    let server = TestServer::start(handler);
+    let mut s = server.connect();
+    let join = RequestKind::JoinGroup(JoinGroupRequest::default());
+    s.write_all(&frame(ApiKey::JoinGroup, 9, 7, &join)).unwrap();
+    entered.recv_timeout(HANG_GUARD).expect("JoinGroup handled");
+    server.handle.shutdown();
+    // run() cannot return while the reply waits.
+    assert!(server.done.try_recv().is_err());
+    open.send(()).unwrap();
+    let (cid, mut body) = read_response_for(&mut s, ApiKey::JoinGroup, 9);
+    assert_eq!(cid, 7);
+    let r = JoinGroupResponse::decode(&mut body, 9).unwrap();
+    assert_eq!(&*r.member_id, "opened-by-a-later-request");
+    server.wait_stopped();
+}
+
+#[test]
 fn oversized_frame_closes_the_connection_and_the_server_keeps_serving() {
     let server = TestServer::start(TestHandler::default());
     let mut s = server.connect();
@@ -530,6 +618,7 @@ fn shutdown_lets_an_in_flight_request_finish_and_answers_it() {
     let (release, release_rx) = bounded(1);
     let handler = TestHandler {
         join_group_gate: Some((entered_tx, release_rx)),
+        ..TestHandler::default()
     };
     let server = TestServer::start(handler);
     let mut s = server.connect();

@@ -91,6 +91,14 @@ impl LogManagerConfig {
     }
 }
 
+/// An append that is written but not yet known durable; see
+/// [`PartitionHandle::append_as_leader_unsynced`].
+#[derive(Debug, Clone)]
+pub struct PendingSync {
+    file: Arc<dyn mirrorlog_segment::io::StorageFile>,
+    last: Offset,
+}
+
 /// One partition: its log behind a lock, and where it lives.
 #[derive(Debug)]
 pub struct PartitionHandle {
@@ -136,15 +144,42 @@ impl PartitionHandle {
         epoch: LeaderEpoch,
         origin: LeaderOrigin,
     ) -> EngineResult<LogAppendInfo> {
-        let (info, file) = {
-            let mut log = self.log.write();
-            let info = log.append_as_leader(records, epoch, origin)?;
-            (info, log.active_log_file())
-        };
-        if !info.duplicate {
-            self.sync(file, info.last_offset)?;
+        let (info, pending) = self.append_as_leader_unsynced(records, epoch, origin)?;
+        if let Some(pending) = pending {
+            self.wait_durable(pending)?;
         }
         Ok(info)
+    }
+
+    /// The first half of [`append_as_leader_durable`](Self::append_as_leader_durable): appends
+    /// as leader and returns what still has to be synced (`None` for a duplicate, which is
+    /// already durable or being synced by its first append). Lets a caller append several
+    /// requests in order and wait for their syncs later, so they share one group-commit round.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::append_as_leader`].
+    pub fn append_as_leader_unsynced(
+        &self,
+        records: Bytes,
+        epoch: LeaderEpoch,
+        origin: LeaderOrigin,
+    ) -> EngineResult<(LogAppendInfo, Option<PendingSync>)> {
+        let mut log = self.log.write();
+        let info = log.append_as_leader(records, epoch, origin)?;
+        let pending = (!info.duplicate).then(|| PendingSync {
+            file: log.active_log_file(),
+            last: info.last_offset,
+        });
+        Ok((info, pending))
+    }
+
+    /// The second half of [`append_as_leader_durable`](Self::append_as_leader_durable): returns
+    /// once the append behind `pending` is durable.
+    ///
+    /// # Errors
+    /// A failed sync (the partition must then be reopened; its acknowledged data is intact).
+    pub fn wait_durable(&self, pending: PendingSync) -> EngineResult<()> {
+        self.sync(pending.file, pending.last)
     }
 
     /// As [`append_as_leader_durable`](Self::append_as_leader_durable), for a replica append.

@@ -7,9 +7,12 @@
 //! stamped with the partition's leader epoch. `acks` must be 0, 1 or −1 (`INVALID_REQUIRED_ACKS`
 //! for every partition otherwise).
 //!
-//! - `acks = -1`: [`PartitionHandle::append_as_leader_durable`] — the answer waits for the
-//!   group-commit `fdatasync`. The partitions of one request are appended side by side (a few
-//!   threads), so their syncs share group-commit rounds instead of running one after another.
+//! - `acks = -1`: the batches are appended in request order at once
+//!   ([`PartitionHandle::append_as_leader_unsynced`]); the answer then waits for the group-commit
+//!   `fdatasync` of each ([`PartitionHandle::wait_durable`]) — through the server, on a thread of
+//!   its own ([`Reply::Later`]), so the connection's next requests are appended meanwhile and
+//!   share the sync rather than each paying one. The syncs of one request's partitions are
+//!   waited for side by side (a few threads), so they share group-commit rounds too.
 //! - `acks = 1` / `0`: [`PartitionLog::append_as_leader`](mirrorlog_engine::log::PartitionLog)
 //!   under the partition lock; durability follows the topic's flush policy.
 //!
@@ -22,21 +25,22 @@
 
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
+use crate::server::Reply;
 use crate::topics::{INTERNAL_TOPICS, sb};
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use mirrorlog_engine::error::{EngineError, EngineResult};
 use mirrorlog_engine::log::{LeaderOrigin, LogAppendInfo};
-use mirrorlog_engine::manager::PartitionHandle;
+use mirrorlog_engine::manager::{PartitionHandle, PendingSync};
 use mirrorlog_index::LeaderEpoch;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
-/// The most partitions of one `acks = -1` request appended (and synced) at the same time.
+/// The most partitions of one `acks = -1` request whose syncs are waited for at the same time.
 const MAX_PARALLEL_DURABLE_APPENDS: usize = 16;
 
 /// Byte offsets in a RecordBatch v2 header.
@@ -55,6 +59,43 @@ struct Job {
 
 /// Answers a Produce request; `None` for `acks = 0` (Kafka sends no response).
 pub fn handle(b: &Broker, r: ProduceRequest, version: i16) -> Option<ProduceResponse> {
+    let (acks, mut responses, jobs) = prepare(b, r, version);
+    if acks == -1 {
+        return Some(durable(b, responses, jobs, version)());
+    }
+    for job in jobs {
+        let result = append(b, &job.handle, job.records.clone());
+        let resp = &mut responses[job.topic].partition_responses[job.partition];
+        fill(resp, &job.handle, result, version);
+    }
+    (acks != 0).then(|| produce_response(responses))
+}
+
+/// As [`handle`], but an `acks = -1` request answers with [`Reply::Later`]: appended now, in
+/// order, and waiting for its syncs on the server's reply thread.
+pub fn handle_pipelined(b: &Broker, r: ProduceRequest, version: i16) -> Reply {
+    if r.acks != -1 {
+        return handle(b, r, version).map(ResponseKind::Produce).into();
+    }
+    let (_, responses, jobs) = prepare(b, r, version);
+    let finish = durable(b, responses, jobs, version);
+    Reply::Later(Box::new(move || ResponseKind::Produce(finish())))
+}
+
+fn produce_response(responses: Vec<TopicProduceResponse>) -> ProduceResponse {
+    let mut out = ProduceResponse::default();
+    out.responses = responses;
+    out.throttle_time_ms = 0;
+    out
+}
+
+/// The request-level checks: the responses with every refused partition filled in, and the
+/// partitions to append.
+fn prepare(
+    b: &Broker,
+    r: ProduceRequest,
+    version: i16,
+) -> (i16, Vec<TopicProduceResponse>, Vec<Job>) {
     let acks = r.acks;
     let acks_valid = matches!(acks, -1..=1);
     let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(r.topic_data.len());
@@ -97,19 +138,78 @@ pub fn handle(b: &Broker, r: ProduceRequest, version: i16) -> Option<ProduceResp
         }
         responses.push(tr);
     }
+    (acks, responses, jobs)
+}
 
-    let durable = acks == -1;
-    for (job, result) in run(b, jobs, durable) {
-        let resp = &mut responses[job.topic].partition_responses[job.partition];
-        fill(resp, &job.handle, result, version);
+/// An `acks = -1` request: appends every partition now, in order, and returns what finishes the
+/// response — waiting for the syncs, then moving the high watermarks and waking long polls.
+fn durable(
+    b: &Broker,
+    mut responses: Vec<TopicProduceResponse>,
+    jobs: Vec<Job>,
+    version: i16,
+) -> impl FnOnce() -> ProduceResponse + Send + 'static {
+    let appended: Vec<_> = jobs
+        .into_iter()
+        .map(|job| {
+            let epoch = LeaderEpoch(b.leader_epoch(&job.handle));
+            let r = job.handle.append_as_leader_unsynced(
+                job.records.clone(),
+                epoch,
+                LeaderOrigin::Client,
+            );
+            (job, r)
+        })
+        .collect();
+    let appends = b.appends.clone();
+    move || {
+        let mut moved = false;
+        for (job, result) in wait_durable(appended) {
+            moved |= result.is_ok() && advance_hw(&mut job.handle.write());
+            let resp = &mut responses[job.topic].partition_responses[job.partition];
+            fill(resp, &job.handle, result, version);
+        }
+        if moved {
+            appends.notify();
+        }
+        produce_response(responses)
     }
-    if acks == 0 {
-        return None;
+}
+
+type Appended = (Job, EngineResult<(LogAppendInfo, Option<PendingSync>)>);
+
+/// Waits for the syncs of appended partitions: in place for one, on a few threads for several so
+/// their syncs overlap.
+fn wait_durable(appended: Vec<Appended>) -> Vec<(Job, EngineResult<LogAppendInfo>)> {
+    let wait = |(job, r): Appended| {
+        let r = r.and_then(|(info, pending)| match pending {
+            Some(p) => job.handle.wait_durable(p).map(|()| info),
+            None => Ok(info),
+        });
+        (job, r)
+    };
+    let waiting = appended
+        .iter()
+        .filter(|(_, r)| matches!(r, Ok((_, Some(_)))))
+        .count();
+    if waiting <= 1 {
+        return appended.into_iter().map(wait).collect();
     }
-    let mut out = ProduceResponse::default();
-    out.responses = responses;
-    out.throttle_time_ms = 0;
-    Some(out)
+    let threads = waiting.min(MAX_PARALLEL_DURABLE_APPENDS);
+    let queue = Mutex::new(appended.into_iter());
+    let done = Mutex::new(vec![]);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let Some(a) = queue.lock().next() else { break };
+                    let r = wait(a);
+                    done.lock().push(r);
+                }
+            });
+        }
+    });
+    done.into_inner()
 }
 
 fn failure(e: ResponseError, message: String) -> (i16, String) {
@@ -190,59 +290,18 @@ fn validate_records(version: i16, records: &[u8]) -> Result<(), (i16, String)> {
     Ok(())
 }
 
-/// Runs the appends: in place for `acks` 0/1 (no fsync to wait for), on a few threads for a
-/// durable request with several partitions so their syncs overlap.
-fn run(b: &Broker, jobs: Vec<Job>, durable: bool) -> Vec<(Job, EngineResult<LogAppendInfo>)> {
-    if !durable || jobs.len() <= 1 {
-        return jobs
-            .into_iter()
-            .map(|j| {
-                let r = append(b, &j.handle, j.records.clone(), durable);
-                (j, r)
-            })
-            .collect();
-    }
-    let threads = jobs.len().min(MAX_PARALLEL_DURABLE_APPENDS);
-    let queue = Mutex::new(jobs.into_iter());
-    let done = Mutex::new(vec![]);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let Some(j) = queue.lock().next() else { break };
-                    let r = append(b, &j.handle, j.records.clone(), true);
-                    done.lock().push((j, r));
-                }
-            });
-        }
-    });
-    done.into_inner()
-}
-
-/// One append as leader with the partition's current leader epoch; then HW = LEO and a wake-up
-/// for long polls.
-fn append(
-    b: &Broker,
-    h: &PartitionHandle,
-    records: Bytes,
-    durable: bool,
-) -> EngineResult<LogAppendInfo> {
-    let (result, moved) = if durable {
-        let epoch = LeaderEpoch(b.leader_epoch(h));
-        let r = h.append_as_leader_durable(records, epoch, LeaderOrigin::Client);
-        let moved = r.is_ok() && advance_hw(&mut h.write());
-        (r, moved)
-    } else {
-        let mut log = h.write();
-        let epoch = LeaderEpoch(log.epoch_cache().latest_epoch().map_or(0, |e| e.get()));
-        let r = log.append_as_leader(records, epoch, LeaderOrigin::Client);
-        let moved = r.is_ok() && advance_hw(&mut log);
-        (r, moved)
-    };
+/// One append as leader (`acks` 0/1) with the partition's current leader epoch; then HW = LEO
+/// and a wake-up for long polls.
+fn append(b: &Broker, h: &PartitionHandle, records: Bytes) -> EngineResult<LogAppendInfo> {
+    let mut log = h.write();
+    let epoch = LeaderEpoch(log.epoch_cache().latest_epoch().map_or(0, |e| e.get()));
+    let r = log.append_as_leader(records, epoch, LeaderOrigin::Client);
+    let moved = r.is_ok() && advance_hw(&mut log);
+    drop(log);
     if moved {
         b.appends.notify();
     }
-    result
+    r
 }
 
 /// Single node: the high watermark follows the log end. Returns whether it moved.

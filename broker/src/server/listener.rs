@@ -2,9 +2,11 @@
 //! gracefully.
 //!
 //! Bounds: at most `max_connections` connections (one more is accepted and closed at once, with
-//! a log line), at most `request_max_bytes` per request, and one request in flight per
-//! connection — the next request is read only after the previous one was answered, so responses
-//! go out in request order.
+//! a log line), at most `request_max_bytes` per request. A connection handles its requests one
+//! after another, in order; a handler may finish a response later ([`Reply::Later`], e.g. an
+//! acks=all Produce waiting for its `fdatasync`), and then the connection goes on reading and
+//! handling while at most [`MAX_PENDING_RESPONSES`] responses wait. A per-connection writer
+//! thread sends those in request order; while none waits, the reading thread answers directly.
 //!
 //! Shutdown: [`ShutdownHandle::shutdown`] sets the stop flag under the connection registry's lock,
 //! shuts down the *read* half of every registered connection (a reader blocked waiting for the
@@ -14,7 +16,7 @@
 //! registered, under the same lock, before its thread starts, so none can slip past the flag.
 
 use super::frame::{self, Decoded, ErrorChain, ReadFrameError};
-use super::{Handler, RequestContext};
+use super::{Handler, Reply, RequestContext};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
@@ -26,12 +28,18 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 use tracing::{debug, error, info, warn};
 
 /// Read buffer per connection: small requests pipelined by a client arrive in one syscall; large
 /// ones bypass it.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
+
+/// The most responses of one connection waiting to be sent while it reads on (librdkafka keeps
+/// at most 5 requests in flight for an idempotent producer, 1 000 000 otherwise).
+pub const MAX_PENDING_RESPONSES: usize = 32;
 
 /// How long the accept loop pauses after running out of file descriptors or memory, so that it
 /// does not spin on an error that only a closing connection can clear. Shutdown still wakes it.
@@ -367,10 +375,50 @@ struct Connection {
     request_max_bytes: usize,
 }
 
+/// A response on its way to the writer thread.
+struct Outgoing {
+    correlation_id: i32,
+    api_key: ApiKey,
+    version: i16,
+    body: Body,
+}
+
+// Moved once per request; boxing the response would cost an allocation each time.
+#[allow(clippy::large_enum_variant)]
+enum Body {
+    Ready(ResponseKind),
+    Pending(JoinHandle<ResponseKind>),
+}
+
+/// What handling one request gave.
+// Moved once per request; boxing the response would cost an allocation each time.
+#[allow(clippy::large_enum_variant)]
+enum Answer {
+    /// Nothing to send (acks=0).
+    Nothing,
+    Send(Outgoing),
+    /// Close the connection.
+    Close,
+}
+
 impl Connection {
     fn serve(self, shared: &Shared) {
         let (id, peer) = (self.id, self.peer);
         debug!(connection_id = id, %peer, "connection opened");
+        // Responses handed to the writer thread and not yet written. While it is 0 the reading
+        // thread writes its answers itself (no hand-off on the common path); otherwise they queue
+        // behind the waiting ones so the order holds.
+        let queued = AtomicUsize::new(0);
+        let (tx, rx) = sync_channel::<Outgoing>(MAX_PENDING_RESPONSES);
+        std::thread::scope(|s| {
+            s.spawn(|| self.write_queued(rx, &queued));
+            self.read_requests(shared, tx, &queued);
+            // Dropping `tx` lets the writer send what is queued and end; the scope waits for it.
+        });
+    }
+
+    fn read_requests(&self, shared: &Shared, tx: SyncSender<Outgoing>, queued: &AtomicUsize) {
+        let (id, peer) = (self.id, self.peer);
         let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, &self.stream);
         loop {
             if shared.is_stopping() {
@@ -394,59 +442,65 @@ impl Connection {
                     break;
                 }
             };
-            if !self.answer(frame) {
+            let out = match self.answer(frame) {
+                Answer::Nothing => continue,
+                Answer::Close => break,
+                Answer::Send(out) => out,
+            };
+            let direct = matches!(out.body, Body::Ready(_)) && queued.load(Ordering::Acquire) == 0;
+            if direct {
+                if !self.send(out) {
+                    break;
+                }
+                continue;
+            }
+            queued.fetch_add(1, Ordering::AcqRel);
+            if tx.send(out).is_err() {
+                // The writer stopped: the connection is broken.
                 break;
             }
         }
     }
 
-    /// Decodes, handles and answers one request. Returns whether to keep the connection open.
-    fn answer(&self, frame: bytes::Bytes) -> bool {
+    /// The writer thread: sends queued responses in order, waiting for each pending one.
+    fn write_queued(&self, rx: Receiver<Outgoing>, queued: &AtomicUsize) {
+        for out in rx {
+            let ok = self.send(out);
+            queued.fetch_sub(1, Ordering::AcqRel);
+            if !ok {
+                // Wake the reading thread (blocked on the socket) so the connection closes.
+                let _ = self.stream.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+    }
+
+    /// Finishes, encodes and writes one response. Returns whether to keep the connection open.
+    fn send(&self, out: Outgoing) -> bool {
         let (id, peer) = (self.id, self.peer);
-        let handler = &*self.handler;
-        let decoded = catch_unwind(AssertUnwindSafe(|| {
-            frame::decode_request(frame, &|k| handler.supported_versions(k))
-        }));
-        let (correlation_id, api_key, version, response) = match decoded {
-            Err(panic) => {
-                error!(
-                    connection_id = id,
-                    %peer,
-                    panic = panic_message(&*panic),
-                    "request decoding panicked; closing connection"
-                );
-                return false;
-            }
-            Ok(Err(e)) => {
-                warn!(connection_id = id, %peer, error = %ErrorChain(&e), "closing connection");
-                return false;
-            }
-            Ok(Ok(Decoded::Answer(a))) => (a.correlation_id, a.api_key, a.version, a.body),
-            Ok(Ok(Decoded::Request {
-                header,
-                api_key,
-                request,
-            })) => {
-                let (correlation_id, version) = (header.correlation_id, header.request_api_version);
-                match self.handle(&header, api_key, request) {
-                    Ok(Some(response)) => (correlation_id, api_key, version, response),
-                    Ok(None) => return true,
-                    Err(panic) => {
-                        error!(
-                            connection_id = id,
-                            %peer,
-                            ?api_key,
-                            api_version = version,
-                            correlation_id,
-                            panic = panic_message(&*panic),
-                            "handler panicked; closing connection"
-                        );
-                        return false;
-                    }
+        let response = match out.body {
+            Body::Ready(r) => r,
+            Body::Pending(h) => match h.join() {
+                Ok(r) => r,
+                Err(panic) => {
+                    error!(
+                        connection_id = id,
+                        %peer,
+                        api_key = ?out.api_key,
+                        correlation_id = out.correlation_id,
+                        panic = panic_message(&*panic),
+                        "handler panicked finishing a response; closing connection"
+                    );
+                    return false;
                 }
-            }
+            },
         };
-        let bytes = match frame::encode_response(correlation_id, api_key, version, &response) {
+        let bytes = match frame::encode_response(
+            out.correlation_id,
+            out.api_key,
+            out.version,
+            &response,
+        ) {
             Ok(bytes) => bytes,
             Err(e) => {
                 error!(connection_id = id, %peer, error = %ErrorChain(&e), "closing connection");
@@ -460,12 +514,80 @@ impl Connection {
         true
     }
 
+    /// Decodes and handles one request.
+    fn answer(&self, frame: bytes::Bytes) -> Answer {
+        let (id, peer) = (self.id, self.peer);
+        let handler = &*self.handler;
+        let decoded = catch_unwind(AssertUnwindSafe(|| {
+            frame::decode_request(frame, &|k| handler.supported_versions(k))
+        }));
+        let (correlation_id, api_key, version, body) = match decoded {
+            Err(panic) => {
+                error!(
+                    connection_id = id,
+                    %peer,
+                    panic = panic_message(&*panic),
+                    "request decoding panicked; closing connection"
+                );
+                return Answer::Close;
+            }
+            Ok(Err(e)) => {
+                warn!(connection_id = id, %peer, error = %ErrorChain(&e), "closing connection");
+                return Answer::Close;
+            }
+            Ok(Ok(Decoded::Answer(a))) => {
+                (a.correlation_id, a.api_key, a.version, Body::Ready(a.body))
+            }
+            Ok(Ok(Decoded::Request {
+                header,
+                api_key,
+                request,
+            })) => {
+                let (correlation_id, version) = (header.correlation_id, header.request_api_version);
+                let body = match self.handle(&header, api_key, request) {
+                    Ok(Reply::Now(response)) => Body::Ready(response),
+                    Ok(Reply::None) => return Answer::Nothing,
+                    Ok(Reply::Later(finish)) => match std::thread::Builder::new()
+                        .name(format!("mirrorlog-conn-{id}-reply"))
+                        .spawn(finish)
+                    {
+                        Ok(h) => Body::Pending(h),
+                        Err(e) => {
+                            // The closure is gone with the failed spawn: no response can be made.
+                            error!(connection_id = id, %peer, error = %e, "cannot start a reply thread; closing connection");
+                            return Answer::Close;
+                        }
+                    },
+                    Err(panic) => {
+                        error!(
+                            connection_id = id,
+                            %peer,
+                            ?api_key,
+                            api_version = version,
+                            correlation_id,
+                            panic = panic_message(&*panic),
+                            "handler panicked; closing connection"
+                        );
+                        return Answer::Close;
+                    }
+                };
+                (correlation_id, api_key, version, body)
+            }
+        };
+        Answer::Send(Outgoing {
+            correlation_id,
+            api_key,
+            version,
+            body,
+        })
+    }
+
     fn handle(
         &self,
         header: &RequestHeader,
         api_key: ApiKey,
         request: RequestKind,
-    ) -> Result<Option<ResponseKind>, Box<dyn Any + Send>> {
+    ) -> Result<Reply, Box<dyn Any + Send>> {
         let ctx = RequestContext {
             peer: self.peer,
             connection_id: self.id,
@@ -475,7 +597,9 @@ impl Connection {
             correlation_id: header.correlation_id,
         };
         let handler = &*self.handler;
-        catch_unwind(AssertUnwindSafe(|| handler.handle(&ctx, header, request)))
+        catch_unwind(AssertUnwindSafe(|| {
+            handler.handle_pipelined(&ctx, header, request)
+        }))
     }
 }
 

@@ -1,5 +1,6 @@
 //! The listener and request framing: `int32 size` + request header + body in, `int32 size` +
-//! response header + body out, answered in order per connection.
+//! response header + body out, answered in order per connection (a handler may finish a
+//! response later, see [`Reply`], while the connection's next requests are handled).
 //!
 //! The server knows nothing of what requests mean: it decodes the header and body with the
 //! `kafka-protocol` crate and hands them to a [`Handler`].
@@ -43,7 +44,50 @@ pub trait Handler: Send + Sync + 'static {
         request: RequestKind,
     ) -> Option<ResponseKind>;
 
+    /// As [`handle`](Self::handle), but may leave the response to finish later: a
+    /// [`Reply::Later`] runs on its own thread while the connection reads and handles its next
+    /// requests; responses still go out in request order. The default answers at once.
+    fn handle_pipelined(
+        &self,
+        ctx: &RequestContext,
+        header: &RequestHeader,
+        request: RequestKind,
+    ) -> Reply {
+        self.handle(ctx, header, request).into()
+    }
+
     /// The versions of `api` this broker implements (advertised in ApiVersions), `None` if the
     /// API is not implemented.
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)>;
+}
+
+/// A handler's answer to one request, see [`Handler::handle_pipelined`].
+// Moved once per request; boxing the response would cost an allocation each time.
+#[allow(clippy::large_enum_variant)]
+pub enum Reply {
+    /// No response (Produce with acks=0).
+    None,
+    /// The response, ready now.
+    Now(ResponseKind),
+    /// Work that finishes the response — e.g. waiting for an `fdatasync` — run on its own thread
+    /// so that the connection's next requests can be handled (and share that sync) meanwhile.
+    /// It must not depend on later requests of the same connection.
+    Later(Box<dyn FnOnce() -> ResponseKind + Send>),
+}
+
+impl From<Option<ResponseKind>> for Reply {
+    /// `Some` is [`Reply::Now`], `None` is [`Reply::None`].
+    fn from(r: Option<ResponseKind>) -> Reply {
+        r.map_or(Reply::None, Reply::Now)
+    }
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::None => f.write_str("Reply::None"),
+            Reply::Now(_) => f.write_str("Reply::Now(..)"),
+            Reply::Later(_) => f.write_str("Reply::Later(..)"),
+        }
+    }
 }

@@ -40,6 +40,15 @@ pub struct TopicError {
 }
 
 impl TopicError {
+    /// A per-resource outcome as a response's `(error_code, error_message)`: `(0, None)` for
+    /// success.
+    pub fn response_fields(outcome: Result<(), TopicError>) -> (i16, Option<StrBytes>) {
+        match outcome {
+            Ok(()) => (0, None),
+            Err(e) => (e.code, Some(sb(&e.message))),
+        }
+    }
+
     fn new(e: ResponseError, message: impl Into<String>) -> TopicError {
         TopicError {
             code: e.code(),

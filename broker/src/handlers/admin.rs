@@ -829,16 +829,7 @@ pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopics
         let mut out = DeletableTopicResult::default();
         out.name = name.map(|n| TopicName(sb(n)));
         out.topic_id = if v >= 6 { id } else { Uuid::nil() };
-        match outcome {
-            Ok(()) => {
-                out.error_code = 0;
-                out.error_message = None;
-            }
-            Err(e) => {
-                out.error_code = e.code;
-                out.error_message = Some(sb(&e.message));
-            }
-        }
+        (out.error_code, out.error_message) = TopicError::response_fields(outcome);
         out
     };
     // (name or id as given) in request order.
@@ -978,16 +969,7 @@ pub fn create_partitions(
         };
         let mut out = CreatePartitionsTopicResult::default();
         out.name = t.name.clone();
-        match outcome {
-            Ok(()) => {
-                out.error_code = 0;
-                out.error_message = None;
-            }
-            Err(e) => {
-                out.error_code = e.code;
-                out.error_message = Some(sb(&e.message));
-            }
-        }
+        (out.error_code, out.error_message) = TopicError::response_fields(outcome);
         resp.results.push(out);
     }
     resp
@@ -1212,16 +1194,7 @@ pub fn incremental_alter_configs(
         let mut out = AlterConfigsResourceResponse::default();
         out.resource_type = res.resource_type;
         out.resource_name = res.resource_name.clone();
-        match outcome {
-            Ok(()) => {
-                out.error_code = 0;
-                out.error_message = None;
-            }
-            Err(e) => {
-                out.error_code = e.code;
-                out.error_message = Some(sb(&e.message));
-            }
-        }
+        (out.error_code, out.error_message) = TopicError::response_fields(outcome);
         resp.responses.push(out);
     }
     resp

@@ -168,6 +168,22 @@ pub fn interleave(rounds: usize, fs: &mut [&mut dyn FnMut() -> Duration]) -> Vec
     times.into_iter().map(median).collect()
 }
 
+/// [`interleave`] for one baseline against several variants of ours: the baseline's median and
+/// each variant's, in order.
+pub fn interleave_against<'a>(
+    rounds: usize,
+    base: &mut dyn FnMut() -> Duration,
+    ours: &mut [Box<dyn FnMut() -> Duration + 'a>],
+) -> (Duration, Vec<Duration>) {
+    let mut all: Vec<&mut dyn FnMut() -> Duration> = vec![base];
+    for f in ours.iter_mut() {
+        all.push(f.as_mut());
+    }
+    let mut medians = interleave(rounds, &mut all);
+    let base = medians.remove(0);
+    (base, medians)
+}
+
 /// The `p`-th percentile (0.0 ..= 1.0, nearest rank) of some durations, in microseconds.
 pub fn percentile_us(v: &[Duration], p: f64) -> f64 {
     assert!(!v.is_empty(), "percentile of nothing");

@@ -18,7 +18,7 @@
 //! The segment-level scenario (one segment's `recover`) is `segment-recovery`.
 
 use crate::fixtures::{batch_16k, batches_for};
-use crate::harness::{Opts, Report, interleave, scratch_dir};
+use crate::harness::{Opts, Report, interleave_against, scratch_dir};
 use crate::scenarios::append::{EPOCH, fresh_log};
 use crate::scenarios::segment_append::backends;
 use anyhow::Result;
@@ -100,11 +100,7 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
             d
         }));
     }
-    let mut all: Vec<&mut dyn FnMut() -> Duration> = vec![&mut raw];
-    for f in ours.iter_mut() {
-        all.push(f.as_mut());
-    }
-    let medians = interleave(rounds, &mut all);
+    let (base, medians) = interleave_against(rounds, &mut raw, &mut ours);
     Ok(backends
         .iter()
         .enumerate()
@@ -113,8 +109,8 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
             variant: b.name().to_string(),
             baseline: "raw_read_crc32c",
             bytes: size,
-            ours: medians[i + 1],
-            base: medians[0],
+            ours: medians[i],
+            base,
             extra: vec![
                 ("cache", json!("warm")),
                 ("log_bytes", json!(size)),

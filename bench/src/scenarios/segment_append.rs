@@ -19,7 +19,9 @@
 //! preallocation, directory sync) is outside the timed part.
 
 use crate::fixtures::{BatchRun, batch_run, batches_for};
-use crate::harness::{Opts, Report, interleave, percentile_us, round3, scratch_dir};
+use crate::harness::{
+    Opts, Report, interleave, interleave_against, percentile_us, round3, scratch_dir,
+};
 use anyhow::Result;
 use bytes::Bytes;
 use mirrorlog_index::Offset;
@@ -166,12 +168,7 @@ fn durable(opts: Opts) -> Result<Vec<Report>> {
             d
         }));
     }
-    let mut all: Vec<&mut dyn FnMut() -> Duration> = vec![&mut raw];
-    for f in ours.iter_mut() {
-        all.push(f.as_mut());
-    }
-    let medians = interleave(rounds, &mut all);
-    drop(all);
+    let (base, medians) = interleave_against(rounds, &mut raw, &mut ours);
     drop(ours);
 
     let mut reports = Vec::new();
@@ -181,8 +178,8 @@ fn durable(opts: Opts) -> Result<Vec<Report>> {
             variant: format!("{}-durable", b.name()),
             baseline: "raw_pwrite+fdatasync",
             bytes,
-            ours: medians[i + 1],
-            base: medians[0],
+            ours: medians[i],
+            base,
             extra: vec![
                 ("write_bytes", json!(COALESCE * run.batch_bytes)),
                 ("bytes_per_round", json!(bytes)),

@@ -32,6 +32,15 @@
 //!   slot 0 is either `(base, position 0)` — exactly what an empty offset index answers anyway —
 //!   or a never-written slot, and the bytes cannot tell them apart.
 //!
+//! # Disk space
+//! The preallocated file is sparse: its blocks are allocated when a page is first written
+//! through the mapping. On a full file system that first touch would raise `SIGBUS` and kill
+//! the process, so a writable index reserves blocks ahead of use with `fallocate`
+//! ([`MmapIndex::reserve`], in [`RESERVE_CHUNK_BYTES`] steps): the segment reserves room for
+//! the entries an append may add *before* writing the log, and a full disk then fails that
+//! append with `ENOSPC` before any byte is written. File systems without `fallocate` are
+//! not protected (the reservation is skipped, as before).
+//!
 //! This scan is why truncation zeroes the slots it drops: "written slots, then zeros" must hold
 //! for every untrimmed file we leave behind. Recovery after an unclean shutdown still rebuilds
 //! the indexes of the segments it replays, as Kafka does; the scan only keeps a reopened index
@@ -134,6 +143,10 @@ fn map_file(file: &File, path: &Path, length: u64, writable: bool) -> Result<Map
     }
 }
 
+/// Bytes of index file reserved at a time by [`MmapIndex::reserve`] (8192 offset-index entries,
+/// about 32 MiB of log at the default `index.interval.bytes`).
+pub const RESERVE_CHUNK_BYTES: u64 = 64 * 1024;
+
 /// A preallocated, memory-mapped file of fixed-size `E` entries, strictly ordered by offset. See
 /// the module documentation for its states and how an existing file's entries are counted.
 pub struct MmapIndex<E: IndexEntry> {
@@ -147,6 +160,9 @@ pub struct MmapIndex<E: IndexEntry> {
     /// Slots in the file: `length_bytes / E::SIZE`.
     max_entries: usize,
     writable: bool,
+    /// The file's leading bytes known to have blocks allocated (written or reserved); the rest
+    /// of a preallocated file may be a hole. `u64::MAX` once `fallocate` proved unsupported.
+    reserved_bytes: u64,
     _entry: PhantomData<E>,
 }
 
@@ -271,6 +287,8 @@ impl<E: IndexEntry> MmapIndex<E> {
             entries,
             max_entries,
             writable,
+            // Written slots have their blocks; anything after may be a hole.
+            reserved_bytes: (entries * E::SIZE) as u64,
             _entry: PhantomData,
         })
     }
@@ -365,6 +383,51 @@ impl<E: IndexEntry> MmapIndex<E> {
     fn slot(&self, i: usize) -> E {
         let start = i * E::SIZE;
         E::decode(&self.map.bytes()[start..start + E::SIZE])
+    }
+
+    /// Makes sure the blocks behind the next `entries` slots are allocated, so that writing them
+    /// through the mapping cannot fault on a full disk. Reserves in [`RESERVE_CHUNK_BYTES`]
+    /// steps, never past the file's length; a no-op for a read-only index and on file systems
+    /// without `fallocate`. Fails with [`Error::Io`] (`ENOSPC` when the disk is full), in which
+    /// case nothing was written.
+    pub fn reserve(&mut self, entries: usize) -> Result<()> {
+        if !self.writable {
+            return Ok(());
+        }
+        let need = (((self.entries + entries) * E::SIZE) as u64).min(self.length_bytes);
+        if need <= self.reserved_bytes {
+            return Ok(());
+        }
+        let end = need
+            .next_multiple_of(RESERVE_CHUNK_BYTES)
+            .min(self.length_bytes);
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(Error::io("open", &self.path))?;
+        let start = self.reserved_bytes;
+        // SAFETY: fallocate on an fd we own with a range inside the file; mode 0 only
+        // allocates blocks (the length is already `length_bytes`).
+        let rc = unsafe {
+            libc::fallocate(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+                start as libc::off_t,
+                (end - start) as libc::off_t,
+            )
+        };
+        if rc == 0 {
+            self.reserved_bytes = end;
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => {
+                self.reserved_bytes = u64::MAX;
+                Ok(())
+            }
+            _ => Err(Error::io("fallocate", &self.path)(e)),
+        }
     }
 
     /// Appends `entry` after the last one; the caller has checked its order.
@@ -495,6 +558,9 @@ impl<E: IndexEntry> MmapIndex<E> {
         if resize {
             file.set_len(length)
                 .map_err(Error::io("set_len", &self.path))?;
+            if length < self.length_bytes {
+                self.reserved_bytes = self.reserved_bytes.min(length);
+            }
             self.length_bytes = length;
         }
         self.map = map_file(&file, &self.path, length, writable)?;

@@ -123,6 +123,40 @@ mod tests {
     }
 
     #[test]
+    fn reserve_allocates_blocks_ahead_of_the_entries_without_growing_the_file() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let max = 1024 * 1024;
+        let (mut idx, path) = new_index(dir.path(), 0, max);
+        let allocated = || fs::metadata(&path).unwrap().blocks() * 512;
+        let before = allocated();
+        idx.reserve(1).unwrap();
+        assert!(
+            allocated() >= before + crate::mmap_index::RESERVE_CHUNK_BYTES,
+            "one chunk reserved: {} -> {} bytes",
+            before,
+            allocated()
+        );
+        // Within the reserved chunk: no further allocation needed, entries land in it.
+        idx.reserve(100).unwrap();
+        idx.append(Offset(1), FilePosition(0)).unwrap();
+        // A reservation past the end is clamped to the file's length.
+        idx.reserve(10 * max as usize).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().len(), max);
+        assert!(allocated() >= max);
+    }
+
+    #[test]
+    fn reserve_on_a_sealed_index_is_a_no_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut idx, path) = new_index(dir.path(), 0, MAX);
+        idx.append(Offset(1), FilePosition(0)).unwrap();
+        idx.trim_to_valid_size().unwrap();
+        idx.reserve(1000).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().len(), 8);
+    }
+
+    #[test]
     fn new_index_is_preallocated_to_whole_entries_and_empty() {
         let dir = tempfile::tempdir().unwrap();
         let (idx, path) = new_index(dir.path(), 0, 85);

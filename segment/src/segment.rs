@@ -17,7 +17,7 @@
 //! checksum: after an unclean shutdown they are rebuilt by [`ActiveSegment::recover`].
 
 use crate::batch::{BatchError, RECORD_BATCH_OVERHEAD, RecordBatch, field};
-use crate::io::{IoError, OpenMode, Storage, StorageFile};
+use crate::io::{IoError, IoOp, OpenMode, Storage, StorageFile};
 use crate::scan::{FileBatches, ScanError};
 use bytes::Bytes;
 use mirrorlog_index::{
@@ -824,6 +824,21 @@ impl ActiveSegment {
         }
     }
 
+    /// A failed log write at `position`. Running out of space while writing (not syncing) is
+    /// the one failure the segment survives: the bytes it may have written past `position` are
+    /// cut off again, so the file holds exactly what it held before, and a later append can
+    /// succeed once space returns (Kafka would take the whole log directory offline instead).
+    /// Any other failure — or a failed cut — poisons the segment (see [`SegmentError::Failed`]).
+    fn write_failed(&mut self, e: IoError, position: u32) -> SegmentError {
+        let survivable = e.op == IoOp::WriteAt
+            && e.is_no_space()
+            && self.r.log.set_len(u64::from(position)).is_ok();
+        if !survivable {
+            self.failed.get_or_insert_with(|| e.to_string());
+        }
+        SegmentError::Io(e)
+    }
+
     /// Runs a write or sync; a failure poisons the segment.
     fn io<T>(&mut self, f: impl FnOnce(&SegmentReader) -> Result<T, IoError>) -> SegmentResult<T> {
         f(&self.r).map_err(|e| {
@@ -895,10 +910,17 @@ impl ActiveSegment {
             return Ok(());
         }
         let position = self.r.size;
-        if durable {
-            self.io(|r| r.log.write_all_at(&[batches], position as u64, true))?;
+        // Room for the index entries this append may add, before a byte of it is written: on a
+        // full disk the append fails here, cleanly, instead of faulting on a mapped page.
+        self.r.offset_index.reserve(metas.len())?;
+        self.r.time_index.reserve(metas.len())?;
+        let written = if durable {
+            self.r.log.write_all_at(&[batches], position as u64, true)
         } else {
-            self.io(|r| r.log.write_at(batches, position as u64))?;
+            self.r.log.write_at(batches, position as u64)
+        };
+        if let Err(e) = written {
+            return Err(self.write_failed(e, position));
         }
         self.r.size = new_size as u32;
         if self.rolling_based_timestamp.is_none() {

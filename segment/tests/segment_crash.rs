@@ -209,7 +209,17 @@ fn every_injected_fault_is_a_structured_error_and_durable_data_survives() {
                 "{err}"
             );
         }
-        // After a failure the segment refuses further writes until recovered.
+        if matches!(kind, FaultKind::NoSpace) {
+            // Out of space while writing: nothing of the append is in the file and the segment
+            // stays usable — the next append (space returned) lands where the failed one would.
+            seg.append(bs[3].clone()).unwrap();
+            seg.flush().unwrap();
+            drop(seg);
+            let crashed: Arc<dyn Storage> = Arc::new(sim.crash(TornTail::None));
+            assert_eq!(recover_and_check(crashed, dir.path(), &bs, 4), 4);
+            continue;
+        }
+        // After any other failure the segment refuses further writes until recovered.
         let again = seg.append(bs[4].clone()).unwrap_err();
         assert!(
             matches!(again, SegmentError::Failed { .. }),

@@ -38,9 +38,10 @@ fn engine_error(e: &EngineError) -> ResponseError {
         }
         EngineError::OffsetsOutOfOrder { .. } => ResponseError::CorruptMessage,
         EngineError::Config(_) => ResponseError::InvalidConfig,
-        EngineError::Segment(_) | EngineError::Index(_) | EngineError::Directory { .. } => {
-            ResponseError::KafkaStorageError
-        }
+        EngineError::Segment(_)
+        | EngineError::Index(_)
+        | EngineError::Directory { .. }
+        | EngineError::LogDirOffline { .. } => ResponseError::KafkaStorageError,
         _ => ResponseError::UnknownServerError,
     }
 }

@@ -85,6 +85,16 @@ pub enum EngineError {
     /// A configuration value was rejected (`INVALID_CONFIG`).
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// The partition's data directory was taken offline by an earlier storage failure (a failed
+    /// `fdatasync` or write) and serves nothing until the process restarts and recovers it
+    /// (`KAFKA_STORAGE_ERROR`, as Kafka answers for a partition in an offline log dir).
+    #[error("log dir {} is offline: {reason}", path.display())]
+    LogDirOffline {
+        /// The data directory.
+        path: PathBuf,
+        /// The failure that took it offline.
+        reason: String,
+    },
     /// The partition directory is not usable.
     #[error("{}: {reason}", path.display())]
     Directory {

@@ -19,6 +19,16 @@
 //! only to append, then waits for its `fdatasync` outside it through the shared
 //! [`GroupCommit`], so concurrent durable appends, on one
 //! partition or many, share syncs.
+//!
+//! # Offline data directories
+//! As Kafka's `LogDirFailureChannel` does, the first storage failure that leaves a file's
+//! contents unknown — a failed `fdatasync` (Linux may have dropped the dirty pages, so a later
+//! successful sync would pretend they were written), or a failed write other than running out
+//! of space — takes the partition's whole data directory offline ([`LogDir`]): every partition
+//! in it then refuses appends with [`EngineError::LogDirOffline`] (`KAFKA_STORAGE_ERROR`), the
+//! manager stops writing checkpoints there and a shutdown leaves no clean-shutdown marker, so the
+//! next start recovers it. Running out of space while writing is not such a failure: the segment
+//! cuts the partial write off again and the append can be retried once space returns.
 
 use crate::clock::Clock;
 use crate::config::LogConfig;
@@ -99,12 +109,69 @@ pub struct PendingSync {
     last: Offset,
 }
 
+/// A data directory and whether it is still usable; shared by every partition in it. See the
+/// module docs ("Offline data directories").
+#[derive(Debug)]
+pub struct LogDir {
+    path: PathBuf,
+    /// Why it went offline; set once, never cleared (a restart recovers the directory).
+    offline: std::sync::OnceLock<String>,
+}
+
+impl LogDir {
+    fn new(path: PathBuf) -> Arc<LogDir> {
+        Arc::new(LogDir {
+            path,
+            offline: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Why the directory is offline, if it is.
+    pub fn offline_reason(&self) -> Option<&str> {
+        self.offline.get().map(String::as_str)
+    }
+
+    /// Takes the directory offline (the first reason is kept).
+    pub fn take_offline(&self, reason: String) {
+        if self.offline.set(reason.clone()).is_ok() {
+            tracing::error!(dir = %self.path.display(), "log dir offline: {reason}");
+        }
+    }
+
+    fn check(&self) -> EngineResult<()> {
+        match self.offline.get() {
+            None => Ok(()),
+            Some(reason) => Err(EngineError::LogDirOffline {
+                path: self.path.clone(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+}
+
+/// Whether `e` leaves a file in an unknown state, so that its data directory must go offline:
+/// any storage failure except running out of space while writing, which the segment undoes.
+fn takes_dir_offline(e: &EngineError) -> bool {
+    use mirrorlog_segment::io::IoOp;
+    use mirrorlog_segment::segment::SegmentError;
+    match e {
+        EngineError::Segment(SegmentError::Io(io)) => !(io.op == IoOp::WriteAt && io.is_no_space()),
+        EngineError::Segment(SegmentError::Failed { .. }) => true,
+        _ => false,
+    }
+}
+
 /// One partition: its log behind a lock, and where it lives.
 #[derive(Debug)]
 pub struct PartitionHandle {
     tp: TopicPartition,
     topic_id: TopicId,
-    data_dir: PathBuf,
+    dir: Arc<LogDir>,
     log: RwLock<PartitionLog>,
     group_commit: Arc<GroupCommit>,
 }
@@ -120,7 +187,28 @@ impl PartitionHandle {
     }
     /// The data directory holding it.
     pub fn data_dir(&self) -> &Path {
-        &self.data_dir
+        &self.dir.path
+    }
+
+    /// Fails with [`EngineError::LogDirOffline`] when the partition's data directory went
+    /// offline. Appends through this handle check it themselves; readers going through
+    /// [`read`](Self::read) call it first, as a fetch must not serve an offline directory.
+    ///
+    /// # Errors
+    /// The directory is offline.
+    pub fn check_online(&self) -> EngineResult<()> {
+        self.dir.check()
+    }
+
+    /// Passes `r` through, taking the data directory offline first when its error leaves a
+    /// file in an unknown state.
+    fn noting_failure<T>(&self, r: EngineResult<T>) -> EngineResult<T> {
+        if let Err(e) = &r
+            && takes_dir_offline(e)
+        {
+            self.dir.take_offline(format!("{}: {e}", self.tp));
+        }
+        r
     }
     /// Shared access to the log (reads).
     pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, PartitionLog> {
@@ -164,8 +252,9 @@ impl PartitionHandle {
         epoch: LeaderEpoch,
         origin: LeaderOrigin,
     ) -> EngineResult<(LogAppendInfo, Option<PendingSync>)> {
+        self.check_online()?;
         let mut log = self.log.write();
-        let info = log.append_as_leader(records, epoch, origin)?;
+        let info = self.noting_failure(log.append_as_leader(records, epoch, origin))?;
         let pending = (!info.duplicate).then(|| PendingSync {
             file: log.active_log_file(),
             last: info.last_offset,
@@ -191,9 +280,10 @@ impl PartitionHandle {
         records: Bytes,
         origin: ReplicaOrigin,
     ) -> EngineResult<LogAppendInfo> {
+        self.check_online()?;
         let (info, file) = {
             let mut log = self.log.write();
-            let info = log.append_as_follower(records, origin)?;
+            let info = self.noting_failure(log.append_as_follower(records, origin))?;
             (info, log.active_log_file())
         };
         if info.batch_count > 0 {
@@ -207,12 +297,15 @@ impl PartitionHandle {
         file: Arc<dyn mirrorlog_segment::io::StorageFile>,
         last: Offset,
     ) -> EngineResult<()> {
-        self.group_commit
-            .sync(&file)
-            .map_err(|e| EngineError::Directory {
-                path: file.path().to_path_buf(),
-                reason: format!("group commit sync failed: {e}"),
-            })?;
+        self.check_online()?;
+        if let Err(e) = self.group_commit.sync(&file) {
+            let reason = format!("{}: group commit sync failed: {e}", self.tp);
+            self.dir.take_offline(reason.clone());
+            return Err(EngineError::LogDirOffline {
+                path: self.dir.path.clone(),
+                reason,
+            });
+        }
         self.log.write().mark_flushed(last.next());
         Ok(())
     }
@@ -237,6 +330,8 @@ pub struct LogManager {
     config: LogManagerConfig,
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
+    /// One per `config.data_dirs` entry, in the same order.
+    dirs: Vec<Arc<LogDir>>,
     logs: RwLock<BTreeMap<TopicPartition, Arc<PartitionHandle>>>,
     group_commit: Arc<GroupCommit>,
     /// Serialises creation and deletion (not appends).
@@ -277,8 +372,13 @@ impl LogManager {
             reason,
         })?;
         let group_commit = GroupCommit::new(config.group_commit);
+        let dirs: Vec<Arc<LogDir>> = config
+            .data_dirs
+            .iter()
+            .map(|d| LogDir::new(d.clone()))
+            .collect();
         let mut jobs = vec![];
-        for data_dir in &config.data_dirs {
+        for (data_dir, dir) in config.data_dirs.iter().zip(&dirs) {
             std::fs::create_dir_all(data_dir).map_err(|e| dir_err(data_dir, e))?;
             storage.create_dir_all(data_dir)?;
             let clean = data_dir.join(CLEAN_SHUTDOWN_FILE).exists();
@@ -307,7 +407,7 @@ impl LogManager {
                     recovery_point: rp.get(&tp).copied().unwrap_or(Offset(0)),
                     high_watermark: hw.get(&tp).copied().unwrap_or(Offset(0)),
                 };
-                jobs.push((data_dir.clone(), path, tp, clean, offsets));
+                jobs.push((dir.clone(), path, tp, clean, offsets));
             }
         }
         let total = jobs.len();
@@ -319,7 +419,7 @@ impl LogManager {
             for _ in 0..threads {
                 s.spawn(|| {
                     loop {
-                        let Some((data_dir, path, tp, clean, offsets)) = queue.lock().pop() else {
+                        let Some((dir, path, tp, clean, offsets)) = queue.lock().pop() else {
                             break;
                         };
                         let r = Self::open_one(
@@ -327,7 +427,7 @@ impl LogManager {
                             &storage,
                             &clock,
                             &group_commit,
-                            &data_dir,
+                            dir,
                             &path,
                             &tp,
                             clean,
@@ -369,6 +469,7 @@ impl LogManager {
             config,
             storage,
             clock,
+            dirs,
             logs: RwLock::new(logs),
             group_commit,
             admin: Mutex::new(()),
@@ -383,7 +484,7 @@ impl LogManager {
         storage: &Arc<dyn Storage>,
         clock: &Arc<dyn Clock>,
         group_commit: &Arc<GroupCommit>,
-        data_dir: &Path,
+        dir: Arc<LogDir>,
         path: &Path,
         tp: &TopicPartition,
         clean: bool,
@@ -415,7 +516,7 @@ impl LogManager {
             PartitionHandle {
                 tp: tp.clone(),
                 topic_id: meta.topic_id,
-                data_dir: data_dir.to_path_buf(),
+                dir,
                 log: RwLock::new(log),
                 group_commit: group_commit.clone(),
             },
@@ -466,23 +567,30 @@ impl LogManager {
                 return Ok(h);
             }
             return Err(EngineError::Directory {
-                path: h.data_dir.join(tp.to_string()),
+                path: h.data_dir().join(tp.to_string()),
                 reason: format!("exists with topic id {}, not {topic_id}", h.topic_id),
             });
         }
         config.validate()?;
         let counts: HashMap<PathBuf, usize> =
             self.logs.read().values().fold(HashMap::new(), |mut m, h| {
-                *m.entry(h.data_dir.clone()).or_default() += 1;
+                *m.entry(h.data_dir().to_path_buf()).or_default() += 1;
                 m
             });
-        let data_dir = self
-            .config
-            .data_dirs
+        // The online directory with the fewest partitions, as Kafka places new logs.
+        let dir = self
+            .dirs
             .iter()
-            .min_by_key(|d| counts.get(*d).copied().unwrap_or(0))
-            .expect("one dir")
-            .clone();
+            .filter(|d| d.offline_reason().is_none())
+            .min_by_key(|d| counts.get(&d.path).copied().unwrap_or(0))
+            .cloned();
+        let Some(dir) = dir else {
+            return Err(EngineError::LogDirOffline {
+                path: self.dirs[0].path.clone(),
+                reason: "every data directory is offline".into(),
+            });
+        };
+        let data_dir = dir.path.clone();
         let path = data_dir.join(tp.to_string());
         std::fs::create_dir_all(&path).map_err(|e| dir_err(&path, e))?;
         PartitionMetadata { topic_id }.write(&PartitionMetadata::path_in(&path))?;
@@ -500,7 +608,7 @@ impl LogManager {
         let h = Arc::new(PartitionHandle {
             tp: tp.clone(),
             topic_id,
-            data_dir,
+            dir,
             log: RwLock::new(log),
             group_commit: self.group_commit.clone(),
         });
@@ -515,7 +623,7 @@ impl LogManager {
     pub fn update_config(&self, tp: &TopicPartition, config: LogConfig) -> EngineResult<()> {
         let h = self.get(tp).ok_or_else(|| unknown(tp))?;
         write_topic_config(
-            &h.data_dir.join(tp.to_string()),
+            &h.data_dir().join(tp.to_string()),
             &config,
             &self.config.default_log_config,
         )?;
@@ -530,8 +638,8 @@ impl LogManager {
     pub fn delete(&self, tp: &TopicPartition) -> EngineResult<()> {
         let _g = self.admin.lock();
         let h = self.logs.write().remove(tp).ok_or_else(|| unknown(tp))?;
-        let path = h.data_dir.join(tp.to_string());
-        let gone = h.data_dir.join(format!("{tp}.{}-delete", h.topic_id));
+        let path = h.data_dir().join(tp.to_string());
+        let gone = h.data_dir().join(format!("{tp}.{}-delete", h.topic_id));
         drop(h);
         std::fs::rename(&path, &gone).map_err(|e| dir_err(&path, e))?;
         sync_dir(&gone.parent().map(Path::to_path_buf).unwrap_or_default())?;
@@ -539,12 +647,21 @@ impl LogManager {
         self.checkpoint()
     }
 
-    /// Writes the three offset checkpoints of every data dir (tmp + fsync + rename).
+    /// The data directories that went offline, with why.
+    pub fn offline_dirs(&self) -> Vec<(PathBuf, String)> {
+        self.dirs
+            .iter()
+            .filter_map(|d| Some((d.path.clone(), d.offline_reason()?.to_string())))
+            .collect()
+    }
+
+    /// Writes the three offset checkpoints of every online data dir (tmp + fsync + rename).
     ///
     /// # Errors
     /// Storage failures.
     pub fn checkpoint(&self) -> EngineResult<()> {
-        for data_dir in &self.config.data_dirs {
+        for dir in self.dirs.iter().filter(|d| d.offline_reason().is_none()) {
+            let data_dir = &dir.path;
             let mut rp = BTreeMap::new();
             let mut ls = BTreeMap::new();
             let mut hw = BTreeMap::new();
@@ -552,7 +669,7 @@ impl LogManager {
                 .logs
                 .read()
                 .values()
-                .filter(|h| &h.data_dir == data_dir)
+                .filter(|h| Arc::ptr_eq(&h.dir, dir))
             {
                 let log = h.read();
                 rp.insert(h.tp.clone(), log.recovery_point());
@@ -575,12 +692,15 @@ impl LogManager {
         let mut deleted = 0;
         let mut first_err = None;
         for h in self.partitions() {
+            if h.check_online().is_err() {
+                continue;
+            }
             let mut log = h.write();
-            let r = (|| -> EngineResult<usize> {
+            let r = h.noting_failure((|| -> EngineResult<usize> {
                 log.maybe_flush_by_time()?;
                 log.remove_expired_producers();
                 log.delete_old_segments()
-            })();
+            })());
             match r {
                 Ok(n) => deleted += n,
                 Err(e) => {
@@ -597,7 +717,9 @@ impl LogManager {
     }
 
     /// Clean shutdown: every log flushed and closed with a producer snapshot, checkpoints
-    /// written, then the clean-shutdown marker, so the next open skips recovery.
+    /// written, then the clean-shutdown marker, so the next open skips recovery. Logs in an
+    /// offline directory are dropped untouched and that directory gets no marker: the next open
+    /// recovers it.
     ///
     /// # Errors
     /// Storage failures (the marker is then not written, and the next open recovers).
@@ -606,12 +728,15 @@ impl LogManager {
         let logs = std::mem::take(&mut *self.logs.write());
         for (_, h) in logs {
             let h = Arc::try_unwrap(h).map_err(|h| EngineError::Directory {
-                path: h.data_dir.clone(),
+                path: h.data_dir().to_path_buf(),
                 reason: format!("{} is still in use at shutdown", h.tp),
             })?;
-            h.log.into_inner().close()?;
+            if h.check_online().is_ok() {
+                h.log.into_inner().close()?;
+            }
         }
-        for data_dir in &self.config.data_dirs {
+        for dir in self.dirs.iter().filter(|d| d.offline_reason().is_none()) {
+            let data_dir = &dir.path;
             let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
             std::fs::write(&marker, b"").map_err(|e| dir_err(&marker, e))?;
             std::fs::File::open(&marker)
@@ -624,7 +749,10 @@ impl LogManager {
 
     fn checkpoint_after_flush(&self) -> EngineResult<()> {
         for h in self.partitions() {
-            h.write().flush()?;
+            if h.check_online().is_ok() {
+                let r = h.write().flush();
+                h.noting_failure(r)?;
+            }
         }
         self.checkpoint()
     }

@@ -767,6 +767,11 @@ fn read_partition(
         d.error_code = ResponseError::UnknownTopicOrPartition.code();
         return d;
     };
+    if h.check_online().is_err() {
+        // Its log dir went offline after a storage failure: serve nothing from it.
+        d.error_code = ResponseError::KafkaStorageError.code();
+        return d;
+    }
     let p = spec.params;
     let log = h.read();
     let ours = log.epoch_cache().latest_epoch().map_or(0, |e| e.get());

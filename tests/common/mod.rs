@@ -28,12 +28,17 @@ pub fn free_port() -> u16 {
 impl Serve {
     /// Starts a broker on `dir` at `port` and waits until it listens.
     pub fn start(dir: &Path, port: u16) -> Serve {
+        Serve::start_logging(dir, port, "warn")
+    }
+
+    /// As [`start`](Self::start), logging at `level` (`RUST_LOG`).
+    pub fn start_logging(dir: &Path, port: u16, level: &str) -> Serve {
         let addr = format!("127.0.0.1:{port}");
         let mut child = Command::new(env!("CARGO_BIN_EXE_mirrorlog"))
             .args(["serve", "--data-dir"])
             .arg(dir)
             .args(["--listen", &addr])
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", level)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -73,6 +78,11 @@ impl Serve {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// SIGKILL: a crash.

@@ -1125,8 +1125,9 @@ fn markers_that_cannot_be_written_are_completed_after_a_restart() {
     add_partitions(&b, 3, "tx", producer, &[("orders", 0), ("orders", 1)]);
     produce(&b, &p0, producer, 0, 1).unwrap();
     produce(&b, &p1, producer, 0, 1).unwrap();
-    // The next write to orders-1 (its marker) fails; the engine then refuses writes to that
-    // partition until it is reopened.
+    // The next write to orders-1 (its marker) fails; the engine then takes the data directory
+    // offline and refuses writes to every partition in it until it is reopened — so orders-0's
+    // marker lands only if it was written before orders-1's failed.
     sim.inject(Fault::new(IoOp::WriteAt, FaultKind::Eio).on_path("orders-1"));
 
     // The outcome is decided once PrepareCommit is durable: the producer is told so.
@@ -1136,7 +1137,8 @@ fn markers_that_cannot_be_written_are_completed_after_a_restart() {
         b.txn.transaction("tx").unwrap().state,
         TxnState::PrepareCommit
     );
-    assert_eq!(markers(&b, &p0).len(), 1);
+    let p0_markers_before = markers(&b, &p0).len();
+    assert!(p0_markers_before <= 1);
     assert!(markers(&b, &p1).is_empty());
     // Until every marker is written, the producer's next steps wait.
     assert_eq!(
@@ -1177,8 +1179,8 @@ fn markers_that_cannot_be_written_are_completed_after_a_restart() {
     );
     assert_eq!(
         markers(&b, &p0).len(),
-        2,
-        "p0's marker is written again, harmlessly"
+        p0_markers_before + 1,
+        "p0's marker is written (again, harmlessly, if it made it before the failure)"
     );
     for partition in [&p0, &p1] {
         let (lso, leo) = lso_and_leo(&b, partition);

@@ -767,6 +767,16 @@ fn read_partition(
         d.error_code = ResponseError::UnknownTopicOrPartition.code();
         return d;
     };
+    if !spec.topic_id.is_nil() && crate::topics::topic_id_to_uuid(h.topic_id()) != spec.topic_id {
+        // The topic was deleted and recreated under the same name while this fetch waited:
+        // the partition found by name is another topic's, and serving it would splice two
+        // topics' offsets into one consumer (or mirror).
+        d.error_code = match spec.key.topic {
+            TopicRef::Id(_) => ResponseError::UnknownTopicId.code(),
+            TopicRef::Name(_) => ResponseError::UnknownTopicOrPartition.code(),
+        };
+        return d;
+    }
     if h.check_online().is_err() {
         // Its log dir went offline after a storage failure: serve nothing from it.
         d.error_code = ResponseError::KafkaStorageError.code();

@@ -456,6 +456,32 @@ impl MirrorManager {
                 continue;
             }
             info.missing_syncs = 0;
+            if info.id != [0; 16] && t.id != [0; 16] && t.id != info.id {
+                // Deleted and recreated between two syncs: same name, new offsets from 0. The
+                // destination's copy belongs to the old topic; continuing would splice two
+                // topics into one log, so every partition fails, for good.
+                let reason = format!(
+                    "source topic {} was deleted and recreated (topic id {} is now {}); its \
+                     offsets started over, so the mirror cannot continue it: stop the mirror \
+                     topic, delete it on the destination and start mirroring it again",
+                    t.name,
+                    mirrorlog_index::TopicId(info.id),
+                    mirrorlog_index::TopicId(t.id)
+                );
+                drop(topics);
+                for (key, entry) in self
+                    .partitions
+                    .lock()
+                    .iter()
+                    .filter(|(k, _)| k.topic == t.name)
+                {
+                    let mut e = entry.lock();
+                    if !matches!(e.state.state, S::Stopped | S::Failed) {
+                        self.fail(key, &mut e, &reason, false);
+                    }
+                }
+                continue;
+            }
             let grown = t.partitions.len() as i32 > info.partitions;
             if grown {
                 info.partitions = t.partitions.len() as i32;

@@ -33,11 +33,17 @@ impl Serve {
 
     /// As [`start`](Self::start), logging at `level` (`RUST_LOG`).
     pub fn start_logging(dir: &Path, port: u16, level: &str) -> Serve {
+        Serve::start_with(dir, port, level, &[])
+    }
+
+    /// As [`start_logging`](Self::start_logging), with more `mirrorlog serve` arguments.
+    pub fn start_with(dir: &Path, port: u16, level: &str, args: &[&str]) -> Serve {
         let addr = format!("127.0.0.1:{port}");
         let mut child = Command::new(env!("CARGO_BIN_EXE_mirrorlog"))
             .args(["serve", "--data-dir"])
             .arg(dir)
             .args(["--listen", &addr])
+            .args(args)
             .env("RUST_LOG", level)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -226,6 +226,16 @@ impl ServerProcess {
         self.addr.to_string()
     }
 
+    /// Freezes (`SIGSTOP`) or thaws (`SIGCONT`) the server, so that an idle server that keeps
+    /// a core busy (noida-db spins one) does not slow down the one being measured.
+    pub fn set_frozen(&self, frozen: bool) {
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            let sig = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
+            // SAFETY: `kill` has no memory preconditions; `pid` is our unreaped child.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+
     /// Whether it is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -254,6 +264,8 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         // Our own child, by its pid: SIGTERM, up to 2 s to exit, then SIGKILL; always reaped.
         if let Ok(None) = self.child.try_wait() {
+            // A frozen server would not act on SIGTERM.
+            self.set_frozen(false);
             if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
                 // SAFETY: `kill` has no memory preconditions; `pid` is our unreaped child, so the
                 // id cannot have been reused by another process.

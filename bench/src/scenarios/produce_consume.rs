@@ -42,6 +42,11 @@
 //! alone with `baseline: "none"` (its `baseline_mb_per_s` repeats ours, `ratio` 1). Lines are
 //! told apart by (`scenario`, `variant`, `baseline`).
 //!
+//! All servers start before the first round and stay up, but only the one being measured runs:
+//! every other peer process is frozen (`SIGSTOP`) during a round and during the raw-`fdatasync`
+//! baseline, since an idle noida-db keeps a core busy and on a 2-core machine that alone made
+//! acks=all p99 swing from 5 ms to 395 ms depending on which peers were in the run.
+//!
 //! mirrorlog runs in-process ([`RunningBroker::start_local`]) unless
 //! `$MIRRORLOG_BENCH_BROKER_BIN` names a `mirrorlog` binary, which is then spawned as
 //! `mirrorlog serve` (a separate process, as the peers are); `ours_server` says which.
@@ -270,6 +275,26 @@ fn start_servers(
         }
     }
     Ok((ours, targets))
+}
+
+/// Leaves only `which` of the peer processes running (none for `None`: a baseline round),
+/// freezing the others, so an idle peer that spins a core cannot slow the one being measured.
+/// mirrorlog itself is idle between its rounds and is not frozen.
+fn run_only(targets: &[Target], which: Option<usize>) {
+    for (i, t) in targets.iter().enumerate() {
+        if let Some(p) = &t.process {
+            p.set_frozen(Some(i) != which);
+        }
+    }
+}
+
+/// Lets every peer process run again.
+fn thaw_all(targets: &[Target]) {
+    for t in targets {
+        if let Some(p) = &t.process {
+            p.set_frozen(false);
+        }
+    }
 }
 
 /// Prints and collects why peers were skipped.
@@ -706,6 +731,7 @@ pub fn produce_with(
     let mut sync_warm = false;
     let mut sync_error = None;
     let mut sync_round = || {
+        run_only(&targets, None);
         let mut lat = vec![];
         let r = fdatasync_round(&sync_dir, sizes.sync_samples, &mut lat);
         match r {
@@ -724,8 +750,10 @@ pub fn produce_with(
     let mut rounds: Vec<Box<dyn FnMut() -> Duration + '_>> = vec![];
     for slot in slots.iter_mut() {
         let target = &targets[slot.target];
+        let all_targets = &targets;
         let values = &values;
         rounds.push(Box::new(move || {
+            run_only(all_targets, Some(slot.target));
             let Some((bulk, paced)) = slot.clients.as_ref().filter(|_| !target.is_failed()) else {
                 return Duration::ZERO;
             };
@@ -768,6 +796,7 @@ pub fn produce_with(
     interleave(sizes.rounds, &mut all);
     drop(all);
     drop(rounds);
+    thaw_all(&targets);
     let peer_kinds: Vec<Option<PeerKind>> = targets.iter().map(|t| t.peer).collect();
     if let Some(e) = sync_error {
         return Err(e.context("raw pwrite + fdatasync"));
@@ -1000,7 +1029,9 @@ pub fn consume_with(
     let mut rounds: Vec<Box<dyn FnMut() -> Duration + '_>> = vec![];
     for slot in slots.iter_mut() {
         let target = &targets[slot.target];
+        let all_targets = &targets;
         rounds.push(Box::new(move || {
+            run_only(all_targets, Some(slot.target));
             if target.is_failed() {
                 return Duration::ZERO;
             }
@@ -1023,6 +1054,7 @@ pub fn consume_with(
     interleave(sizes.rounds, &mut all);
     drop(all);
     drop(rounds);
+    thaw_all(&targets);
     let medians: Vec<Option<Duration>> = slots
         .iter()
         .map(|s| (!s.times.is_empty()).then(|| median(s.times.clone())))

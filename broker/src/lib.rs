@@ -17,6 +17,7 @@ pub mod coordinators;
 pub mod errors;
 pub mod group;
 pub mod handlers;
+pub mod mirror_rpc;
 pub mod mirrors;
 pub mod running;
 pub mod server;

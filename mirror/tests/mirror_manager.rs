@@ -36,7 +36,7 @@ fn manager(dir: &std::path::Path) -> Arc<LogManager> {
 struct Dest(Arc<LogManager>);
 
 impl DestinationTopics for Dest {
-    fn ensure_mirror_topic(&self, name: &str, partitions: i32) -> Result<(), String> {
+    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
         for p in 0..partitions {
             let tp = TopicPartition {
                 topic: name.into(),
@@ -46,7 +46,7 @@ impl DestinationTopics for Dest {
                 self.0
                     .create(
                         &tp,
-                        TopicId([7; 16]),
+                        TopicId(id),
                         LogConfig {
                             read_only: true,
                             ..LogConfig::default()
@@ -55,6 +55,20 @@ impl DestinationTopics for Dest {
                     .map_err(|e| e.to_string())?;
             }
         }
+        Ok(())
+    }
+    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
+        self.0
+            .partitions()
+            .into_iter()
+            .find(|h| h.topic_id() == TopicId(id))
+            .map(|h| h.topic_partition().topic.clone())
+    }
+    fn apply_topic_configs(
+        &self,
+        _name: &str,
+        _configs: &[(String, String)],
+    ) -> Result<(), String> {
         Ok(())
     }
     fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {

@@ -406,6 +406,7 @@ pub struct MirrorManager {
     clock: Arc<dyn Clock>,
     source_cluster_id: Mutex<Option<String>>,
     filters: Mutex<Filters>,
+    starting: Mutex<()>,
     topics: Mutex<BTreeMap<String, TopicInfo>>,
     partitions: Mutex<BTreeMap<TopicPartition, EntryRef>>,
     stop: AtomicBool,
@@ -453,6 +454,7 @@ impl MirrorManager {
             clock,
             source_cluster_id: Mutex::new(None),
             filters: Mutex::new(filters),
+            starting: Mutex::new(()),
             topics: Mutex::new(BTreeMap::new()),
             partitions: Mutex::new(BTreeMap::new()),
             stop: AtomicBool::new(false),
@@ -696,7 +698,23 @@ impl MirrorManager {
     /// The source is unreachable, a topic is unknown on the source or internal, or the state
     /// cannot be persisted.
     pub fn start_topics(&self, topics: &[String]) -> Result<(), MirrorError> {
-        let md = self.source.metadata(Some(topics))?;
+        self.start_topics_inner(topics, false)
+    }
+
+    /// [`start_topics`](Self::start_topics); with `only_new`, topics the mirror already holds
+    /// are left alone (discovery). Starts are serialised, so an operator's start and the sync
+    /// thread's discovery of the same topic never race for its first state write.
+    fn start_topics_inner(&self, topics: &[String], only_new: bool) -> Result<(), MirrorError> {
+        let _serial = self.starting.lock();
+        let topics: Vec<String> = topics
+            .iter()
+            .filter(|t| !only_new || !self.topics.lock().contains_key(*t))
+            .cloned()
+            .collect();
+        if topics.is_empty() {
+            return Ok(());
+        }
+        let md = self.source.metadata(Some(&topics))?;
         self.check_cluster_id(&md.cluster_id)?;
         for t in &md.topics {
             if t.error != 0 {
@@ -929,7 +947,7 @@ impl MirrorManager {
             if !self.is_included(&name) || self.topics.lock().contains_key(&name) {
                 continue;
             }
-            match self.start_topics(std::slice::from_ref(&name)) {
+            match self.start_topics_inner(std::slice::from_ref(&name), true) {
                 Ok(()) => {
                     tracing::info!(mirror = %self.config.name, topic = %name, "discovered a source topic matching mirror.topics.include; mirroring it");
                     started.push(name);

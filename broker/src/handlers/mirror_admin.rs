@@ -534,11 +534,20 @@ fn start_inner(b: &Arc<Broker>, r: StartMirrorTopicsRequest) -> Result<Vec<Topic
         }
     }
     if !r.include_patterns.is_empty() || !r.exclude_patterns.is_empty() {
+        let held_before = m.topic_names();
         b.mirrors
             .add_patterns(b, &r.mirror_name, &r.include_patterns, &r.exclude_patterns)
             .map_err(mirrors_failure)?;
-        for name in m.discover().map_err(mirror_failure)? {
-            if !results.iter().any(|t| t.name == name) {
+        m.discover().map_err(mirror_failure)?;
+        // What the patterns brought in, whether this call or the sync thread (which sees the
+        // new patterns at once) started it.
+        let new = compile_patterns("pattern", &r.include_patterns)
+            .map_err(|e| fail(ec(E::InvalidRegularExpression), e))?;
+        for name in m.topic_names() {
+            if !held_before.contains(&name)
+                && new.iter().any(|re| re.is_match(&name))
+                && !results.iter().any(|t| t.name == name)
+            {
                 results.push(topic_result(&name, Ok(())));
             }
         }

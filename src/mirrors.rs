@@ -1,0 +1,506 @@
+//! `mirrorlog mirrors`: the `kafka-cluster-mirrors.sh` equivalent. Sends one mirror admin RPC
+//! (API keys 94–106, `mirrorlog_broker::mirror_rpc`) to the destination broker and prints the
+//! answer as a table, or as one JSON object with `--json`. Any error code in the answer — the
+//! request's or a topic's — makes the exit status 1 and is printed as `NAME: message`.
+
+use anyhow::{Context, Result, bail};
+use clap::{ArgGroup, Args};
+use mirrorlog_broker::client::Client;
+use mirrorlog_broker::errors::error_name;
+use mirrorlog_broker::mirror_rpc::*;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+
+/// `mirrorlog mirrors` arguments.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("action").required(true).args([
+    "create", "delete", "list", "describe", "start", "stop", "pause", "resume", "recover",
+])))]
+#[command(group(ArgGroup::new("selection").args(["topics", "pattern", "all_topics"])))]
+pub struct MirrorsArgs {
+    /// The destination broker (where the mirror lives), `HOST:PORT`.
+    #[arg(long, value_name = "HOST:PORT")]
+    bootstrap_server: String,
+    /// Create mirror `--mirror` from `--source-bootstrap`, with `--config` settings.
+    #[arg(long)]
+    create: bool,
+    /// Delete mirror `--mirror` (refused while any of its topics is not stopped).
+    #[arg(long)]
+    delete: bool,
+    /// List the mirrors.
+    #[arg(long)]
+    list: bool,
+    /// Describe `--mirror` (or every mirror): each partition's state, lag, last mirror epoch.
+    #[arg(long)]
+    describe: bool,
+    /// Start mirroring topics (`--topics`, `--pattern` — added to `mirror.topics.include` —
+    /// or `--all-topics`).
+    #[arg(long)]
+    start: bool,
+    /// Stop mirroring topics: failover, the destination topics become writable.
+    #[arg(long)]
+    stop: bool,
+    /// Pause mirroring topics (they stay read-only).
+    #[arg(long)]
+    pause: bool,
+    /// Resume paused topics from where they stopped.
+    #[arg(long)]
+    resume: bool,
+    /// Retry the FAILED partitions of topics now.
+    #[arg(long)]
+    recover: bool,
+    /// The mirror's name.
+    #[arg(long, value_name = "NAME")]
+    mirror: Option<String>,
+    /// With --create: the source cluster, `HOST:PORT[,HOST:PORT…]` (its `bootstrap.servers`).
+    #[arg(long, value_name = "HOST:PORT")]
+    source_bootstrap: Option<String>,
+    /// With --create: a mirror setting `KEY=VALUE` (repeatable), e.g.
+    /// `mirror.topics.include=orders.*` or `mirror.metadata.refresh.interval.ms=1000`.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    configs: Vec<String>,
+    /// Topics by name, comma-separated.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    topics: Vec<String>,
+    /// Topics by regex (matched against whole names).
+    #[arg(long, value_name = "REGEX")]
+    pattern: Option<String>,
+    /// Every topic (the pattern `.*`).
+    #[arg(long)]
+    all_topics: bool,
+    /// With --describe: only FAILED partitions.
+    #[arg(long)]
+    failed: bool,
+    /// One JSON object on stdout instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+fn opt(s: &Option<String>) -> Value {
+    s.as_ref().map_or(Value::Null, |s| json!(s))
+}
+
+/// Prints rows as a table: columns padded to their widest cell.
+fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let s: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        println!("{}", s.join("  ").trim_end());
+    };
+    line(header.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        line(r.clone());
+    }
+}
+
+fn require_mirror(a: &MirrorsArgs) -> Result<String> {
+    a.mirror
+        .clone()
+        .context("--mirror NAME is required for this action")
+}
+
+/// Runs the subcommand; the exit status is 1 when the broker answered an error.
+pub fn run(a: MirrorsArgs) -> Result<ExitCode> {
+    if a.failed && !a.describe {
+        bail!("--failed goes with --describe");
+    }
+    if (a.source_bootstrap.is_some() || !a.configs.is_empty()) && !a.create {
+        bail!("--source-bootstrap and --config go with --create");
+    }
+    let topic_action = a.start || a.stop || a.pause || a.resume || a.recover;
+    let selected = !a.topics.is_empty() || a.pattern.is_some() || a.all_topics;
+    if topic_action && !selected {
+        bail!("name the topics: --topics A,B, --pattern REGEX or --all-topics");
+    }
+    if !topic_action && selected {
+        bail!(
+            "--topics, --pattern and --all-topics go with --start/--stop/--pause/--resume/--recover"
+        );
+    }
+    let mut client = Client::connect(&a.bootstrap_server)
+        .with_context(|| format!("connecting to {}", a.bootstrap_server))?;
+    let mut call = |req: MirrorRequest| {
+        client
+            .mirror_call(&req)
+            .with_context(|| format!("{:?} to {}", req.api_key(), a.bootstrap_server))
+    };
+    if a.create {
+        let name = require_mirror(&a)?;
+        let source = a
+            .source_bootstrap
+            .clone()
+            .context("--create needs --source-bootstrap HOST:PORT")?;
+        let mut configs = vec![ConfigEntry {
+            name: "bootstrap.servers".into(),
+            value: Some(source.clone()),
+        }];
+        for c in &a.configs {
+            let (k, v) = c
+                .split_once('=')
+                .with_context(|| format!("--config {c:?} is not KEY=VALUE"))?;
+            configs.push(ConfigEntry {
+                name: k.trim().into(),
+                value: Some(v.into()),
+            });
+        }
+        let resp = call(MirrorRequest::CreateClusterMirror(
+            CreateClusterMirrorRequest {
+                mirror_name: name.clone(),
+                configs,
+            },
+        ))?;
+        let MirrorResponse::CreateClusterMirror(r) = resp else {
+            bail!("unexpected response {resp:?}");
+        };
+        return Ok(simple(
+            &a,
+            &r,
+            &format!("Created cluster mirror {name} from {source}."),
+        ));
+    }
+    if a.delete {
+        let name = require_mirror(&a)?;
+        let resp = call(MirrorRequest::DeleteClusterMirror(
+            DeleteClusterMirrorRequest {
+                mirror_name: name.clone(),
+                state_offset: -1,
+            },
+        ))?;
+        let MirrorResponse::DeleteClusterMirror(r) = resp else {
+            bail!("unexpected response {resp:?}");
+        };
+        return Ok(simple(&a, &r, &format!("Deleted cluster mirror {name}.")));
+    }
+    if a.list {
+        let resp = call(MirrorRequest::ListClusterMirrors(
+            ListClusterMirrorsRequest {
+                include_topic_names: true,
+            },
+        ))?;
+        let MirrorResponse::ListClusterMirrors(r) = resp else {
+            bail!("unexpected response {resp:?}");
+        };
+        return Ok(list(&a, &r));
+    }
+    if a.describe {
+        let resp = call(MirrorRequest::DescribeClusterMirrors(
+            DescribeClusterMirrorsRequest {
+                mirror_names: a.mirror.clone().map(|m| vec![m]),
+                ..Default::default()
+            },
+        ))?;
+        let MirrorResponse::DescribeClusterMirrors(r) = resp else {
+            bail!("unexpected response {resp:?}");
+        };
+        return Ok(describe(&a, &r));
+    }
+    let name = require_mirror(&a)?;
+    let patterns: Vec<String> = if a.all_topics {
+        vec![".*".into()]
+    } else {
+        a.pattern.clone().into_iter().collect()
+    };
+    let req = if a.start {
+        MirrorRequest::StartMirrorTopics(StartMirrorTopicsRequest {
+            mirror_name: name.clone(),
+            topics: a
+                .topics
+                .iter()
+                .map(|t| StartTopic {
+                    name: t.clone(),
+                    topic_id: [0; 16],
+                    num_partitions: -1,
+                })
+                .collect(),
+            include_patterns: patterns,
+            timeout_ms: 30_000,
+            exclude_patterns: vec![],
+        })
+    } else {
+        let body = MirrorTopicsRequest {
+            mirror_name: name.clone(),
+            topics: a
+                .topics
+                .iter()
+                .map(|t| TopicName { name: t.clone() })
+                .collect(),
+            state_offset: -1,
+            patterns,
+        };
+        if a.stop {
+            MirrorRequest::StopMirrorTopics(body)
+        } else if a.pause {
+            MirrorRequest::PauseMirrorTopics(body)
+        } else if a.resume {
+            MirrorRequest::ResumeMirrorTopics(body)
+        } else {
+            MirrorRequest::RecoverMirrorTopics(body)
+        }
+    };
+    let verb = if a.start {
+        "started"
+    } else if a.stop {
+        "stopped"
+    } else if a.pause {
+        "paused"
+    } else if a.resume {
+        "resumed"
+    } else {
+        "recovered"
+    };
+    let resp = call(req)?;
+    let r = match resp {
+        MirrorResponse::StartMirrorTopics(r)
+        | MirrorResponse::StopMirrorTopics(r)
+        | MirrorResponse::PauseMirrorTopics(r)
+        | MirrorResponse::ResumeMirrorTopics(r)
+        | MirrorResponse::RecoverMirrorTopics(r) => r,
+        other => bail!("unexpected response {other:?}"),
+    };
+    Ok(topics_result(&a, &name, verb, &r))
+}
+
+fn report_error(code: i16, message: &Option<String>) {
+    eprintln!(
+        "error: {}: {}",
+        error_name(code),
+        message.as_deref().unwrap_or("(no message)")
+    );
+}
+
+fn simple(a: &MirrorsArgs, r: &MirrorErrorResponse, ok: &str) -> ExitCode {
+    if a.json {
+        println!(
+            "{}",
+            json!({
+                "mirror": a.mirror,
+                "error": error_name(r.error_code),
+                "message": opt(&r.error_message),
+            })
+        );
+    }
+    if r.error_code != 0 {
+        report_error(r.error_code, &r.error_message);
+        return ExitCode::FAILURE;
+    }
+    if !a.json {
+        println!("{ok}");
+    }
+    ExitCode::SUCCESS
+}
+
+fn list(a: &MirrorsArgs, r: &ListClusterMirrorsResponse) -> ExitCode {
+    if a.json {
+        let mirrors: Vec<Value> = r
+            .mirrors
+            .iter()
+            .map(|m| {
+                json!({
+                    "mirror": m.mirror_name,
+                    "source_bootstrap": m.source_bootstrap,
+                    "source_cluster_id": opt(&m.source_cluster_id),
+                    "topics": m.topic_names,
+                })
+            })
+            .collect();
+        println!("{}", json!({ "mirrors": mirrors }));
+    } else {
+        let rows: Vec<Vec<String>> = r
+            .mirrors
+            .iter()
+            .map(|m| {
+                vec![
+                    m.mirror_name.clone(),
+                    m.source_bootstrap.clone(),
+                    m.source_cluster_id.clone().unwrap_or_else(|| "-".into()),
+                    m.topic_names.join(","),
+                ]
+            })
+            .collect();
+        table(&["MIRROR", "SOURCE", "SOURCE-CLUSTER-ID", "TOPICS"], &rows);
+    }
+    if r.error_code != 0 {
+        report_error(r.error_code, &None);
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+fn lag(p: &PartitionDescription) -> Option<i64> {
+    (p.source_offset >= 0).then(|| (p.source_offset - p.destination_offset).max(0))
+}
+
+fn describe(a: &MirrorsArgs, r: &DescribeClusterMirrorsResponse) -> ExitCode {
+    let keep = |p: &PartitionDescription| !a.failed || p.state_value == "FAILED";
+    let mut failed = false;
+    if a.json {
+        let mirrors: Vec<Value> = r
+            .mirrors
+            .iter()
+            .map(|m| {
+                let topics: Vec<Value> = m
+                    .topics
+                    .iter()
+                    .flat_map(|t| {
+                        t.partitions.iter().filter(|p| keep(p)).map(|p| {
+                            json!({
+                                "topic": t.topic_name,
+                                "partition": p.partition_index,
+                                "state": p.state_value,
+                                "source_offset": p.source_offset,
+                                "destination_offset": p.destination_offset,
+                                "lag": lag(p),
+                                "last_mirror_epoch": p.last_mirror_epoch,
+                                "last_mirror_offset": p.last_mirror_offset,
+                                "retry_attempt": p.retry_attempt,
+                                "error_message": opt(&p.error_message),
+                            })
+                        })
+                    })
+                    .collect();
+                let configs: serde_json::Map<String, Value> = m
+                    .configs
+                    .iter()
+                    .map(|c| (c.name.clone(), opt(&c.value)))
+                    .collect();
+                json!({
+                    "mirror": m.mirror_name,
+                    "error": error_name(m.error_code),
+                    "message": opt(&m.error_message),
+                    "source_bootstrap": m.source_bootstrap,
+                    "source_cluster_id": opt(&m.source_cluster_id),
+                    "configs": configs,
+                    "partitions": topics,
+                })
+            })
+            .collect();
+        println!("{}", json!({ "mirrors": mirrors }));
+    }
+    for m in &r.mirrors {
+        if m.error_code != 0 {
+            report_error(m.error_code, &m.error_message);
+            failed = true;
+            continue;
+        }
+        if a.json {
+            continue;
+        }
+        let cfg = |k: &str| {
+            m.configs
+                .iter()
+                .find(|c| c.name == k)
+                .and_then(|c| c.value.clone())
+                .unwrap_or_default()
+        };
+        println!(
+            "Mirror {}  source {} (cluster {})  include [{}]  exclude [{}]",
+            m.mirror_name,
+            m.source_bootstrap,
+            m.source_cluster_id.as_deref().unwrap_or("not yet known"),
+            cfg("mirror.topics.include"),
+            cfg("mirror.topics.exclude"),
+        );
+        let rows: Vec<Vec<String>> = m
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().filter(|p| keep(p)).map(|p| {
+                    let dash = |v: i64| {
+                        if v < 0 {
+                            "-".to_string()
+                        } else {
+                            v.to_string()
+                        }
+                    };
+                    vec![
+                        t.topic_name.clone(),
+                        p.partition_index.to_string(),
+                        p.state_value.clone(),
+                        dash(p.source_offset),
+                        p.destination_offset.to_string(),
+                        lag(p).map_or("-".into(), |l| l.to_string()),
+                        dash(p.last_mirror_epoch.into()),
+                        dash(p.last_mirror_offset),
+                        p.retry_attempt.to_string(),
+                        p.error_message.clone().unwrap_or_default(),
+                    ]
+                })
+            })
+            .collect();
+        table(
+            &[
+                "TOPIC",
+                "PARTITION",
+                "STATE",
+                "SOURCE-HW",
+                "DEST-LEO",
+                "LAG",
+                "LAST-MIRROR-EPOCH",
+                "LAST-MIRROR-OFFSET",
+                "RETRIES",
+                "ERROR",
+            ],
+            &rows,
+        );
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn topics_result(a: &MirrorsArgs, mirror: &str, verb: &str, r: &MirrorTopicsResponse) -> ExitCode {
+    let failed = r.error_code != 0 || r.topics.iter().any(|t| t.error_code != 0);
+    if a.json {
+        let topics: Vec<Value> = r
+            .topics
+            .iter()
+            .map(|t| {
+                json!({
+                    "topic": t.name,
+                    "error": error_name(t.error_code),
+                    "message": opt(&t.error_message),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "mirror": mirror,
+                "error": error_name(r.error_code),
+                "message": opt(&r.error_message),
+                "topics": topics,
+            })
+        );
+    }
+    if r.error_code != 0 {
+        report_error(r.error_code, &r.error_message);
+        return ExitCode::FAILURE;
+    }
+    for t in r.topics.iter().filter(|t| t.error_code != 0) {
+        report_error(t.error_code, &t.error_message);
+    }
+    if !a.json {
+        if r.topics.is_empty() {
+            println!("No topic of cluster mirror {mirror} matched.");
+        }
+        for t in r.topics.iter().filter(|t| t.error_code == 0) {
+            println!("Topic {} {verb} (cluster mirror {mirror}).", t.name);
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -15,6 +15,9 @@ mod common;
 use bytes::Bytes;
 use common::{Serve, free_port};
 use mirrorlog_broker::client::{Client, ClientError};
+use mirrorlog_broker::mirror_rpc::{
+    DescribeClusterMirrorsRequest, LastMirrorEpochLookup, MirrorRequest, MirrorResponse,
+};
 use mirrorlog_broker::source_client::{KafkaSource, KafkaSourceConfig};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
 use mirrorlog_mirror::source::{FetchRequest, OffsetSpec, PartitionFetch, SourceCluster};
@@ -349,6 +352,57 @@ fn an_operator_runs_a_mirror_end_to_end_with_the_cli() {
         .produce("orders", 0, batch(1, Compression::None, "local"), -1, None)
         .unwrap();
     assert!(local > orders_end[0], "{local}");
+
+    // Failback's question (spec §8): the old source, now the new destination, asks for the
+    // last mirror epoch of its topic by topic id and its own cluster id.
+    let orders_id = src_reader
+        .metadata(Some(&["orders".to_string()]))
+        .unwrap()
+        .topics[0]
+        .id;
+    let payments_id = src_reader
+        .metadata(Some(&["payments".to_string()]))
+        .unwrap()
+        .topics[0]
+        .id;
+    let lookup = |cluster: &str| {
+        let req = MirrorRequest::DescribeClusterMirrors(DescribeClusterMirrorsRequest {
+            mirror_names: Some(vec![]),
+            cluster_id: Some(cluster.to_string()),
+            last_mirror_epoch_lookups: vec![
+                LastMirrorEpochLookup {
+                    topic_id: orders_id,
+                    partitions: vec![0, 1],
+                },
+                LastMirrorEpochLookup {
+                    topic_id: payments_id,
+                    partitions: vec![0],
+                },
+            ],
+            ..Default::default()
+        });
+        match Client::connect(d).unwrap().mirror_call(&req).unwrap() {
+            MirrorResponse::DescribeClusterMirrors(r) => r.last_mirror_epochs,
+            other => panic!("{other:?}"),
+        }
+    };
+    let source_cluster = east["source_cluster_id"].as_str().unwrap().to_string();
+    let answer = lookup(&source_cluster);
+    for (p, end) in orders_end.iter().enumerate() {
+        let a = &answer[0].partitions[p];
+        assert_eq!(a.error_code, 0, "{a:?}");
+        assert!(a.last_mirror_epoch >= 0);
+        assert_eq!(a.last_mirror_offset, *end);
+    }
+    assert_eq!(
+        answer[1].partitions[0].error_code, 146,
+        "payments is still mirrored: MIRROR_TOPIC_NOT_STOPPED"
+    );
+    let answer = lookup("another-cluster");
+    assert_eq!(
+        answer[0].partitions[0].error_code, 3,
+        "no mirror from that cluster"
+    );
 
     // The matrix on a stopped topic, and on topics no mirror holds.
     let matrix: [(&str, &str, &str, &str); 6] = [

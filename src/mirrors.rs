@@ -335,8 +335,11 @@ fn list(a: &MirrorsArgs, r: &ListClusterMirrorsResponse) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Source high watermark − destination log end; none before the first fetch, and none once
+/// STOPPED (the topic is local then: its log end moves with local writes).
 fn lag(p: &PartitionDescription) -> Option<i64> {
-    (p.source_offset >= 0).then(|| (p.source_offset - p.destination_offset).max(0))
+    (p.source_offset >= 0 && p.state_value != "STOPPED")
+        .then(|| (p.source_offset - p.destination_offset).max(0))
 }
 
 fn describe(a: &MirrorsArgs, r: &DescribeClusterMirrorsResponse) -> ExitCode {

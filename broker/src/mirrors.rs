@@ -227,10 +227,19 @@ impl DestinationTopics for BrokerTopics {
                     partition: 0,
                 };
                 let read_only = b.logs.get(&tp).is_some_and(|h| h.read().is_read_only());
+                let same_id =
+                    !uuid::Uuid::from_bytes(id).is_nil() && t.id == uuid::Uuid::from_bytes(id);
                 if !read_only {
-                    return Err(format!(
-                        "topic {name} exists on the destination and is not a mirror topic"
-                    ));
+                    // The source's own topic (same id): a failback, or mirroring a stopped topic
+                    // again. It becomes a mirror topic; LOG_ALIGNMENT decides what it keeps.
+                    if !same_id {
+                        return Err(format!(
+                            "topic {name} exists on the destination and is not a mirror topic (topic id {}, the source's is {})",
+                            t.id,
+                            uuid::Uuid::from_bytes(id)
+                        ));
+                    }
+                    self.set_read_only(name, true)?;
                 }
                 if t.partitions < partitions {
                     b.topics
@@ -548,6 +557,10 @@ impl Mirrors {
             "cluster mirror {} already exists",
             config.name
         );
+        let mut config = config;
+        if config.local_cluster_id.is_none() {
+            config.local_cluster_id = Some(broker.cluster_id.clone());
+        }
         let store = {
             let mut s = self.store.lock();
             match &*s {

@@ -66,6 +66,10 @@ pub struct MirrorConfig {
     /// `mirror.topic.properties.exclude`: regexes over topic config names not copied from the
     /// source. Default: the spec's list ([`DEFAULT_TOPIC_PROPERTIES_EXCLUDE`]).
     pub topic_properties_exclude: Vec<String>,
+    /// The destination's own cluster id, which LOG_ALIGNMENT sends the source to ask for the
+    /// last mirror epoch of a mirror in the other direction (failback). Not a user setting: the
+    /// broker fills it in. `None` (default): never ask; align to empty.
+    pub local_cluster_id: Option<String>,
 }
 
 /// Default of [`MirrorConfig::topics_exclude`].
@@ -133,6 +137,7 @@ impl MirrorConfig {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            local_cluster_id: None,
         }
     }
 
@@ -583,13 +588,21 @@ impl MirrorManager {
     /// # Errors
     /// The source is unreachable.
     pub fn source_topic_names(&self) -> Result<Vec<String>, MirrorError> {
+        Ok(self.source_topics()?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// Source topics (not internal) with their topic ids.
+    ///
+    /// # Errors
+    /// The source is unreachable.
+    pub fn source_topics(&self) -> Result<Vec<(String, [u8; 16])>, MirrorError> {
         let md = self.source.metadata(None)?;
         self.check_cluster_id(&md.cluster_id)?;
         Ok(md
             .topics
             .into_iter()
             .filter(|t| !t.internal && t.error == 0)
-            .map(|t| t.name)
+            .map(|t| (t.name, t.id))
             .collect())
     }
 
@@ -838,17 +851,43 @@ impl MirrorManager {
                 let Some(dest) = self.logs.get(&key) else {
                     continue;
                 };
-                // Without a last-mirror-epoch lookup answer from the source, the partition is
-                // copied from scratch (spec §8: LME −1). A restart keeps MIRRORING and resumes
-                // from the log end instead.
-                let r = align_to_last_mirror_epoch(&dest, LeaderEpoch::NONE)
-                    .map_err(MirrorError::from)
+                // Failback (spec §8): if the source mirrors this topic from us and has stopped,
+                // its last mirror epoch says how much of our log it holds: keep that, drop what
+                // we wrote after the split, fetch the rest. Without an answer the partition is
+                // copied from scratch (LME −1). A restart keeps MIRRORING and resumes from the
+                // log end instead.
+                let r = self
+                    .last_mirror_epoch_of(&key, e.state.topic_id)
+                    .and_then(|lme| {
+                        let (epoch, end) = lme.unwrap_or((LeaderEpoch::NONE, Offset(-1)));
+                        align_to_last_mirror_epoch(&dest, epoch)?;
+                        if end.get() >= 0 && dest.read().log_end_offset() > end {
+                            dest.write().truncate_to(end)?;
+                        }
+                        if epoch != LeaderEpoch::NONE {
+                            tracing::info!(mirror = %self.config.name, partition = %key, last_mirror_epoch = epoch.get(), end = end.get(), "failback: aligned to the source's last mirror epoch");
+                        }
+                        Ok(())
+                    })
                     .and_then(|_| self.move_to(&mut e, S::Mirroring));
                 if let Err(err) = r {
                     self.fail(&key, &mut e, &format!("log alignment failed: {err}"), true);
                 }
             }
         }
+    }
+
+    /// The source's answer to the last-mirror-epoch lookup for `key` (`None` without a local
+    /// cluster id or an answer).
+    fn last_mirror_epoch_of(
+        &self,
+        key: &TopicPartition,
+        topic_id: [u8; 16],
+    ) -> Result<Option<(LeaderEpoch, Offset)>, MirrorError> {
+        let Some(me) = &self.config.local_cluster_id else {
+            return Ok(None);
+        };
+        Ok(self.source.last_mirror_epoch(me, topic_id, key.partition)?)
     }
 
     /// Refreshes source metadata: leaders and epochs, a changed cluster id (fails every

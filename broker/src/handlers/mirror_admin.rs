@@ -24,7 +24,10 @@
 //! Start by name also answers: INVALID_REQUEST for a topic matching `mirror.topics.exclude`
 //! (exclude wins), TOPIC_ALREADY_IN_CLUSTER_MIRROR when another mirror holds it not STOPPED,
 //! UNKNOWN_TOPIC_OR_PARTITION when the source has no such topic, TOPIC_ALREADY_EXISTS when a
-//! local topic of that name is not a mirror topic.
+//! writable local topic of that name has another topic id than the source's. A writable local
+//! topic with the source's id is the same topic — a failback, or a stopped mirror topic started
+//! again — and becomes a mirror topic; its LOG_ALIGNMENT asks the source for the last mirror
+//! epoch of the source's mirror from us and keeps what the source already holds.
 //!
 //! **Patterns** (`--pattern`, `--all-topics` = `.*`): on start they are added to the mirror's
 //! `mirror.topics.include` (durably) and every source topic they match that the mirror does not
@@ -527,7 +530,7 @@ fn start_inner(b: &Arc<Broker>, r: StartMirrorTopicsRequest) -> Result<Vec<Topic
     }
     let mut results = vec![];
     if !r.topics.is_empty() {
-        let on_source = m.source_topic_names().map_err(mirror_failure)?;
+        let on_source = m.source_topics().map_err(mirror_failure)?;
         for t in &r.topics {
             let outcome = start_one(b, &m, &t.name, &on_source);
             results.push(topic_result(&t.name, outcome));
@@ -559,7 +562,7 @@ fn start_one(
     b: &Broker,
     m: &MirrorManager,
     topic: &str,
-    on_source: &[String],
+    on_source: &[(String, [u8; 16])],
 ) -> Result<(), Failure> {
     if m.is_excluded(topic) {
         return Err(fail(
@@ -592,23 +595,27 @@ fn start_one(
             ));
         }
     }
-    if !on_source.iter().any(|t| t == topic) {
+    let Some((_, source_id)) = on_source.iter().find(|(t, _)| t == topic) else {
         return Err(fail(
             ec(E::UnknownTopicOrPartition),
             format!("the source cluster has no topic {topic}"),
         ));
-    }
+    };
     if let Some(local) = b.topics.get(topic) {
         let read_only = b
             .partition(topic, 0)
             .is_some_and(|h| h.read().is_read_only());
-        let ours = !m.topic_states(topic).is_empty();
-        if !read_only && !ours {
+        // A local topic with the source's id is the same topic (failback, or a stopped mirror
+        // topic started again); any other writable one is not ours to overwrite.
+        let same_id = local.id == uuid::Uuid::from_bytes(*source_id) && !local.id.is_nil();
+        if !read_only && !same_id {
             return Err(fail(
                 ec(E::TopicAlreadyExists),
                 format!(
-                    "topic {} exists on this cluster and is not a mirror topic",
-                    local.name
+                    "topic {} exists on this cluster with topic id {} and is not a mirror topic (the source's id is {})",
+                    local.name,
+                    local.id,
+                    uuid::Uuid::from_bytes(*source_id)
                 ),
             ));
         }

@@ -37,6 +37,7 @@ use crate::topics::TopicError;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TopicId;
 use mirrorlog_index::TopicPartition;
+use mirrorlog_mirror::group_sync::GroupOffsetsSink;
 use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
 use mirrorlog_mirror::source::SourceCluster;
 use mirrorlog_mirror::state::MirrorStateStore;
@@ -359,6 +360,22 @@ pub struct Mirrors {
     /// RPCs), by name; the source's bootstrap servers of every mirror for the listings.
     durable: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
     bootstrap: Mutex<BTreeMap<String, String>>,
+    /// Where every mirror's group offset sync commits (the group coordinator, once installed).
+    group_sink: SinkSlot,
+}
+
+/// The group offset sink, if installed.
+#[derive(Default)]
+struct SinkSlot(Mutex<Option<Arc<dyn GroupOffsetsSink>>>);
+
+impl std::fmt::Debug for SinkSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.lock().is_some() {
+            "SinkSlot(installed)"
+        } else {
+            "SinkSlot(none)"
+        })
+    }
 }
 
 impl Mirrors {
@@ -535,6 +552,11 @@ impl Mirrors {
         Ok(())
     }
 
+    /// Sets where mirrors started from now on commit synced group offsets.
+    pub fn set_group_sink(&self, sink: Arc<dyn GroupOffsetsSink>) {
+        *self.group_sink.0.lock() = Some(sink);
+    }
+
     /// The source's `bootstrap.servers` of a mirror (empty for an in-process one).
     pub fn source_bootstrap(&self, name: &str) -> String {
         self.bootstrap.lock().get(name).cloned().unwrap_or_default()
@@ -586,6 +608,9 @@ impl Mirrors {
             broker.clock().clone(),
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some(sink) = self.group_sink.0.lock().clone() {
+            m.set_group_sink(sink);
+        }
         m.run();
         mirrors.insert(name, m.clone());
         Ok(m)
@@ -607,5 +632,7 @@ impl Mirrors {
             m.shutdown();
         }
         self.store.lock().take();
+        // The sink holds the group coordinator, which holds the log manager: let both go.
+        self.group_sink.0.lock().take();
     }
 }

@@ -17,6 +17,7 @@
 //! - **Failure isolation**: a corrupt batch, a deleted source topic, a changed cluster id or a
 //!   divergence with unclean-election support off move that partition alone to FAILED.
 
+use crate::group_sync::{GroupOffsetsSink, GroupSyncReport, sync_group_offsets_where};
 use crate::partition::{
     FetchOutcome, align_to_last_mirror_epoch, apply_fetched, fetch_position, stop_partition,
 };
@@ -66,6 +67,11 @@ pub struct MirrorConfig {
     /// `mirror.topic.properties.exclude`: regexes over topic config names not copied from the
     /// source. Default: the spec's list ([`DEFAULT_TOPIC_PROPERTIES_EXCLUDE`]).
     pub topic_properties_exclude: Vec<String>,
+    /// `mirror.groups.include`: regexes over consumer group ids whose committed offsets are
+    /// synced (clamped, see `group_sync`) on every metadata refresh. Default `.*`.
+    pub groups_include: Vec<String>,
+    /// `mirror.groups.exclude`: regexes; wins over include. Default empty.
+    pub groups_exclude: Vec<String>,
     /// The destination's own cluster id, which LOG_ALIGNMENT sends the source to ask for the
     /// last mirror epoch of a mirror in the other direction (failback). Not a user setting: the
     /// broker fills it in. `None` (default): never ask; align to empty.
@@ -137,6 +143,8 @@ impl MirrorConfig {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            groups_include: vec![".*".to_string()],
+            groups_exclude: vec![],
             local_cluster_id: None,
         }
     }
@@ -155,6 +163,8 @@ impl MirrorConfig {
         "mirror.topics.include",
         "mirror.topics.exclude",
         "mirror.topic.properties.exclude",
+        "mirror.groups.include",
+        "mirror.groups.exclude",
     ];
 
     /// Applies one setting by its KIP-1279 key. Lists are comma-separated (so a pattern cannot
@@ -197,6 +207,8 @@ impl MirrorConfig {
             "mirror.topics.include" => self.topics_include = split_list(value),
             "mirror.topics.exclude" => self.topics_exclude = split_list(value),
             "mirror.topic.properties.exclude" => self.topic_properties_exclude = split_list(value),
+            "mirror.groups.include" => self.groups_include = split_list(value),
+            "mirror.groups.exclude" => self.groups_exclude = split_list(value),
             _ => return Ok(false),
         }
         Ok(true)
@@ -217,6 +229,8 @@ impl MirrorConfig {
             self.topics_include.join(","),
             self.topics_exclude.join(","),
             self.topic_properties_exclude.join(","),
+            self.groups_include.join(","),
+            self.groups_exclude.join(","),
         ];
         Self::KEYS
             .iter()
@@ -272,6 +286,8 @@ impl MirrorConfig {
             "mirror.topic.properties.exclude",
             &self.topic_properties_exclude,
         )?;
+        compile_patterns("mirror.groups.include", &self.groups_include)?;
+        compile_patterns("mirror.groups.exclude", &self.groups_exclude)?;
         self.retry.validate().map_err(|e| e.to_string())
     }
 }
@@ -384,6 +400,8 @@ struct Filters {
     include_re: Vec<regex::Regex>,
     exclude_re: Vec<regex::Regex>,
     properties_exclude_re: Vec<regex::Regex>,
+    groups_include_re: Vec<regex::Regex>,
+    groups_exclude_re: Vec<regex::Regex>,
 }
 
 impl Filters {
@@ -397,6 +415,8 @@ impl Filters {
                 "mirror.topic.properties.exclude",
                 &c.topic_properties_exclude,
             )?,
+            groups_include_re: compile_patterns("mirror.groups.include", &c.groups_include)?,
+            groups_exclude_re: compile_patterns("mirror.groups.exclude", &c.groups_exclude)?,
         })
     }
 }
@@ -412,6 +432,8 @@ pub struct MirrorManager {
     source_cluster_id: Mutex<Option<String>>,
     filters: Mutex<Filters>,
     starting: Mutex<()>,
+    group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
+    last_group_sync: Mutex<Option<GroupSyncReport>>,
     topics: Mutex<BTreeMap<String, TopicInfo>>,
     partitions: Mutex<BTreeMap<TopicPartition, EntryRef>>,
     stop: AtomicBool,
@@ -460,6 +482,8 @@ impl MirrorManager {
             source_cluster_id: Mutex::new(None),
             filters: Mutex::new(filters),
             starting: Mutex::new(()),
+            group_sink: Mutex::new(None),
+            last_group_sync: Mutex::new(None),
             topics: Mutex::new(BTreeMap::new()),
             partitions: Mutex::new(BTreeMap::new()),
             stop: AtomicBool::new(false),
@@ -892,11 +916,21 @@ impl MirrorManager {
 
     /// Refreshes source metadata: leaders and epochs, a changed cluster id (fails every
     /// partition, not retryable), deleted topics (missing on two consecutive syncs: FAILED, not
-    /// retryable), grown partition counts (new partitions start).
+    /// retryable), grown partition counts (new partitions start); then discovery, topic config
+    /// sync and group offset sync ([`sync_groups`](Self::sync_groups), whose failure is logged
+    /// and retried on the next sync).
     ///
     /// # Errors
     /// The source is unreachable (nothing changes; the next sync tries again).
     pub fn sync(&self) -> Result<(), MirrorError> {
+        self.sync_topics()?;
+        if let Err(e) = self.sync_groups() {
+            tracing::warn!(mirror = %self.config.name, "group offset sync failed: {e}");
+        }
+        Ok(())
+    }
+
+    fn sync_topics(&self) -> Result<(), MirrorError> {
         self.discover()?;
         let names: Vec<String> = self.topics.lock().keys().cloned().collect();
         if names.is_empty() {
@@ -969,6 +1003,62 @@ impl MirrorManager {
             }
         }
         Ok(())
+    }
+
+    /// Where [`sync_groups`](Self::sync_groups) commits: the destination's group coordinator.
+    /// Without one (the default), group offsets are not synced.
+    pub fn set_group_sink(&self, sink: Arc<dyn GroupOffsetsSink>) {
+        *self.group_sink.lock() = Some(sink);
+    }
+
+    /// What the last group offset sync did.
+    pub fn last_group_sync(&self) -> Option<GroupSyncReport> {
+        self.last_group_sync.lock().clone()
+    }
+
+    /// Group offset sync (spec §11): the source's groups matching `mirror.groups.include` and
+    /// not `mirror.groups.exclude` have their committed offsets on this mirror's partitions —
+    /// those not STOPPED: a failed-over partition belongs to local consumers — committed on the
+    /// destination with the double clamp; groups with members on the destination are skipped
+    /// (and counted). Runs at the end of every [`sync`](Self::sync).
+    ///
+    /// # Errors
+    /// The source is unreachable, or a commit failed.
+    pub fn sync_groups(&self) -> Result<Option<GroupSyncReport>, MirrorError> {
+        let Some(sink) = self.group_sink.lock().clone() else {
+            return Ok(None);
+        };
+        let groups: Vec<String> = {
+            let listed = self.source.list_groups()?;
+            let f = self.filters.lock();
+            listed
+                .into_iter()
+                .map(|g| g.group_id)
+                .filter(|g| {
+                    f.groups_include_re.iter().any(|r| r.is_match(g))
+                        && !f.groups_exclude_re.iter().any(|r| r.is_match(g))
+                })
+                .collect()
+        };
+        let mirrored: std::collections::HashSet<TopicPartition> = self
+            .partitions
+            .lock()
+            .iter()
+            .filter(|(_, e)| e.lock().state.state != S::Stopped)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let report = sync_group_offsets_where(
+            self.source.as_ref(),
+            &self.logs,
+            sink.as_ref(),
+            &groups,
+            &|tp| mirrored.contains(tp),
+        )?;
+        if report.clamped > 0 || !report.skipped_active.is_empty() {
+            tracing::debug!(mirror = %self.config.name, committed = report.committed, clamped = report.clamped, skipped_active = ?report.skipped_active, "group offsets synced");
+        }
+        *self.last_group_sync.lock() = Some(report.clone());
+        Ok(Some(report))
     }
 
     /// Discovery: with `mirror.topics.include` set, lists the source's topics and starts each

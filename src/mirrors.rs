@@ -15,6 +15,7 @@ use std::process::ExitCode;
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("action").required(true).args([
     "create", "delete", "list", "describe", "start", "stop", "pause", "resume", "recover",
+    "preflight",
 ])))]
 #[command(group(ArgGroup::new("selection").args(["topics", "pattern", "all_topics"])))]
 pub struct MirrorsArgs {
@@ -49,6 +50,13 @@ pub struct MirrorsArgs {
     /// Retry the FAILED partitions of topics now.
     #[arg(long)]
     recover: bool,
+    /// Check, before creating anything, what mirroring `--topics`/`--pattern`/`--all-topics`
+    /// from `--source-bootstrap` (with `--config` settings) would run into: topic-name and
+    /// topic-id conflicts, patterns that match nothing, source topic configs the destination
+    /// cannot take, group collisions and groups active on the destination. Exit status 1 when
+    /// any check FAILs.
+    #[arg(long)]
+    preflight: bool,
     /// The mirror's name.
     #[arg(long, value_name = "NAME")]
     mirror: Option<String>,
@@ -113,18 +121,21 @@ pub fn run(a: MirrorsArgs) -> Result<ExitCode> {
     if a.failed && !a.describe {
         bail!("--failed goes with --describe");
     }
-    if (a.source_bootstrap.is_some() || !a.configs.is_empty()) && !a.create {
-        bail!("--source-bootstrap and --config go with --create");
+    if (a.source_bootstrap.is_some() || !a.configs.is_empty()) && !(a.create || a.preflight) {
+        bail!("--source-bootstrap and --config go with --create or --preflight");
     }
     let topic_action = a.start || a.stop || a.pause || a.resume || a.recover;
     let selected = !a.topics.is_empty() || a.pattern.is_some() || a.all_topics;
     if topic_action && !selected {
         bail!("name the topics: --topics A,B, --pattern REGEX or --all-topics");
     }
-    if !topic_action && selected {
+    if !(topic_action || a.preflight) && selected {
         bail!(
-            "--topics, --pattern and --all-topics go with --start/--stop/--pause/--resume/--recover"
+            "--topics, --pattern and --all-topics go with --start/--stop/--pause/--resume/--recover/--preflight"
         );
+    }
+    if a.preflight {
+        return preflight(&a);
     }
     let mut client = Client::connect(&a.bootstrap_server)
         .with_context(|| format!("connecting to {}", a.bootstrap_server))?;
@@ -267,6 +278,85 @@ pub fn run(a: MirrorsArgs) -> Result<ExitCode> {
         other => bail!("unexpected response {other:?}"),
     };
     Ok(topics_result(&a, &name, verb, &r))
+}
+
+/// `--preflight`: both clusters read through the mirror's own wire client.
+fn preflight(a: &MirrorsArgs) -> Result<ExitCode> {
+    use mirrorlog_broker::source_client::{KafkaSource, KafkaSourceConfig};
+    use mirrorlog_mirror::manager::MirrorConfig;
+    use mirrorlog_mirror::preflight::{Plan, Severity};
+    let source = a
+        .source_bootstrap
+        .clone()
+        .context("--preflight needs --source-bootstrap HOST:PORT")?;
+    let mut config = MirrorConfig::new(a.mirror.as_deref().unwrap_or("preflight"));
+    for c in &a.configs {
+        let (k, v) = c
+            .split_once('=')
+            .with_context(|| format!("--config {c:?} is not KEY=VALUE"))?;
+        let known = config.set(k.trim(), v).map_err(anyhow::Error::msg)?;
+        if !known && !mirrorlog_broker::mirrors::SOURCE_KEYS.contains(&k.trim()) {
+            bail!("unknown cluster mirror config {:?}", k.trim());
+        }
+    }
+    config.validate().map_err(anyhow::Error::msg)?;
+    let client = |addr: &str| {
+        KafkaSource::new(KafkaSourceConfig::new(
+            addr.split(',').map(|s| s.trim().to_string()),
+        ))
+        .map_err(|e| anyhow::anyhow!("{addr}: {e}"))
+    };
+    let plan = Plan {
+        topics: a.topics.clone(),
+        patterns: if a.all_topics {
+            vec![".*".into()]
+        } else {
+            a.pattern.clone().into_iter().collect()
+        },
+        config,
+    };
+    let findings = mirrorlog_mirror::preflight::preflight(
+        client(&source)?.as_ref(),
+        client(&a.bootstrap_server)?.as_ref(),
+        &plan,
+    )
+    .context("pre-flight check")?;
+    if a.json {
+        let rows: Vec<Value> = findings
+            .iter()
+            .map(|f| {
+                json!({
+                    "check": f.check,
+                    "subject": f.subject,
+                    "result": f.severity.name(),
+                    "detail": f.detail,
+                })
+            })
+            .collect();
+        println!("{}", json!({ "findings": rows }));
+    } else {
+        let rows: Vec<Vec<String>> = findings
+            .iter()
+            .map(|f| {
+                vec![
+                    f.check.to_string(),
+                    f.subject.clone(),
+                    f.severity.name().to_string(),
+                    f.detail.clone(),
+                ]
+            })
+            .collect();
+        table(&["CHECK", "SUBJECT", "RESULT", "DETAIL"], &rows);
+    }
+    let failed = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Fail)
+        .count();
+    if failed > 0 {
+        eprintln!("error: pre-flight: {failed} check(s) failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn report_error(code: i16, message: &Option<String>) {

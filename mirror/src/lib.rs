@@ -12,5 +12,6 @@ pub mod engine_source;
 pub mod group_sync;
 pub mod manager;
 pub mod partition;
+pub mod preflight;
 pub mod source;
 pub mod state;

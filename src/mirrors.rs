@@ -15,7 +15,7 @@ use std::process::ExitCode;
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("action").required(true).args([
     "create", "delete", "list", "describe", "start", "stop", "pause", "resume", "recover",
-    "preflight",
+    "preflight", "failover_report",
 ])))]
 #[command(group(ArgGroup::new("selection").args(["topics", "pattern", "all_topics"])))]
 pub struct MirrorsArgs {
@@ -57,6 +57,11 @@ pub struct MirrorsArgs {
     /// any check FAILs.
     #[arg(long)]
     preflight: bool,
+    /// What stopping `--mirror` now would do: per source group and mirrored partition, the
+    /// records its consumers would read again on the destination and those the destination
+    /// does not hold yet; and the transactions a stop would abort.
+    #[arg(long)]
+    failover_report: bool,
     /// The mirror's name.
     #[arg(long, value_name = "NAME")]
     mirror: Option<String>,
@@ -136,6 +141,9 @@ pub fn run(a: MirrorsArgs) -> Result<ExitCode> {
     }
     if a.preflight {
         return preflight(&a);
+    }
+    if a.failover_report {
+        return failover_report(&a);
     }
     let mut client = Client::connect(&a.bootstrap_server)
         .with_context(|| format!("connecting to {}", a.bootstrap_server))?;
@@ -280,9 +288,167 @@ pub fn run(a: MirrorsArgs) -> Result<ExitCode> {
     Ok(topics_result(&a, &name, verb, &r))
 }
 
+/// A wire client (the mirror's own) for `bootstrap`, a comma-separated `host:port` list.
+fn kafka_client(
+    bootstrap: &str,
+) -> Result<std::sync::Arc<mirrorlog_broker::source_client::KafkaSource>> {
+    use mirrorlog_broker::source_client::{KafkaSource, KafkaSourceConfig};
+    KafkaSource::new(KafkaSourceConfig::new(
+        bootstrap.split(',').map(|s| s.trim().to_string()),
+    ))
+    .map_err(|e| anyhow::anyhow!("{bootstrap}: {e}"))
+}
+
+/// `--failover-report`.
+fn failover_report(a: &MirrorsArgs) -> Result<ExitCode> {
+    use mirrorlog_index::{Offset, TopicPartition};
+    let name = require_mirror(a)?;
+    let mut client = Client::connect(&a.bootstrap_server)
+        .with_context(|| format!("connecting to {}", a.bootstrap_server))?;
+    let resp = client.mirror_call(&MirrorRequest::DescribeClusterMirrors(
+        DescribeClusterMirrorsRequest {
+            mirror_names: Some(vec![name.clone()]),
+            ..Default::default()
+        },
+    ))?;
+    let MirrorResponse::DescribeClusterMirrors(r) = resp else {
+        bail!("unexpected response {resp:?}");
+    };
+    let m = r.mirrors.first().context("no mirror in the answer")?;
+    if m.error_code != 0 {
+        report_error(m.error_code, &m.error_message);
+        return Ok(ExitCode::FAILURE);
+    }
+    let cfg = |k: &str| -> Vec<String> {
+        m.configs
+            .iter()
+            .find(|c| c.name == k)
+            .and_then(|c| c.value.clone())
+            .map(|v| {
+                v.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut partitions = std::collections::BTreeMap::new();
+    let mut open = vec![];
+    for t in &m.topics {
+        for p in &t.partitions {
+            if p.state_value == "STOPPED" {
+                continue;
+            }
+            partitions.insert(
+                TopicPartition {
+                    topic: t.topic_name.clone(),
+                    partition: p.partition_index,
+                },
+                Offset(p.destination_offset),
+            );
+            for o in &p.open_transactions {
+                open.push((t.topic_name.clone(), p.partition_index, o.clone()));
+            }
+        }
+    }
+    let exposure = mirrorlog_mirror::failover_report::failover_exposure(
+        kafka_client(&m.source_bootstrap)?.as_ref(),
+        kafka_client(&a.bootstrap_server)?.as_ref(),
+        &partitions,
+        &cfg("mirror.groups.include"),
+        &cfg("mirror.groups.exclude"),
+    )
+    .context("failover report")?;
+    let opt_n = |v: Option<i64>| v.map_or("-".to_string(), |n| n.to_string());
+    if a.json {
+        let groups: Vec<Value> = exposure
+            .iter()
+            .map(|e| {
+                json!({
+                    "group": e.group,
+                    "topic": e.partition.topic,
+                    "partition": e.partition.partition,
+                    "source_committed": e.source_committed.get(),
+                    "destination_committed": e.destination_committed.map(|o| o.get()),
+                    "destination_log_end": e.destination_log_end.get(),
+                    "redelivered": e.redelivered,
+                    "not_on_destination": e.not_on_destination,
+                })
+            })
+            .collect();
+        let txns: Vec<Value> = open
+            .iter()
+            .map(|(t, p, o)| {
+                json!({
+                    "topic": t,
+                    "partition": p,
+                    "producer_id": o.producer_id,
+                    "producer_epoch": o.producer_epoch,
+                    "first_offset": o.first_offset,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({ "mirror": name, "groups": groups, "open_transactions": txns })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("Failing over cluster mirror {name} now:");
+    let rows: Vec<Vec<String>> = exposure
+        .iter()
+        .map(|e| {
+            vec![
+                e.group.clone(),
+                e.partition.topic.clone(),
+                e.partition.partition.to_string(),
+                e.source_committed.get().to_string(),
+                opt_n(e.destination_committed.map(|o| o.get())),
+                e.destination_log_end.get().to_string(),
+                opt_n(e.redelivered),
+                e.not_on_destination.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "SOURCE-COMMITTED",
+            "DEST-COMMITTED",
+            "DEST-LEO",
+            "REDELIVERED",
+            "NOT-ON-DEST",
+        ],
+        &rows,
+    );
+    if open.is_empty() {
+        println!("No open transaction: the stop aborts nothing.");
+    } else {
+        println!("Open transactions the stop would abort:");
+        let rows: Vec<Vec<String>> = open
+            .iter()
+            .map(|(t, p, o)| {
+                vec![
+                    t.clone(),
+                    p.to_string(),
+                    o.producer_id.to_string(),
+                    o.producer_epoch.to_string(),
+                    o.first_offset.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &["TOPIC", "PARTITION", "PRODUCER-ID", "EPOCH", "FIRST-OFFSET"],
+            &rows,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `--preflight`: both clusters read through the mirror's own wire client.
 fn preflight(a: &MirrorsArgs) -> Result<ExitCode> {
-    use mirrorlog_broker::source_client::{KafkaSource, KafkaSourceConfig};
     use mirrorlog_mirror::manager::MirrorConfig;
     use mirrorlog_mirror::preflight::{Plan, Severity};
     let source = a
@@ -300,12 +466,6 @@ fn preflight(a: &MirrorsArgs) -> Result<ExitCode> {
         }
     }
     config.validate().map_err(anyhow::Error::msg)?;
-    let client = |addr: &str| {
-        KafkaSource::new(KafkaSourceConfig::new(
-            addr.split(',').map(|s| s.trim().to_string()),
-        ))
-        .map_err(|e| anyhow::anyhow!("{addr}: {e}"))
-    };
     let plan = Plan {
         topics: a.topics.clone(),
         patterns: if a.all_topics {
@@ -316,8 +476,8 @@ fn preflight(a: &MirrorsArgs) -> Result<ExitCode> {
         config,
     };
     let findings = mirrorlog_mirror::preflight::preflight(
-        client(&source)?.as_ref(),
-        client(&a.bootstrap_server)?.as_ref(),
+        kafka_client(&source)?.as_ref(),
+        kafka_client(&a.bootstrap_server)?.as_ref(),
         &plan,
     )
     .context("pre-flight check")?;

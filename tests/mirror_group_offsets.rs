@@ -2,7 +2,8 @@
 //! the double clamp (the review thread's VK12): a source commit ahead of what the destination
 //! holds is committed at the destination's high watermark, never past it, so a consumer that
 //! fails over skips nothing; `mirror.groups.exclude` keeps a group out; a failed-over (STOPPED)
-//! partition is left to its local consumers.
+//! partition is left to its local consumers. On the way, `--failover-report` says what a stop
+//! would cost each group and which open transaction it would abort.
 //!
 //! "Not synced" is observed after a later sync that is visible: a marker commit on a partition
 //! that is still mirrored arrives only after the sync pass that would have carried the other.
@@ -12,6 +13,9 @@ mod common;
 use common::mirrors::*;
 use common::{Serve, free_port};
 use mirrorlog_broker::client::Client;
+use mirrorlog_index::{ProducerEpoch, ProducerId, Sequence, TimestampMs};
+use mirrorlog_segment::BatchBuilder;
+use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// Waits until the destination's committed offset of `group` on `topic-0` is `want`.
@@ -90,6 +94,58 @@ fn group_offsets_follow_the_source_clamped_to_what_the_destination_holds() {
         .unwrap();
     wait_committed(d, "billing", "orders", orders_end);
     assert!(ahead > orders_end);
+
+    // The failover report, now: billing would lose the records the destination lacks on
+    // orders and re-read nothing; a transaction left open on payments would be aborted.
+    let (pid, epoch) = sc.init_producer_id(Some("tx-open")).unwrap();
+    sc.add_partitions_to_txn("tx-open", pid, epoch, "payments", &[0])
+        .unwrap();
+    let mut txn = BatchBuilder::new()
+        .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(0))
+        .transactional(true);
+    for i in 0..4 {
+        txn.append(
+            TimestampMs(1_700_000_000_000),
+            None,
+            Some(format!("t{i}").as_bytes()),
+            &[],
+        );
+    }
+    let txn_at = sc
+        .produce("payments", 0, txn.build().into_bytes(), -1, Some("tx-open"))
+        .unwrap();
+    wait_mirrored(d, "east", "payments", 0, txn_at + 4);
+    let report: Value =
+        serde_json::from_str(&ok(d, &["--failover-report", "--mirror", "east", "--json"])).unwrap();
+    let row = |topic: &str| {
+        report["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["group"] == "billing" && g["topic"] == topic)
+            .unwrap_or_else(|| panic!("billing on {topic}: {report}"))
+            .clone()
+    };
+    let orders = row("orders");
+    assert_eq!(orders["source_committed"], ahead);
+    assert_eq!(orders["destination_committed"], orders_end);
+    assert_eq!(orders["redelivered"], 0);
+    assert_eq!(orders["not_on_destination"], ahead - orders_end);
+    assert_eq!(row("payments")["not_on_destination"], 0);
+    assert!(
+        !report["groups"].to_string().contains("audit-tool"),
+        "excluded: {report}"
+    );
+    let open = &report["open_transactions"];
+    assert_eq!(open.as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(open[0]["topic"], "payments");
+    assert_eq!(open[0]["producer_id"], pid);
+    assert_eq!(open[0]["first_offset"], txn_at);
+    let human = ok(d, &["--failover-report", "--mirror", "east"]);
+    assert!(
+        human.contains("Open transactions the stop would abort:"),
+        "{human}"
+    );
     ok(d, &["--resume", "--mirror", "east", "--topics", "orders"]);
     wait_mirrored(d, "east", "orders", 0, ahead);
     wait_committed(d, "billing", "orders", ahead);

@@ -9,6 +9,7 @@
 //! files only through the engine's mirror append.
 
 pub mod engine_source;
+pub mod failover_report;
 pub mod group_sync;
 pub mod manager;
 pub mod partition;

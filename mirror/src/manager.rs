@@ -27,7 +27,7 @@ use crate::state::{
 };
 use mirrorlog_engine::clock::Clock;
 use mirrorlog_engine::manager::LogManager;
-use mirrorlog_index::{LeaderEpoch, Offset, TopicPartition};
+use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -349,6 +349,9 @@ pub struct PartitionStatus {
     pub destination_leader_epoch: LeaderEpoch,
     /// The state a failure interrupted (the retry target), when one is recorded.
     pub previous_state: Option<S>,
+    /// Transactions open in the destination log: `(producer id, epoch, first offset)` — what a
+    /// stop now would abort.
+    pub open_transactions: Vec<(ProducerId, ProducerEpoch, Offset)>,
 }
 
 /// Errors of mirror operations.
@@ -1415,10 +1418,19 @@ impl MirrorManager {
             .into_iter()
             .map(|(key, entry)| {
                 let e = entry.lock();
-                let leo = self
-                    .logs
-                    .get(&key)
-                    .map_or(Offset(-1), |h| h.read().log_end_offset());
+                let (leo, open_transactions) =
+                    self.logs.get(&key).map_or((Offset(-1), vec![]), |h| {
+                        let log = h.read();
+                        let open = log
+                            .producer_state()
+                            .producers()
+                            .filter_map(|p| {
+                                p.current_txn_first_offset
+                                    .map(|o| (p.producer_id, p.producer_epoch, o))
+                            })
+                            .collect();
+                        (log.log_end_offset(), open)
+                    });
                 let lag = if e.source_hw.get() >= 0 {
                     (e.source_hw.get() - leo.get()).max(0)
                 } else {
@@ -1449,6 +1461,7 @@ impl MirrorManager {
                     topic_id: e.state.topic_id,
                     destination_leader_epoch: e.state.destination_leader_epoch,
                     previous_state: e.state.failure.as_ref().map(|f| f.previous_state),
+                    open_transactions,
                 }
             })
             .collect()

@@ -241,6 +241,15 @@ fn describe_mirror(b: &Broker, m: &MirrorManager) -> MirrorDescription {
                 destination_offset: p.log_end_offset.get(),
                 last_mirror_epoch: p.last_mirror_epoch.get(),
                 last_mirror_offset: p.last_mirror_offset.get(),
+                open_transactions: p
+                    .open_transactions
+                    .iter()
+                    .map(|(id, epoch, first)| OpenTransaction {
+                        producer_id: id.0,
+                        producer_epoch: epoch.0,
+                        first_offset: first.get(),
+                    })
+                    .collect(),
             });
     }
     let stored = b.mirrors.stored_configs(m.name());

@@ -285,6 +285,22 @@ message! {
         /// The end offset of the last mirror epoch in the local log (−1 none).
         pub last_mirror_offset: i64,
     }
+    tagged {
+        0 => /// Transactions open in the destination log (ours: what a stop would abort).
+        pub open_transactions: Vec<OpenTransaction>,
+    }
+}
+
+message! {
+    /// A transaction open in a mirror partition.
+    pub struct OpenTransaction {
+        /// Producer id.
+        pub producer_id: i64,
+        /// Producer epoch.
+        pub producer_epoch: i16,
+        /// Its first offset.
+        pub first_offset: i64,
+    }
     tagged {}
 }
 

@@ -56,7 +56,9 @@
 //!                          [LastMirrorEpochLookup]}
 //! PartitionDescription   = partition_index i32, state_value string, error_message string?,
 //!                          retry_attempt i16, source_offset i64, destination_offset i64,
-//!                          last_mirror_epoch i32, last_mirror_offset i64, tags
+//!                          last_mirror_epoch i32, last_mirror_offset i64,
+//!                          tags{0: open_transactions [OpenTransaction]}
+//! OpenTransaction        = producer_id i64, producer_epoch i16, first_offset i64, tags
 //! TopicDescription       = topic_name string, partitions [PartitionDescription], tags
 //! MirrorDescription      = error_code i16, error_message string?, mirror_name string,
 //!                          source_bootstrap string, source_cluster_id string?,
@@ -89,8 +91,9 @@
 //!
 //! Where the prototype is silent or drifts, the choices are ours and marked so in the structs:
 //! the per-topic `Patterns` (tag 0) on Pause/Resume/Recover as on Stop; `source_bootstrap` in
-//! MirrorListing; the mirror's `configs` (tag 0) in MirrorDescription; the lookup answers (tag
-//! 0) in the DescribeClusterMirrors response.
+//! MirrorListing; the mirror's `configs` (tag 0) in MirrorDescription; the open transactions
+//! (tag 0) in PartitionDescription; the lookup answers (tag 0) in the DescribeClusterMirrors
+//! response.
 //!
 //! # Malformed bodies
 //!

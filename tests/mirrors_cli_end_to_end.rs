@@ -17,6 +17,7 @@ use common::{Serve, free_port};
 use mirrorlog_broker::client::{Client, ClientError};
 use mirrorlog_broker::mirror_rpc::{
     DescribeClusterMirrorsRequest, LastMirrorEpochLookup, MirrorRequest, MirrorResponse,
+    ReadMirrorStatesRequest, TopicPartitions,
 };
 use mirrorlog_index::Offset;
 use mirrorlog_mirror::source::{OffsetSpec, SourceCluster};
@@ -217,6 +218,28 @@ fn an_operator_runs_a_mirror_end_to_end_with_the_cli() {
         answer[0].partitions[0].error_code, 3,
         "no mirror from that cluster"
     );
+
+    // ReadMirrorStates: the coordinator's view, state bytes and all.
+    let req = MirrorRequest::ReadMirrorStates(ReadMirrorStatesRequest {
+        mirror_name: "east".into(),
+        topics: vec![TopicPartitions {
+            name: "orders".into(),
+            partitions: vec![0, 9],
+        }],
+    });
+    let MirrorResponse::ReadMirrorStates(states) =
+        Client::connect(d).unwrap().mirror_call(&req).unwrap()
+    else {
+        panic!("not a ReadMirrorStates answer");
+    };
+    let parts = &states.topics[0].partitions;
+    assert_eq!(
+        (parts[0].error_code, parts[0].state),
+        (0, 7),
+        "STOPPED is 7"
+    );
+    assert!(parts[0].last_mirror_epoch >= 0 && parts[0].state_epoch > 0);
+    assert_eq!(parts[1].error_code, 3, "no partition 9");
 
     // The matrix on a stopped topic, and on topics no mirror holds.
     let matrix: [(&str, &str, &str, &str); 6] = [

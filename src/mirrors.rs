@@ -65,10 +65,11 @@ pub struct MirrorsArgs {
     /// The mirror's name.
     #[arg(long, value_name = "NAME")]
     mirror: Option<String>,
-    /// With --create: the source cluster, `HOST:PORT[,HOST:PORT…]` (its `bootstrap.servers`).
+    /// With --create or --preflight: the source cluster, `HOST:PORT[,HOST:PORT…]` (its
+    /// `bootstrap.servers`).
     #[arg(long, value_name = "HOST:PORT")]
     source_bootstrap: Option<String>,
-    /// With --create: a mirror setting `KEY=VALUE` (repeatable), e.g.
+    /// With --create or --preflight: a mirror setting `KEY=VALUE` (repeatable), e.g.
     /// `mirror.topics.include=orders.*` or `mirror.metadata.refresh.interval.ms=1000`.
     #[arg(long = "config", value_name = "KEY=VALUE")]
     configs: Vec<String>,

@@ -63,17 +63,12 @@ fn group_offsets_follow_the_source_clamped_to_what_the_destination_holds() {
     sc.commit_offsets("audit-tool", "orders", &[(0, 10, -1)])
         .unwrap();
 
-    ok(
+    create_mirror(
         d,
+        "east",
+        &src.addr,
         &[
-            "--create",
-            "--mirror",
-            "east",
-            "--source-bootstrap",
-            &src.addr,
-            "--config",
             "mirror.metadata.refresh.interval.ms=200",
-            "--config",
             "mirror.groups.exclude=audit-.*",
         ],
     );

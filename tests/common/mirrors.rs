@@ -28,6 +28,15 @@ pub fn cli(dest: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Creates mirror `name` on `dest` from `source` with `configs` (`KEY=VALUE` each).
+pub fn create_mirror(dest: &str, name: &str, source: &str, configs: &[&str]) {
+    let mut args = vec!["--create", "--mirror", name, "--source-bootstrap", source];
+    for c in configs {
+        args.extend(["--config", c]);
+    }
+    ok(dest, &args);
+}
+
 /// Borrows owned arguments.
 pub fn args(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()

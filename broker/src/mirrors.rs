@@ -362,6 +362,8 @@ pub struct Mirrors {
     bootstrap: Mutex<BTreeMap<String, String>>,
     /// Where every mirror's group offset sync commits (the group coordinator, once installed).
     group_sink: SinkSlot,
+    /// Serialises writes of [`MIRRORS_FILE`].
+    file_writer: Mutex<()>,
 }
 
 /// The group offset sink, if installed.
@@ -401,6 +403,9 @@ impl Mirrors {
     }
 
     fn save(&self, broker: &Broker) -> Result<(), MirrorsError> {
+        // One writer of the file at a time (they share its `.tmp`), and the snapshot taken under
+        // the same lock, so the last write holds the latest settings.
+        let _writer = self.file_writer.lock();
         let list: Vec<_> = self
             .durable
             .lock()

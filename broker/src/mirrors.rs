@@ -641,3 +641,81 @@ impl Mirrors {
         self.group_sink.0.lock().take();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_mirrors_file_round_trips_and_refuses_other_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            read_mirrors_file(dir.path()).unwrap().is_empty(),
+            "absent: none"
+        );
+        let list = vec![
+            (
+                "east".to_string(),
+                configs(&[
+                    ("bootstrap.servers", "a:1"),
+                    ("mirror.topics.include", "o.*"),
+                ]),
+            ),
+            ("west".to_string(), configs(&[("bootstrap.servers", "b:2")])),
+        ];
+        write_mirrors_file(dir.path(), &list).unwrap();
+        assert_eq!(read_mirrors_file(dir.path()).unwrap(), list);
+        assert!(!dir.path().join(format!("{MIRRORS_FILE}.tmp")).exists());
+        std::fs::write(
+            dir.path().join(MIRRORS_FILE),
+            r#"{"version": 2, "mirrors": []}"#,
+        )
+        .unwrap();
+        let e = read_mirrors_file(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("version Some(2)"), "{e}");
+        std::fs::write(
+            dir.path().join(MIRRORS_FILE),
+            r#"{"version": 1, "mirrors": [{"name": "x", "configs": {"k": 1}}]}"#,
+        )
+        .unwrap();
+        let e = read_mirrors_file(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("config k is not a string"), "{e}");
+    }
+
+    #[test]
+    fn mirror_configs_split_into_source_and_mirror_settings() {
+        let (m, s) = parse_mirror_configs(
+            "m",
+            &configs(&[
+                ("bootstrap.servers", "a:1, b:2"),
+                ("client.id", "mm"),
+                ("mirror.num.replica.fetchers", "2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.bootstrap_servers, vec!["a:1", "b:2"]);
+        assert_eq!(s.client_id, "mm");
+        assert_eq!(m.fetcher_threads, 2);
+        let e = parse_mirror_configs("m", &configs(&[("client.id", "x")])).unwrap_err();
+        assert!(e.contains("bootstrap.servers"), "{e}");
+        let e = parse_mirror_configs(
+            "m",
+            &configs(&[("bootstrap.servers", "a:1"), ("colour", "x")]),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("unknown cluster mirror config \"colour\""),
+            "{e}"
+        );
+        let e =
+            parse_mirror_configs("m", &configs(&[("bootstrap.servers", "nohost")])).unwrap_err();
+        assert!(e.contains("bootstrap.servers"), "{e}");
+    }
+}

@@ -2,6 +2,7 @@
 
 mod demo;
 mod dump;
+mod mirrors;
 mod serve;
 
 /// Hostile requests must not abort the broker through a huge, never-used allocation in the
@@ -65,12 +66,15 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Two local brokers, a mirror between them, a failover, and a report.
     Demo,
+    /// Manage cluster mirrors on a destination broker (kafka-cluster-mirrors.sh): create,
+    /// delete, list, describe; start, stop (fail over), pause, resume and recover topics.
+    Mirrors(mirrors::MirrorsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The demo prints its own progress; logs stay at warnings unless RUST_LOG says otherwise.
-    let default_level = if matches!(cli.command, Command::Demo) {
+    let default_level = if matches!(cli.command, Command::Demo | Command::Mirrors(_)) {
         "warn"
     } else {
         "info"
@@ -101,6 +105,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             serve::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Mirrors(args) => mirrors::run(args),
         Command::Dump {
             path,
             json,

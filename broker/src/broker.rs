@@ -1,7 +1,8 @@
 //! The broker: configuration, shared state, and the dispatch of every request to its handler.
 
 use crate::handlers;
-use crate::server::{Handler, Reply, RequestContext};
+use crate::mirror_rpc::{MirrorApiKey, MirrorRequest, MirrorResponse};
+use crate::server::{Handler, MirrorRequestContext, Reply, RequestContext};
 use crate::topics::TopicRegistry;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -137,6 +138,9 @@ pub struct Broker {
     pub mirrors: crate::mirrors::Mirrors,
     coordinators: RwLock<Vec<Arc<dyn Coordinator>>>,
     clock: Arc<dyn Clock>,
+    /// This broker's own `Arc`, for handlers that hand it on (mirror creation); set by
+    /// [`register_arc`](Broker::register_arc).
+    this: std::sync::OnceLock<std::sync::Weak<Broker>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -190,7 +194,21 @@ impl Broker {
             mirrors: crate::mirrors::Mirrors::default(),
             coordinators: RwLock::new(vec![]),
             clock,
+            this: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Lets request handlers reach this broker's `Arc` (the mirror admin RPCs create mirrors,
+    /// which keep a weak reference to the broker). Called once the broker is in its `Arc`
+    /// ([`RunningBroker::start`](crate::running::RunningBroker::start) does); later calls do
+    /// nothing.
+    pub fn register_arc(self: &Arc<Self>) {
+        let _ = self.this.set(Arc::downgrade(self));
+    }
+
+    /// This broker's `Arc`, once [`register_arc`](Self::register_arc) ran.
+    pub fn arc(&self) -> Option<Arc<Broker>> {
+        self.this.get().and_then(|w| w.upgrade())
     }
 
     /// Adds a coordinator; its APIs are dispatched to it from now on.
@@ -284,9 +302,15 @@ impl Broker {
         r.api_keys = self
             .api_versions()
             .into_iter()
+            .map(|(k, lo, hi)| (k as i16, lo, hi))
+            .chain(
+                MirrorApiKey::ALL
+                    .iter()
+                    .filter_map(|&k| self.mirror_versions(k).map(|(lo, hi)| (k as i16, lo, hi))),
+            )
             .map(|(k, lo, hi)| {
                 let mut v = ApiVersion::default();
-                v.api_key = k as i16;
+                v.api_key = k;
                 v.min_version = lo;
                 v.max_version = hi;
                 v
@@ -400,6 +424,26 @@ impl Handler for Broker {
                 }
             }
         })
+    }
+
+    fn mirror_versions(&self, api: MirrorApiKey) -> Option<(i16, i16)> {
+        match api {
+            // Codec only: see `mirror_rpc`'s table.
+            MirrorApiKey::WriteMirrorStates | MirrorApiKey::BumpLeaderEpochs => None,
+            _ => Some(MirrorApiKey::VERSIONS),
+        }
+    }
+
+    fn handle_mirror(
+        &self,
+        ctx: &MirrorRequestContext,
+        request: MirrorRequest,
+    ) -> Option<MirrorResponse> {
+        let Some(me) = self.arc() else {
+            tracing::error!(api = ?ctx.api_key, "mirror RPC before the broker registered its Arc");
+            return None;
+        };
+        Some(handlers::mirror_admin::handle(&me, request))
     }
 
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {

@@ -118,6 +118,80 @@ impl Client {
         Ok(resp)
     }
 
+    /// Sends one mirror RPC (API keys 94–106, [`crate::mirror_rpc`]) and reads its answer; the
+    /// answer's error codes are the caller's to read.
+    ///
+    /// # Errors
+    /// Transport, or a response that does not decode.
+    pub fn mirror_call(
+        &mut self,
+        request: &crate::mirror_rpc::MirrorRequest,
+    ) -> Result<crate::mirror_rpc::MirrorResponse, ClientError> {
+        self.correlation += 1;
+        self.stream
+            .write_all(&request.to_frame(self.correlation, "mirrorlog-mirrors"))?;
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len)?;
+        let mut buf = vec![0u8; i32::from_be_bytes(len).max(0) as usize];
+        self.stream.read_exact(&mut buf)?;
+        crate::mirror_rpc::MirrorResponse::from_frame(
+            request.api_key(),
+            self.correlation,
+            Bytes::from(buf),
+        )
+        .map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+
+    /// DeleteRecords: moves a partition's log start offset up to `offset`; returns the new log
+    /// start.
+    ///
+    /// # Errors
+    /// Transport or the broker's error code.
+    pub fn delete_records(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> Result<i64, ClientError> {
+        use kafka_protocol::messages::delete_records_request::{
+            DeleteRecordsPartition, DeleteRecordsTopic,
+        };
+        let mut p = DeleteRecordsPartition::default();
+        p.partition_index = partition;
+        p.offset = offset;
+        let mut t = DeleteRecordsTopic::default();
+        t.name = TopicName(sb(topic));
+        t.partitions = vec![p];
+        let mut r = DeleteRecordsRequest::default();
+        r.topics = vec![t];
+        r.timeout_ms = 30_000;
+        let resp: DeleteRecordsResponse = self.call(ApiKey::DeleteRecords, 2, &r)?;
+        let what = format!("delete records of {topic}-{partition} below {offset}");
+        let p = resp
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+            .ok_or_else(|| ClientError::Protocol(format!("{what}: no answer")))?;
+        check(what, p.error_code)?;
+        Ok(p.low_watermark)
+    }
+
+    /// Deletes a topic by name.
+    ///
+    /// # Errors
+    /// Transport or the broker's error code.
+    pub fn delete_topic(&mut self, name: &str) -> Result<(), ClientError> {
+        let mut r = DeleteTopicsRequest::default();
+        r.topic_names = vec![TopicName(sb(name))];
+        r.timeout_ms = 30_000;
+        let resp: DeleteTopicsResponse = self.call(ApiKey::DeleteTopics, 5, &r)?;
+        for t in resp.responses {
+            check(format!("delete topic {name}"), t.error_code)?;
+        }
+        Ok(())
+    }
+
     /// Creates a topic (TOPIC_ALREADY_EXISTS is an error).
     ///
     /// # Errors

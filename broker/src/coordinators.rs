@@ -78,6 +78,61 @@ impl TxnOffsetsSink for GroupSink {
     }
 }
 
+/// The group coordinator as the mirrors' group offset sink (KIP-1279 §11): an admin-style
+/// OffsetCommit (generation −1, no member), which the coordinator's commit clamp bounds again.
+struct MirrorGroupSink(Arc<GroupCoordinator>);
+
+impl mirrorlog_mirror::group_sync::GroupOffsetsSink for MirrorGroupSink {
+    fn is_group_active(&self, group: &str) -> bool {
+        self.0.is_group_active(group)
+    }
+
+    fn commit(
+        &self,
+        group: &str,
+        tp: &mirrorlog_index::TopicPartition,
+        offset: mirrorlog_index::Offset,
+        leader_epoch: mirrorlog_index::LeaderEpoch,
+    ) -> Result<(), String> {
+        use kafka_protocol::messages::offset_commit_request::{
+            OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+        };
+        use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+        use kafka_protocol::protocol::StrBytes;
+        let mut p = OffsetCommitRequestPartition::default();
+        p.partition_index = tp.partition;
+        p.committed_offset = offset.get();
+        p.committed_leader_epoch = leader_epoch.get();
+        let mut t = OffsetCommitRequestTopic::default();
+        t.name = TopicName(StrBytes::from_string(tp.topic.clone()));
+        t.partitions = vec![p];
+        let mut r = OffsetCommitRequest::default();
+        r.group_id = GroupId(StrBytes::from_string(group.to_string()));
+        r.generation_id_or_member_epoch = -1;
+        r.member_id = StrBytes::from_static_str("");
+        r.topics = vec![t];
+        match self.0.handle(8, RequestKind::OffsetCommit(r)) {
+            ResponseKind::OffsetCommit(resp) => {
+                let code = resp
+                    .topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter())
+                    .map(|p| p.error_code)
+                    .find(|c| *c != 0);
+                match code {
+                    None => Ok(()),
+                    Some(c) => Err(format!(
+                        "commit of group {group} at {tp} offset {}: {}",
+                        offset.get(),
+                        crate::errors::error_name(c)
+                    )),
+                }
+            }
+            other => Err(format!("unexpected answer to OffsetCommit: {other:?}")),
+        }
+    }
+}
+
 /// Opens both coordinators on the broker's logs (loading `__consumer_offsets` and
 /// `__transaction_state`, finishing transactions a crash interrupted) and registers them. The
 /// group coordinator opens first: finishing a transaction may complete its offsets.
@@ -116,6 +171,9 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
         clock,
         TxnConfig::default(),
     )?;
+    broker
+        .mirrors
+        .set_group_sink(Arc::new(MirrorGroupSink(groups.clone())));
     broker.add_coordinator(Arc::new(Groups(groups)));
     broker.add_coordinator(Arc::new(Txns(txns)));
     broker.topics.refresh(&broker.logs);

@@ -2,17 +2,192 @@
 //! (reached through [`KafkaSource`](crate::source_client::KafkaSource)) into read-only topics of
 //! this broker, which its topic registry serves like any other (produce refused with
 //! READ_ONLY_TOPIC until the topic is stopped — failed over).
+//!
+//! # Durable mirror configs: `cluster-mirrors.json`
+//!
+//! A mirror created with [`Mirrors::create_durable`] (CreateClusterMirror) is recorded in
+//! `<first data dir>/cluster-mirrors.json` and comes back on the next start
+//! ([`Mirrors::restore`]); its partitions come back from `__mirror_state` in their states (a
+//! MIRRORING partition resumes from its local log end). The file holds what the operator set
+//! (plus the include/exclude patterns StartMirrorTopics added), never the defaults, so a
+//! default changed in a later version applies on restart:
+//!
+//! ```text
+//! {
+//!   "version": 1,
+//!   "mirrors": [
+//!     { "name": "east", "configs": { "bootstrap.servers": "10.0.0.1:9092",
+//!                                    "mirror.topics.include": "orders.*" } }
+//!   ]
+//! }
+//! ```
+//!
+//! - `version` is 1; a reader refuses any other version rather than guess.
+//! - `configs` maps a setting key to its value, both strings: the source client keys
+//!   ([`SOURCE_KEYS`]) and the mirror keys (`MirrorConfig::KEYS`).
+//! - The file is replaced atomically: written whole to `cluster-mirrors.json.tmp`, fsynced,
+//!   renamed over the old one, and the directory fsynced; a crash leaves the old or the new
+//!   file, never a mix (a stale `.tmp` is ignored and overwritten). Not checksummed: it is
+//!   small, human-readable, and never half-written.
+//! - Every change (create, delete, a pattern added) rewrites the file before it is answered.
 
 use crate::broker::Broker;
+use crate::source_client::{KafkaSource, KafkaSourceConfig};
 use crate::topics::TopicError;
 use mirrorlog_engine::config::LogConfig;
+use mirrorlog_index::TopicId;
 use mirrorlog_index::TopicPartition;
+use mirrorlog_mirror::group_sync::GroupOffsetsSink;
 use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
 use mirrorlog_mirror::source::SourceCluster;
 use mirrorlog_mirror::state::MirrorStateStore;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
+
+/// The file in the first data dir that holds the mirrors' settings (see the module docs).
+pub const MIRRORS_FILE: &str = "cluster-mirrors.json";
+
+/// The version of [`MIRRORS_FILE`] this code writes and reads.
+pub const MIRRORS_FILE_VERSION: u64 = 1;
+
+/// Source connection keys a mirror accepts besides the mirror settings, with the
+/// [`KafkaSourceConfig`] field each sets (defaults and ranges there).
+pub const SOURCE_KEYS: &[&str] = &[
+    "bootstrap.servers",
+    "client.id",
+    "request.timeout.ms",
+    "socket.connection.setup.timeout.ms",
+    "retry.backoff.ms",
+    "retry.backoff.max.ms",
+];
+
+/// Builds a mirror's settings and its source client's from `configs` (key → value).
+///
+/// # Errors
+/// An unknown key, a value that does not parse or is out of range, or no `bootstrap.servers`;
+/// the message names the key.
+pub fn parse_mirror_configs(
+    name: &str,
+    configs: &BTreeMap<String, String>,
+) -> Result<(MirrorConfig, KafkaSourceConfig), String> {
+    let mut mirror = MirrorConfig::new(name);
+    let mut source = KafkaSourceConfig::default();
+    let num = |k: &str, v: &str| -> Result<u64, String> {
+        v.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("{k}: {v:?} is not a valid number: {e}"))
+    };
+    for (k, v) in configs {
+        match k.as_str() {
+            "bootstrap.servers" => {
+                source.bootstrap_servers = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+            "client.id" => source.client_id = v.clone(),
+            "request.timeout.ms" => source.request_timeout_ms = num(k, v)?,
+            "socket.connection.setup.timeout.ms" => source.connect_timeout_ms = num(k, v)?,
+            "retry.backoff.ms" => source.retry_backoff_ms = num(k, v)?,
+            "retry.backoff.max.ms" => source.retry_backoff_max_ms = num(k, v)?,
+            _ => {
+                if !mirror.set(k, v)? {
+                    return Err(format!(
+                        "unknown cluster mirror config {k:?}; known: {}, {}",
+                        SOURCE_KEYS.join(", "),
+                        MirrorConfig::KEYS.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    if source.bootstrap_servers.is_empty() {
+        return Err("bootstrap.servers (the source cluster's host:port list) is required".into());
+    }
+    source.validate()?;
+    mirror.validate()?;
+    Ok((mirror, source))
+}
+
+/// Reads [`MIRRORS_FILE`] in `dir`: `(name, configs)` per mirror; none when the file is absent.
+///
+/// # Errors
+/// A file that does not parse or has another version.
+pub fn read_mirrors_file(dir: &Path) -> anyhow::Result<Vec<(String, BTreeMap<String, String>)>> {
+    let path = dir.join(MIRRORS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", path.display())),
+    };
+    let bad = |why: &str| anyhow::anyhow!("{}: {why}", path.display());
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(&format!("not JSON: {e}")))?;
+    match v.get("version").and_then(|v| v.as_u64()) {
+        Some(MIRRORS_FILE_VERSION) => {}
+        other => {
+            return Err(bad(&format!(
+                "version {other:?}; this build reads version {MIRRORS_FILE_VERSION}"
+            )));
+        }
+    }
+    let mut out = vec![];
+    for m in v
+        .get("mirrors")
+        .and_then(|m| m.as_array())
+        .ok_or_else(|| bad("no \"mirrors\" array"))?
+    {
+        let name = m
+            .get("name")
+            .and_then(|n| n.as_str())
+            .ok_or_else(|| bad("a mirror without a \"name\" string"))?;
+        let mut configs = BTreeMap::new();
+        for (k, v) in m
+            .get("configs")
+            .and_then(|c| c.as_object())
+            .ok_or_else(|| bad(&format!("mirror {name} has no \"configs\" object")))?
+        {
+            let v = v
+                .as_str()
+                .ok_or_else(|| bad(&format!("mirror {name}: config {k} is not a string")))?;
+            configs.insert(k.clone(), v.to_string());
+        }
+        out.push((name.to_string(), configs));
+    }
+    Ok(out)
+}
+
+/// Replaces [`MIRRORS_FILE`] in `dir` atomically (see the module docs).
+///
+/// # Errors
+/// A write, sync or rename failed (the old file is intact).
+pub fn write_mirrors_file(
+    dir: &Path,
+    mirrors: &[(String, BTreeMap<String, String>)],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let doc = serde_json::json!({
+        "version": MIRRORS_FILE_VERSION,
+        "mirrors": mirrors.iter().map(|(name, configs)| serde_json::json!({
+            "name": name,
+            "configs": configs,
+        })).collect::<Vec<_>>(),
+    });
+    let text = serde_json::to_string_pretty(&doc).expect("a JSON value serialises");
+    let tmp = dir.join(format!("{MIRRORS_FILE}.tmp"));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, dir.join(MIRRORS_FILE))?;
+    std::fs::File::open(dir)?.sync_all()
+}
 
 /// `__mirror_state` partitions on this broker (KIP-1279's `mirror.state.topic.num.partitions`
 /// defaults to 50 across a cluster; one node needs fewer).
@@ -31,7 +206,7 @@ impl BrokerTopics {
 }
 
 impl DestinationTopics for BrokerTopics {
-    fn ensure_mirror_topic(&self, name: &str, partitions: i32) -> Result<(), String> {
+    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
         let b = self.broker()?;
         match b.topics.get(name) {
             None => {
@@ -39,8 +214,12 @@ impl DestinationTopics for BrokerTopics {
                     read_only: true,
                     ..b.logs.default_log_config().clone()
                 };
+                // The source's topic id (spec §1: the same id on both sides), unless the source
+                // has none or another local topic already holds it.
+                let id = uuid::Uuid::from_bytes(id);
+                let id = (!id.is_nil() && b.topics.by_id(id).is_none()).then_some(id);
                 b.topics
-                    .create(&b.logs, name, partitions, cfg, None)
+                    .create(&b.logs, name, partitions, cfg, id)
                     .map_err(|e: TopicError| e.message)?;
             }
             Some(t) => {
@@ -49,10 +228,19 @@ impl DestinationTopics for BrokerTopics {
                     partition: 0,
                 };
                 let read_only = b.logs.get(&tp).is_some_and(|h| h.read().is_read_only());
+                let same_id =
+                    !uuid::Uuid::from_bytes(id).is_nil() && t.id == uuid::Uuid::from_bytes(id);
                 if !read_only {
-                    return Err(format!(
-                        "topic {name} exists on the destination and is not a mirror topic"
-                    ));
+                    // The source's own topic (same id): a failback, or mirroring a stopped topic
+                    // again. It becomes a mirror topic; LOG_ALIGNMENT decides what it keeps.
+                    if !same_id {
+                        return Err(format!(
+                            "topic {name} exists on the destination and is not a mirror topic (topic id {}, the source's is {})",
+                            t.id,
+                            uuid::Uuid::from_bytes(id)
+                        ));
+                    }
+                    self.set_read_only(name, true)?;
                 }
                 if t.partitions < partitions {
                     b.topics
@@ -64,27 +252,103 @@ impl DestinationTopics for BrokerTopics {
         Ok(())
     }
 
+    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
+        let b = self.broker().ok()?;
+        b.topics
+            .by_id(uuid::Uuid::from_bytes(id))
+            .map(|t| t.name)
+            .or_else(|| {
+                b.logs
+                    .partitions()
+                    .into_iter()
+                    .find(|h| h.topic_id() == TopicId(id))
+                    .map(|h| h.topic_partition().topic.clone())
+            })
+    }
+
+    fn apply_topic_configs(&self, name: &str, configs: &[(String, String)]) -> Result<(), String> {
+        let b = self.broker()?;
+        let supported: Vec<(&str, &str)> = configs
+            .iter()
+            .filter(|(k, _)| LogConfig::SUPPORTED_TOPIC_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        update_partition_configs(&b, name, |current| {
+            let mut next = current
+                .with_overrides(supported.iter().copied())
+                .map_err(|e| e.to_string())?;
+            // The mirror decides writability, never the source's configs.
+            next.read_only = current.read_only;
+            Ok(next)
+        })
+    }
+
     fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
         let b = self.broker()?;
-        let t = b
-            .topics
-            .get(name)
-            .ok_or_else(|| format!("no topic {name}"))?;
-        for p in 0..t.partitions {
-            let tp = TopicPartition {
-                topic: name.into(),
-                partition: p,
-            };
-            let h = b
-                .logs
-                .get(&tp)
-                .ok_or_else(|| format!("no partition {tp}"))?;
-            let mut cfg = h.read().config().clone();
-            cfg.read_only = read_only;
-            b.logs.update_config(&tp, cfg).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        update_partition_configs(&b, name, |current| {
+            Ok(LogConfig {
+                read_only,
+                ..current.clone()
+            })
+        })
     }
+}
+
+/// Why a mirror-level operation failed, as the admin RPCs answer it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MirrorsError {
+    /// CLUSTER_MIRROR_ALREADY_EXISTS.
+    #[error("cluster mirror {0} already exists")]
+    AlreadyExists(String),
+    /// UNKNOWN_CLUSTER_MIRROR.
+    #[error("cluster mirror {0} does not exist")]
+    Unknown(String),
+    /// INVALID_CONFIG.
+    #[error("{0}")]
+    InvalidConfig(String),
+    /// CLUSTER_MIRROR_NOT_EMPTY.
+    #[error(
+        "cluster mirror {mirror} still has topics that are not stopped: {topics}; stop them first"
+    )]
+    NotEmpty {
+        /// The mirror.
+        mirror: String,
+        /// The topics not stopped.
+        topics: String,
+    },
+    /// Storage (`__mirror_state`, the mirrors file): KAFKA_STORAGE_ERROR.
+    #[error("{0}")]
+    Storage(String),
+}
+
+/// Sets every partition of topic `name` to `change(current config)`, writing only the partitions
+/// whose config changes.
+fn update_partition_configs(
+    b: &Broker,
+    name: &str,
+    change: impl Fn(&LogConfig) -> Result<LogConfig, String>,
+) -> Result<(), String> {
+    let t = b
+        .topics
+        .get(name)
+        .ok_or_else(|| format!("no topic {name}"))?;
+    for p in 0..t.partitions {
+        let tp = TopicPartition {
+            topic: name.into(),
+            partition: p,
+        };
+        let h = b
+            .logs
+            .get(&tp)
+            .ok_or_else(|| format!("no partition {tp}"))?;
+        let current = h.read().config().clone();
+        let next = change(&current)?;
+        if next != current {
+            b.logs.update_config(&tp, next).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 /// The mirrors of one broker.
@@ -92,10 +356,34 @@ impl DestinationTopics for BrokerTopics {
 pub struct Mirrors {
     store: Mutex<Option<Arc<MirrorStateStore>>>,
     mirrors: Mutex<BTreeMap<String, Arc<MirrorManager>>>,
+    /// Settings of the mirrors recorded in [`MIRRORS_FILE`] (the ones created through the admin
+    /// RPCs), by name; the source's bootstrap servers of every mirror for the listings.
+    durable: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    bootstrap: Mutex<BTreeMap<String, String>>,
+    /// Where every mirror's group offset sync commits (the group coordinator, once installed).
+    group_sink: SinkSlot,
+    /// Serialises writes of [`MIRRORS_FILE`].
+    file_writer: Mutex<()>,
+}
+
+/// The group offset sink, if installed.
+#[derive(Default)]
+struct SinkSlot(Mutex<Option<Arc<dyn GroupOffsetsSink>>>);
+
+impl std::fmt::Debug for SinkSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.lock().is_some() {
+            "SinkSlot(installed)"
+        } else {
+            "SinkSlot(none)"
+        })
+    }
 }
 
 impl Mirrors {
-    /// Creates mirror `config.name` of `source` on `broker` and starts its threads.
+    /// Creates mirror `config.name` of `source` on `broker` and starts its threads. Not
+    /// recorded in [`MIRRORS_FILE`]: an in-process mirror (the demo) with a source of the
+    /// caller's making.
     ///
     /// # Errors
     /// A mirror of that name exists, an invalid config, or `__mirror_state` cannot be opened.
@@ -105,12 +393,201 @@ impl Mirrors {
         config: MirrorConfig,
         source: Arc<dyn SourceCluster>,
     ) -> anyhow::Result<Arc<MirrorManager>> {
+        broker.register_arc();
         let mut mirrors = self.mirrors.lock();
+        self.start_locked(&mut mirrors, broker, config, source)
+    }
+
+    fn file_dir(broker: &Broker) -> PathBuf {
+        broker.config.logs.data_dirs[0].clone()
+    }
+
+    fn save(&self, broker: &Broker) -> Result<(), MirrorsError> {
+        // One writer of the file at a time (they share its `.tmp`), and the snapshot taken under
+        // the same lock, so the last write holds the latest settings.
+        let _writer = self.file_writer.lock();
+        let list: Vec<_> = self
+            .durable
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        write_mirrors_file(&Self::file_dir(broker), &list)
+            .map_err(|e| MirrorsError::Storage(format!("writing {MIRRORS_FILE}: {e}")))
+    }
+
+    /// CreateClusterMirror: checks `configs` ([`parse_mirror_configs`]), records the mirror in
+    /// [`MIRRORS_FILE`], and starts it (no topics yet, unless `mirror.topics.include` is set).
+    ///
+    /// # Errors
+    /// [`MirrorsError::AlreadyExists`], [`MirrorsError::InvalidConfig`],
+    /// [`MirrorsError::Storage`].
+    pub fn create_durable(
+        &self,
+        broker: &Arc<Broker>,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<Arc<MirrorManager>, MirrorsError> {
+        let mut mirrors = self.mirrors.lock();
+        if mirrors.contains_key(name) {
+            return Err(MirrorsError::AlreadyExists(name.into()));
+        }
+        let (config, source_config) =
+            parse_mirror_configs(name, &configs).map_err(MirrorsError::InvalidConfig)?;
+        let bootstrap = source_config.bootstrap_servers.join(",");
+        let source = KafkaSource::new(source_config)
+            .map_err(|e| MirrorsError::InvalidConfig(e.to_string()))?;
+        self.durable.lock().insert(name.into(), configs);
+        if let Err(e) = self.save(broker) {
+            self.durable.lock().remove(name);
+            return Err(e);
+        }
+        let m = self
+            .start_locked(&mut mirrors, broker, config, source)
+            .map_err(|e| MirrorsError::Storage(e.to_string()))?;
+        self.bootstrap.lock().insert(name.into(), bootstrap);
+        Ok(m)
+    }
+
+    /// Starts every mirror recorded in [`MIRRORS_FILE`] (broker start). A mirror whose settings
+    /// no longer parse is logged and skipped (it stays in the file).
+    ///
+    /// # Errors
+    /// The file cannot be read or does not parse.
+    pub fn restore(&self, broker: &Arc<Broker>) -> anyhow::Result<usize> {
+        let list = read_mirrors_file(&Self::file_dir(broker))?;
+        let mut n = 0;
+        let mut mirrors = self.mirrors.lock();
+        for (name, configs) in list {
+            self.durable.lock().insert(name.clone(), configs.clone());
+            let started = parse_mirror_configs(&name, &configs).and_then(|(config, sc)| {
+                let bootstrap = sc.bootstrap_servers.join(",");
+                let source = KafkaSource::new(sc).map_err(|e| e.to_string())?;
+                self.start_locked(&mut mirrors, broker, config, source)
+                    .map_err(|e| e.to_string())?;
+                self.bootstrap.lock().insert(name.clone(), bootstrap);
+                Ok(())
+            });
+            match started {
+                Ok(()) => n += 1,
+                Err(e) => tracing::error!(mirror = %name, "cannot restore cluster mirror: {e}"),
+            }
+        }
+        if n > 0 {
+            tracing::info!(mirrors = n, "restored cluster mirrors from {MIRRORS_FILE}");
+        }
+        Ok(n)
+    }
+
+    /// Adds patterns to a mirror's `mirror.topics.include`/`exclude`, durably first.
+    ///
+    /// # Errors
+    /// Unknown mirror, an invalid regex, or the file cannot be written.
+    pub fn add_patterns(
+        &self,
+        broker: &Broker,
+        name: &str,
+        include: &[String],
+        exclude: &[String],
+    ) -> Result<(), MirrorsError> {
+        let m = self
+            .get(name)
+            .ok_or_else(|| MirrorsError::Unknown(name.into()))?;
+        m.add_patterns(include, exclude)
+            .map_err(|e| MirrorsError::InvalidConfig(e.to_string()))?;
+        let (inc, exc) = m.patterns();
+        let durable = {
+            let mut d = self.durable.lock();
+            match d.get_mut(name) {
+                Some(c) => {
+                    c.insert("mirror.topics.include".into(), inc.join(","));
+                    c.insert("mirror.topics.exclude".into(), exc.join(","));
+                    true
+                }
+                None => false,
+            }
+        };
+        if durable {
+            self.save(broker)?;
+        }
+        Ok(())
+    }
+
+    /// DeleteClusterMirror: refused while a partition of the mirror is not STOPPED (MM13:
+    /// "active or non-stopped"); otherwise stops its threads, tombstones its `__mirror_state`
+    /// records and removes it from [`MIRRORS_FILE`]. Its (stopped, writable) topics stay.
+    ///
+    /// # Errors
+    /// [`MirrorsError::Unknown`], [`MirrorsError::NotEmpty`], [`MirrorsError::Storage`].
+    pub fn delete(&self, broker: &Broker, name: &str) -> Result<(), MirrorsError> {
+        let mut mirrors = self.mirrors.lock();
+        let m = mirrors
+            .get(name)
+            .cloned()
+            .ok_or_else(|| MirrorsError::Unknown(name.into()))?;
+        let active: Vec<String> = m
+            .topic_names()
+            .into_iter()
+            .filter(|t| {
+                m.topic_states(t)
+                    .iter()
+                    .any(|s| *s != mirrorlog_mirror::state::MirrorPartitionState::Stopped)
+            })
+            .collect();
+        if !active.is_empty() {
+            return Err(MirrorsError::NotEmpty {
+                mirror: name.into(),
+                topics: active.join(", "),
+            });
+        }
+        let removed = self.durable.lock().remove(name);
+        if removed.is_some()
+            && let Err(e) = self.save(broker)
+        {
+            self.durable
+                .lock()
+                .insert(name.into(), removed.unwrap_or_default());
+            return Err(e);
+        }
+        mirrors.remove(name);
+        self.bootstrap.lock().remove(name);
+        m.shutdown();
+        m.delete_states()
+            .map_err(|e| MirrorsError::Storage(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Sets where mirrors started from now on commit synced group offsets.
+    pub fn set_group_sink(&self, sink: Arc<dyn GroupOffsetsSink>) {
+        *self.group_sink.0.lock() = Some(sink);
+    }
+
+    /// The source's `bootstrap.servers` of a mirror (empty for an in-process one).
+    pub fn source_bootstrap(&self, name: &str) -> String {
+        self.bootstrap.lock().get(name).cloned().unwrap_or_default()
+    }
+
+    /// A durable mirror's settings as stored (empty for an in-process one).
+    pub fn stored_configs(&self, name: &str) -> BTreeMap<String, String> {
+        self.durable.lock().get(name).cloned().unwrap_or_default()
+    }
+
+    fn start_locked(
+        &self,
+        mirrors: &mut BTreeMap<String, Arc<MirrorManager>>,
+        broker: &Arc<Broker>,
+        config: MirrorConfig,
+        source: Arc<dyn SourceCluster>,
+    ) -> anyhow::Result<Arc<MirrorManager>> {
         anyhow::ensure!(
             !mirrors.contains_key(&config.name),
             "cluster mirror {} already exists",
             config.name
         );
+        let mut config = config;
+        if config.local_cluster_id.is_none() {
+            config.local_cluster_id = Some(broker.cluster_id.clone());
+        }
         let store = {
             let mut s = self.store.lock();
             match &*s {
@@ -136,6 +613,9 @@ impl Mirrors {
             broker.clock().clone(),
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some(sink) = self.group_sink.0.lock().clone() {
+            m.set_group_sink(sink);
+        }
         m.run();
         mirrors.insert(name, m.clone());
         Ok(m)
@@ -157,5 +637,85 @@ impl Mirrors {
             m.shutdown();
         }
         self.store.lock().take();
+        // The sink holds the group coordinator, which holds the log manager: let both go.
+        self.group_sink.0.lock().take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_mirrors_file_round_trips_and_refuses_other_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            read_mirrors_file(dir.path()).unwrap().is_empty(),
+            "absent: none"
+        );
+        let list = vec![
+            (
+                "east".to_string(),
+                configs(&[
+                    ("bootstrap.servers", "a:1"),
+                    ("mirror.topics.include", "o.*"),
+                ]),
+            ),
+            ("west".to_string(), configs(&[("bootstrap.servers", "b:2")])),
+        ];
+        write_mirrors_file(dir.path(), &list).unwrap();
+        assert_eq!(read_mirrors_file(dir.path()).unwrap(), list);
+        assert!(!dir.path().join(format!("{MIRRORS_FILE}.tmp")).exists());
+        std::fs::write(
+            dir.path().join(MIRRORS_FILE),
+            r#"{"version": 2, "mirrors": []}"#,
+        )
+        .unwrap();
+        let e = read_mirrors_file(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("version Some(2)"), "{e}");
+        std::fs::write(
+            dir.path().join(MIRRORS_FILE),
+            r#"{"version": 1, "mirrors": [{"name": "x", "configs": {"k": 1}}]}"#,
+        )
+        .unwrap();
+        let e = read_mirrors_file(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("config k is not a string"), "{e}");
+    }
+
+    #[test]
+    fn mirror_configs_split_into_source_and_mirror_settings() {
+        let (m, s) = parse_mirror_configs(
+            "m",
+            &configs(&[
+                ("bootstrap.servers", "a:1, b:2"),
+                ("client.id", "mm"),
+                ("mirror.num.replica.fetchers", "2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.bootstrap_servers, vec!["a:1", "b:2"]);
+        assert_eq!(s.client_id, "mm");
+        assert_eq!(m.fetcher_threads, 2);
+        let e = parse_mirror_configs("m", &configs(&[("client.id", "x")])).unwrap_err();
+        assert!(e.contains("bootstrap.servers"), "{e}");
+        let e = parse_mirror_configs(
+            "m",
+            &configs(&[("bootstrap.servers", "a:1"), ("colour", "x")]),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("unknown cluster mirror config \"colour\""),
+            "{e}"
+        );
+        let e =
+            parse_mirror_configs("m", &configs(&[("bootstrap.servers", "nohost")])).unwrap_err();
+        assert!(e.contains("bootstrap.servers"), "{e}");
     }
 }

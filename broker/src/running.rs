@@ -47,7 +47,9 @@ impl RunningBroker {
     pub fn start(config: BrokerConfig, server: ServerConfig) -> anyhow::Result<RunningBroker> {
         let storage = mirrorlog_segment::io::default_storage();
         let broker = Arc::new(Broker::open(config, storage, Arc::new(SystemClock))?);
+        broker.register_arc();
         crate::coordinators::install(&broker)?;
+        broker.mirrors.restore(&broker)?;
         let srv = Server::bind(server, broker.clone())?;
         let addr = srv.local_addr();
         let handle = srv.shutdown_handle();

@@ -566,13 +566,7 @@ impl Connection {
         })?;
         buf[..4].copy_from_slice(&size.to_be_bytes());
 
-        let left = remaining(deadline, &self.addr)?;
-        self.stream
-            .set_write_timeout(Some(left))
-            .map_err(|e| io_error(&self.addr, "configuring", &e))?;
-        self.stream
-            .write_all(&buf)
-            .map_err(|e| io_error(&self.addr, "sending to", &e))?;
+        self.write_request(&buf, deadline)?;
 
         let mut frame = self.read_frame(deadline)?;
         // ApiVersions responses always carry header v0 (KIP-511).
@@ -592,6 +586,32 @@ impl Connection {
         Ok(frame)
     }
 
+    /// One mirror RPC (keys 94–106, `mirror_rpc`): not in the `kafka-protocol` codec, so framed
+    /// here; `None` when the node does not offer its v0.
+    fn mirror_call(
+        &mut self,
+        request: &crate::mirror_rpc::MirrorRequest,
+        timeout: Duration,
+    ) -> Result<Option<crate::mirror_rpc::MirrorResponse>, SourceError> {
+        let key = request.api_key();
+        if !self
+            .offered
+            .get(&(key as i16))
+            .is_some_and(|(lo, hi)| (*lo..=*hi).contains(&0))
+        {
+            return Ok(None);
+        }
+        let deadline = Instant::now() + timeout;
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1) & i32::MAX;
+        let frame = request.to_frame(correlation_id, &self.client_id);
+        self.write_request(&frame, deadline)?;
+        let body = self.read_frame(deadline)?;
+        crate::mirror_rpc::MirrorResponse::from_frame(key, correlation_id, body)
+            .map(Some)
+            .map_err(|e| self.protocol(format!("a {key:?} response: {e}")))
+    }
+
     /// One typed request and response.
     fn call<Req: Encodable, Resp: Decodable>(
         &mut self,
@@ -603,6 +623,17 @@ impl Connection {
         let mut body = self.round_trip(api, version, request, timeout)?;
         Resp::decode(&mut body, version)
             .map_err(|e| self.protocol(format!("decoding a {api:?} v{version} response: {e}")))
+    }
+
+    /// Writes one whole request frame before `deadline`.
+    fn write_request(&mut self, frame: &[u8], deadline: Instant) -> Result<(), SourceError> {
+        let left = remaining(deadline, &self.addr)?;
+        self.stream
+            .set_write_timeout(Some(left))
+            .map_err(|e| io_error(&self.addr, "configuring", &e))?;
+        self.stream
+            .write_all(frame)
+            .map_err(|e| io_error(&self.addr, "sending to", &e))
     }
 
     /// Reads one `int32 size` + body frame before `deadline`.
@@ -1558,6 +1589,67 @@ impl SourceCluster for KafkaSource {
                     .filter(|e| e.config_source != CONFIG_SOURCE_DEFAULT)
                     .filter_map(|e| Some((e.name.to_string(), e.value?.to_string())))
                     .collect())
+            })
+            .map(Step::Done)
+        })
+    }
+
+    fn last_mirror_epoch(
+        &self,
+        requester_cluster_id: &str,
+        topic_id: [u8; 16],
+        partition: i32,
+    ) -> Result<Option<(LeaderEpoch, Offset)>, SourceError> {
+        use crate::mirror_rpc::{
+            DescribeClusterMirrorsRequest, LastMirrorEpochLookup, MirrorRequest, MirrorResponse,
+        };
+        let timeout = self.config.request_timeout();
+        let req = MirrorRequest::DescribeClusterMirrors(DescribeClusterMirrorsRequest {
+            // No mirror descriptions, only the lookup.
+            mirror_names: Some(vec![]),
+            include_authorized_operations: false,
+            cluster_id: Some(requester_cluster_id.to_string()),
+            last_mirror_epoch_lookups: vec![LastMirrorEpochLookup {
+                topic_id,
+                partitions: vec![partition],
+            }],
+        });
+        self.retrying("DescribeClusterMirrors", || {
+            self.with_any_node(|c| {
+                let Some(resp) = c.mirror_call(&req, timeout)? else {
+                    return Ok(None);
+                };
+                let MirrorResponse::DescribeClusterMirrors(r) = resp else {
+                    return Err(c.protocol("a response of another API"));
+                };
+                let answer = r
+                    .last_mirror_epochs
+                    .iter()
+                    .filter(|t| t.topic_id == topic_id)
+                    .flat_map(|t| t.partitions.iter())
+                    .find(|p| p.partition_index == partition)
+                    .ok_or_else(|| c.protocol("no last-mirror-epoch answer for the partition"))?;
+                match answer.error_code {
+                    0 if answer.last_mirror_epoch >= 0 => Ok(Some((
+                        LeaderEpoch(answer.last_mirror_epoch),
+                        Offset(answer.last_mirror_offset),
+                    ))),
+                    0 | UNKNOWN_TOPIC_OR_PARTITION => Ok(None),
+                    code if code
+                        == crate::errors::MirrorErrorCode::MirrorTopicNotStopped.code() =>
+                    {
+                        Err(SourceError::Kafka {
+                            code,
+                            message: "MIRROR_TOPIC_NOT_STOPPED: the source still mirrors this \
+                                      partition from us; stop it there before failing back"
+                                .into(),
+                        })
+                    }
+                    code => Err(SourceError::Kafka {
+                        code,
+                        message: crate::errors::error_name(code),
+                    }),
+                }
             })
             .map(Step::Done)
         })

@@ -1,14 +1,19 @@
 //! Fuzzes everything the broker does with the bytes of an untrusted connection before a handler
 //! sees them: frame reading (size prefix, bounds, truncation), request header decoding with the
 //! header version the api key and version call for, the version checks, body decoding of every
-//! API, and the KIP-511 ApiVersions answers, which must always encode.
+//! API, and the KIP-511 ApiVersions answers, which must always encode. The mirror RPCs (keys
+//! 94–106, decoded by `mirror_rpc`, not the protocol crate) go through the same door: a body
+//! that decodes must encode back to a body that decodes to the same request.
 //! No input may panic, hang or allocate without bound.
 #![no_main]
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use libfuzzer_sys::fuzz_target;
-use mirrorlog_broker::server::frame::{Decoded, decode_request, encode_response, read_frame};
+use mirrorlog_broker::mirror_rpc::{MirrorApiKey, MirrorRequest};
+use mirrorlog_broker::server::frame::{
+    Decoded, decode_request_with_mirror, encode_response, read_frame,
+};
 
 /// As in the broker binary: the protocol decoder sizes arrays from the wire before checking, so
 /// huge never-touched allocations must be address space only (see `mirrorlog_broker::alloc`).
@@ -26,10 +31,25 @@ fn supported(api: ApiKey) -> Option<(i16, i16)> {
     Some((range.min, range.max))
 }
 
+/// Every mirror RPC, at the one version the codec has.
+fn mirror_supported(_: MirrorApiKey) -> Option<(i16, i16)> {
+    Some(MirrorApiKey::VERSIONS)
+}
+
 fn exercise(frame: Bytes) {
-    if let Ok(Decoded::Answer(a)) = decode_request(frame, &supported) {
-        encode_response(a.correlation_id, a.api_key, a.version, &a.body)
-            .expect("a server-made answer always encodes");
+    match decode_request_with_mirror(frame, &supported, &mirror_supported) {
+        Ok(Decoded::Answer(a)) => {
+            encode_response(a.correlation_id, a.api_key, a.version, &a.body)
+                .expect("a server-made answer always encodes");
+        }
+        Ok(Decoded::Mirror {
+            api_key, request, ..
+        }) => {
+            let again = MirrorRequest::decode(api_key, &request.encode())
+                .expect("an encoded mirror request decodes");
+            assert_eq!(again, request);
+        }
+        _ => {}
     }
 }
 

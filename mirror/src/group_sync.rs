@@ -20,7 +20,7 @@ pub fn clamp_offset(
 }
 
 /// Where synced offsets go: the destination's group coordinator.
-pub trait GroupOffsetsSink {
+pub trait GroupOffsetsSink: Send + Sync {
     /// Whether the group has members on the destination (then it is skipped: its own consumers
     /// commit).
     fn is_group_active(&self, group: &str) -> bool;
@@ -58,6 +58,21 @@ pub fn sync_group_offsets(
     sink: &dyn GroupOffsetsSink,
     groups: &[String],
 ) -> Result<GroupSyncReport, SourceError> {
+    sync_group_offsets_where(source, dest, sink, groups, &|_| true)
+}
+
+/// [`sync_group_offsets`] for the partitions `keep` accepts only (the mirror keeps its own
+/// partitions that are not STOPPED: a failed-over partition belongs to local consumers).
+///
+/// # Errors
+/// As [`sync_group_offsets`].
+pub fn sync_group_offsets_where(
+    source: &dyn SourceCluster,
+    dest: &LogManager,
+    sink: &dyn GroupOffsetsSink,
+    groups: &[String],
+    keep: &dyn Fn(&TopicPartition) -> bool,
+) -> Result<GroupSyncReport, SourceError> {
     let mut report = GroupSyncReport::default();
     for g in groups {
         if sink.is_group_active(g) {
@@ -70,6 +85,9 @@ pub fn sync_group_offsets(
                 topic: c.topic.clone(),
                 partition: c.partition,
             };
+            if !keep(&tp) {
+                continue;
+            }
             let Some(h) = dest.get(&tp) else { continue };
             let (offset, epoch) = {
                 let log = h.read();

@@ -9,8 +9,10 @@
 //! files only through the engine's mirror append.
 
 pub mod engine_source;
+pub mod failover_report;
 pub mod group_sync;
 pub mod manager;
 pub mod partition;
+pub mod preflight;
 pub mod source;
 pub mod state;

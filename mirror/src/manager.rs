@@ -17,6 +17,7 @@
 //! - **Failure isolation**: a corrupt batch, a deleted source topic, a changed cluster id or a
 //!   divergence with unclean-election support off move that partition alone to FAILED.
 
+use crate::group_sync::{GroupOffsetsSink, GroupSyncReport, sync_group_offsets_where};
 use crate::partition::{
     FetchOutcome, align_to_last_mirror_epoch, apply_fetched, fetch_position, stop_partition,
 };
@@ -26,7 +27,7 @@ use crate::state::{
 };
 use mirrorlog_engine::clock::Clock;
 use mirrorlog_engine::manager::LogManager;
-use mirrorlog_index::{LeaderEpoch, Offset, TopicPartition};
+use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -56,6 +57,69 @@ pub struct MirrorConfig {
     pub support_unclean_leader_election: bool,
     /// `mirror.failed.retry.*`.
     pub retry: RetryBackoff,
+    /// `mirror.topics.include`: regexes (each matched against the whole topic name); source
+    /// topics matching one, and no exclude pattern, are discovered and started on every
+    /// metadata refresh. Default empty (only topics started by name). Any valid regex.
+    pub topics_include: Vec<String>,
+    /// `mirror.topics.exclude`: regexes; a topic matching one is never started, by pattern or
+    /// by name (exclude wins over include). Default `__.*` (internal topics).
+    pub topics_exclude: Vec<String>,
+    /// `mirror.topic.properties.exclude`: regexes over topic config names not copied from the
+    /// source. Default: the spec's list ([`DEFAULT_TOPIC_PROPERTIES_EXCLUDE`]).
+    pub topic_properties_exclude: Vec<String>,
+    /// `mirror.groups.include`: regexes over consumer group ids whose committed offsets are
+    /// synced (clamped, see `group_sync`) on every metadata refresh. Default `.*`.
+    pub groups_include: Vec<String>,
+    /// `mirror.groups.exclude`: regexes; wins over include. Default empty.
+    pub groups_exclude: Vec<String>,
+    /// The destination's own cluster id, which LOG_ALIGNMENT sends the source to ask for the
+    /// last mirror epoch of a mirror in the other direction (failback). Not a user setting: the
+    /// broker fills it in. `None` (default): never ask; align to empty.
+    pub local_cluster_id: Option<String>,
+}
+
+/// Default of [`MirrorConfig::topics_exclude`].
+pub const DEFAULT_TOPICS_EXCLUDE: &[&str] = &["__.*"];
+
+/// Default of [`MirrorConfig::topic_properties_exclude`] (spec §6): the settings that must stay
+/// local to the destination (throttles, timestamp bounds checked only by a leader append,
+/// election and ISR settings, the mirror's own switches).
+pub const DEFAULT_TOPIC_PROPERTIES_EXCLUDE: &[&str] = &[
+    "follower\\.replication\\.throttled\\.replicas",
+    "leader\\.replication\\.throttled\\.replicas",
+    "message\\.timestamp\\.difference\\.max\\.ms",
+    "message\\.timestamp\\.before\\.max\\.ms",
+    "message\\.timestamp\\.after\\.max\\.ms",
+    "log\\.message\\.timestamp\\.before\\.max\\.ms",
+    "log\\.message\\.timestamp\\.after\\.max\\.ms",
+    "message\\.timestamp\\.type",
+    "unclean\\.leader\\.election\\.enable",
+    "min\\.insync\\.replicas",
+    "mirror\\.replication\\.throttled\\.replicas",
+    "mirror\\.support\\.unclean\\.leader\\.election",
+];
+
+/// Compiles a pattern list, each anchored to match a whole name (Java's `Matcher.matches`).
+///
+/// # Errors
+/// A pattern that is not a valid regex, naming the setting.
+pub fn compile_patterns(setting: &str, patterns: &[String]) -> Result<Vec<regex::Regex>, String> {
+    patterns
+        .iter()
+        .map(|p| {
+            regex::Regex::new(&format!("^(?:{p})$"))
+                .map_err(|e| format!("{setting}: {p:?} is not a valid regex: {e}"))
+        })
+        .collect()
+}
+
+fn split_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 impl MirrorConfig {
@@ -70,7 +134,109 @@ impl MirrorConfig {
             metadata_refresh_interval_ms: 5000,
             support_unclean_leader_election: false,
             retry: RetryBackoff::default(),
+            topics_include: vec![],
+            topics_exclude: DEFAULT_TOPICS_EXCLUDE
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            topic_properties_exclude: DEFAULT_TOPIC_PROPERTIES_EXCLUDE
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            groups_include: vec![".*".to_string()],
+            groups_exclude: vec![],
+            local_cluster_id: None,
         }
+    }
+
+    /// The mirror-level setting keys [`set`](Self::set) knows.
+    pub const KEYS: &'static [&'static str] = &[
+        "mirror.num.replica.fetchers",
+        "fetch.max.bytes",
+        "fetch.response.max.bytes",
+        "fetch.wait.max.ms",
+        "mirror.metadata.refresh.interval.ms",
+        "mirror.support.unclean.leader.election",
+        "mirror.failed.retry.initial.backoff.ms",
+        "mirror.failed.retry.max.backoff.ms",
+        "mirror.failed.retry.max.attempts",
+        "mirror.topics.include",
+        "mirror.topics.exclude",
+        "mirror.topic.properties.exclude",
+        "mirror.groups.include",
+        "mirror.groups.exclude",
+    ];
+
+    /// Applies one setting by its KIP-1279 key. Lists are comma-separated (so a pattern cannot
+    /// hold a comma; use `(a|b)` instead). Returns `Ok(false)` for a key that is not a mirror
+    /// setting (the caller may know it, e.g. `bootstrap.servers`); ranges are checked by
+    /// [`validate`](Self::validate).
+    ///
+    /// # Errors
+    /// A value that does not parse, naming the key.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String>
+        where
+            T::Err: fmt::Display,
+        {
+            value
+                .trim()
+                .parse()
+                .map_err(|e| format!("{key}: {value:?} is not a valid number: {e}"))
+        }
+        match key {
+            "mirror.num.replica.fetchers" => self.fetcher_threads = num(key, value)?,
+            "fetch.max.bytes" => self.partition_fetch_max_bytes = num(key, value)?,
+            "fetch.response.max.bytes" => self.response_max_bytes = num(key, value)?,
+            "fetch.wait.max.ms" => self.max_wait_ms = num(key, value)?,
+            "mirror.metadata.refresh.interval.ms" => {
+                self.metadata_refresh_interval_ms = num(key, value)?
+            }
+            "mirror.support.unclean.leader.election" => {
+                self.support_unclean_leader_election = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    v => return Err(format!("{key}: {v:?} is not true or false")),
+                }
+            }
+            "mirror.failed.retry.initial.backoff.ms" => {
+                self.retry.initial_backoff_ms = num(key, value)?
+            }
+            "mirror.failed.retry.max.backoff.ms" => self.retry.max_backoff_ms = num(key, value)?,
+            "mirror.failed.retry.max.attempts" => self.retry.max_attempts = num(key, value)?,
+            "mirror.topics.include" => self.topics_include = split_list(value),
+            "mirror.topics.exclude" => self.topics_exclude = split_list(value),
+            "mirror.topic.properties.exclude" => self.topic_properties_exclude = split_list(value),
+            "mirror.groups.include" => self.groups_include = split_list(value),
+            "mirror.groups.exclude" => self.groups_exclude = split_list(value),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Every mirror-level setting as `(key, value)`, in [`KEYS`](Self::KEYS) order.
+    pub fn entries(&self) -> Vec<(String, String)> {
+        let v = [
+            self.fetcher_threads.to_string(),
+            self.partition_fetch_max_bytes.to_string(),
+            self.response_max_bytes.to_string(),
+            self.max_wait_ms.to_string(),
+            self.metadata_refresh_interval_ms.to_string(),
+            self.support_unclean_leader_election.to_string(),
+            self.retry.initial_backoff_ms.to_string(),
+            self.retry.max_backoff_ms.to_string(),
+            self.retry.max_attempts.to_string(),
+            self.topics_include.join(","),
+            self.topics_exclude.join(","),
+            self.topic_properties_exclude.join(","),
+            self.groups_include.join(","),
+            self.groups_exclude.join(","),
+        ];
+        Self::KEYS
+            .iter()
+            .zip(v)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
     }
 
     /// Rejects out-of-range settings.
@@ -114,6 +280,14 @@ impl MirrorConfig {
                 self.metadata_refresh_interval_ms
             ));
         }
+        compile_patterns("mirror.topics.include", &self.topics_include)?;
+        compile_patterns("mirror.topics.exclude", &self.topics_exclude)?;
+        compile_patterns(
+            "mirror.topic.properties.exclude",
+            &self.topic_properties_exclude,
+        )?;
+        compile_patterns("mirror.groups.include", &self.groups_include)?;
+        compile_patterns("mirror.groups.exclude", &self.groups_exclude)?;
         self.retry.validate().map_err(|e| e.to_string())
     }
 }
@@ -121,11 +295,22 @@ impl MirrorConfig {
 /// How the mirror creates and configures its read-only destination topics (the broker
 /// implements it with its topic registry; tests with the log manager alone).
 pub trait DestinationTopics: Send + Sync + fmt::Debug {
-    /// Makes sure topic `name` exists with at least `partitions` partitions and is read-only.
+    /// Makes sure topic `name` exists with at least `partitions` partitions and is read-only;
+    /// a new topic gets the source's topic id `id` (the same id on both sides, spec §1) unless
+    /// it is all zeros (a source without topic ids).
     ///
     /// # Errors
     /// The topic cannot be created (e.g. a local topic of that name that is not a mirror).
-    fn ensure_mirror_topic(&self, name: &str, partitions: i32) -> Result<(), String>;
+    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String>;
+    /// The local topic with topic id `id`, if any: how a restarted mirror finds the names of
+    /// the partitions `__mirror_state` holds (its keys carry topic ids).
+    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String>;
+    /// Applies topic configs copied from the source (already filtered by
+    /// `mirror.topic.properties.exclude`); keys the destination does not support are skipped.
+    ///
+    /// # Errors
+    /// A value the destination refuses.
+    fn apply_topic_configs(&self, name: &str, configs: &[(String, String)]) -> Result<(), String>;
     /// Makes the topic writable (after a stop) or read-only again.
     ///
     /// # Errors
@@ -152,8 +337,21 @@ pub struct PartitionStatus {
     pub lag: i64,
     /// Last mirror epoch recorded at stop (−1 none).
     pub last_mirror_epoch: LeaderEpoch,
+    /// Where the last mirror epoch ends in the local log (−1 none).
+    pub last_mirror_offset: Offset,
     /// Why it is FAILED.
     pub failure: Option<String>,
+    /// Failed attempts so far (−1: a failure that is not retried automatically; 0: none).
+    pub retry_attempt: i32,
+    /// The topic id (the source's).
+    pub topic_id: [u8; 16],
+    /// The destination's leader epoch (−1 none).
+    pub destination_leader_epoch: LeaderEpoch,
+    /// The state a failure interrupted (the retry target), when one is recorded.
+    pub previous_state: Option<S>,
+    /// Transactions open in the destination log: `(producer id, epoch, first offset)` — what a
+    /// stop now would abort.
+    pub open_transactions: Vec<(ProducerId, ProducerEpoch, Offset)>,
 }
 
 /// Errors of mirror operations.
@@ -193,6 +391,37 @@ struct TopicInfo {
     id: [u8; 16],
     partitions: i32,
     missing_syncs: u32,
+    /// The source configs last applied (config sync skips the write when they did not change).
+    synced_configs: Option<Vec<(String, String)>>,
+}
+
+/// The compiled `mirror.topics.include/exclude` and `mirror.topic.properties.exclude`.
+#[derive(Debug, Clone)]
+struct Filters {
+    include: Vec<String>,
+    exclude: Vec<String>,
+    include_re: Vec<regex::Regex>,
+    exclude_re: Vec<regex::Regex>,
+    properties_exclude_re: Vec<regex::Regex>,
+    groups_include_re: Vec<regex::Regex>,
+    groups_exclude_re: Vec<regex::Regex>,
+}
+
+impl Filters {
+    fn new(c: &MirrorConfig) -> Result<Filters, String> {
+        Ok(Filters {
+            include: c.topics_include.clone(),
+            exclude: c.topics_exclude.clone(),
+            include_re: compile_patterns("mirror.topics.include", &c.topics_include)?,
+            exclude_re: compile_patterns("mirror.topics.exclude", &c.topics_exclude)?,
+            properties_exclude_re: compile_patterns(
+                "mirror.topic.properties.exclude",
+                &c.topic_properties_exclude,
+            )?,
+            groups_include_re: compile_patterns("mirror.groups.include", &c.groups_include)?,
+            groups_exclude_re: compile_patterns("mirror.groups.exclude", &c.groups_exclude)?,
+        })
+    }
 }
 
 /// One mirror. See the module docs.
@@ -204,6 +433,10 @@ pub struct MirrorManager {
     store: Arc<MirrorStateStore>,
     clock: Arc<dyn Clock>,
     source_cluster_id: Mutex<Option<String>>,
+    filters: Mutex<Filters>,
+    starting: Mutex<()>,
+    group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
+    last_group_sync: Mutex<Option<GroupSyncReport>>,
     topics: Mutex<BTreeMap<String, TopicInfo>>,
     partitions: Mutex<BTreeMap<TopicPartition, EntryRef>>,
     stop: AtomicBool,
@@ -241,7 +474,8 @@ impl MirrorManager {
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<MirrorManager>, MirrorError> {
         config.validate().map_err(MirrorError::Invalid)?;
-        Ok(Arc::new(MirrorManager {
+        let filters = Filters::new(&config).map_err(MirrorError::Invalid)?;
+        let m = MirrorManager {
             config,
             source,
             logs,
@@ -249,11 +483,242 @@ impl MirrorManager {
             store,
             clock,
             source_cluster_id: Mutex::new(None),
+            filters: Mutex::new(filters),
+            starting: Mutex::new(()),
+            group_sink: Mutex::new(None),
+            last_group_sync: Mutex::new(None),
             topics: Mutex::new(BTreeMap::new()),
             partitions: Mutex::new(BTreeMap::new()),
             stop: AtomicBool::new(false),
             threads: Mutex::new(vec![]),
-        }))
+        };
+        m.restore();
+        Ok(Arc::new(m))
+    }
+
+    /// Brings back the partitions `__mirror_state` holds for this mirror, in their stored
+    /// states: a MIRRORING partition fetches again from its local log end (nothing is copied
+    /// twice), a PAUSED one stays paused, a STOPPED one stays writable. A partition's topic name
+    /// comes from the local topic with the key's topic id; source leaders come with the first
+    /// [`sync`](Self::sync).
+    fn restore(&self) {
+        let mut restored = 0usize;
+        for st in self.store.all() {
+            if st.mirror != self.config.name {
+                continue;
+            }
+            let Some(topic) = self.topics_api.topic_name_for_id(st.topic_id) else {
+                tracing::warn!(mirror = %self.config.name, partition = st.partition,
+                    "a __mirror_state record names a topic id with no local topic; skipped");
+                continue;
+            };
+            {
+                let mut topics = self.topics.lock();
+                let info = topics.entry(topic.clone()).or_insert(TopicInfo {
+                    id: st.topic_id,
+                    partitions: 0,
+                    missing_syncs: 0,
+                    synced_configs: None,
+                });
+                info.partitions = info.partitions.max(st.partition + 1);
+            }
+            self.partitions.lock().insert(
+                tp(&topic, st.partition),
+                Arc::new(Mutex::new(Entry {
+                    state: st,
+                    source_leader: -1,
+                    source_epoch: LeaderEpoch::NONE,
+                    source_hw: Offset(-1),
+                })),
+            );
+            restored += 1;
+        }
+        if restored > 0 {
+            tracing::info!(mirror = %self.config.name, partitions = restored, "restored mirror partitions from {}", crate::state::MIRROR_STATE_TOPIC);
+        }
+    }
+
+    /// The mirror's settings.
+    pub fn config(&self) -> &MirrorConfig {
+        &self.config
+    }
+
+    /// The current `mirror.topics.include` and `mirror.topics.exclude` (they grow with
+    /// [`add_patterns`](Self::add_patterns)).
+    pub fn patterns(&self) -> (Vec<String>, Vec<String>) {
+        let f = self.filters.lock();
+        (f.include.clone(), f.exclude.clone())
+    }
+
+    /// Adds patterns to `mirror.topics.include` / `mirror.topics.exclude` (duplicates ignored);
+    /// the next sync discovers what they match.
+    ///
+    /// # Errors
+    /// An invalid regex (nothing changes).
+    pub fn add_patterns(&self, include: &[String], exclude: &[String]) -> Result<(), MirrorError> {
+        let mut f = self.filters.lock();
+        let mut next = self.config.clone();
+        next.topics_include = f.include.clone();
+        next.topics_exclude = f.exclude.clone();
+        for p in include {
+            if !next.topics_include.contains(p) {
+                next.topics_include.push(p.clone());
+            }
+        }
+        for p in exclude {
+            if !next.topics_exclude.contains(p) {
+                next.topics_exclude.push(p.clone());
+            }
+        }
+        *f = Filters::new(&next).map_err(MirrorError::Invalid)?;
+        Ok(())
+    }
+
+    /// Whether `topic` matches `mirror.topics.exclude` (such a topic is never started).
+    pub fn is_excluded(&self, topic: &str) -> bool {
+        self.filters
+            .lock()
+            .exclude_re
+            .iter()
+            .any(|r| r.is_match(topic))
+    }
+
+    /// Whether discovery would start `topic`: an include pattern matches and no exclude one.
+    pub fn is_included(&self, topic: &str) -> bool {
+        let f = self.filters.lock();
+        f.include_re.iter().any(|r| r.is_match(topic))
+            && !f.exclude_re.iter().any(|r| r.is_match(topic))
+    }
+
+    /// The source cluster id, once a metadata answer gave it.
+    pub fn source_cluster_id(&self) -> Option<String> {
+        self.source_cluster_id.lock().clone()
+    }
+
+    /// The topics of this mirror (started, restored or discovered), sorted.
+    pub fn topic_names(&self) -> Vec<String> {
+        self.topics.lock().keys().cloned().collect()
+    }
+
+    /// The states of `topic`'s partitions (empty when the mirror does not hold the topic).
+    pub fn topic_states(&self, topic: &str) -> Vec<S> {
+        self.partitions
+            .lock()
+            .iter()
+            .filter(|(k, _)| k.topic == topic)
+            .map(|(_, e)| e.lock().state.state)
+            .collect()
+    }
+
+    /// Source topic names (not internal), for the operator's patterns.
+    ///
+    /// # Errors
+    /// The source is unreachable.
+    pub fn source_topic_names(&self) -> Result<Vec<String>, MirrorError> {
+        Ok(self.source_topics()?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// Source topics (not internal) with their topic ids.
+    ///
+    /// # Errors
+    /// The source is unreachable.
+    pub fn source_topics(&self) -> Result<Vec<(String, [u8; 16])>, MirrorError> {
+        let md = self.source.metadata(None)?;
+        self.check_cluster_id(&md.cluster_id)?;
+        Ok(md
+            .topics
+            .into_iter()
+            .filter(|t| !t.internal && t.error == 0)
+            .map(|t| (t.name, t.id))
+            .collect())
+    }
+
+    /// Manual recover (`--recover`): every FAILED partition of `topic` retries now, whatever its
+    /// backoff or attempt count, into the state its failure names (a failure while mirroring
+    /// resumes fetching from the local log end; nothing is truncated). Returns how many
+    /// partitions were FAILED.
+    ///
+    /// # Errors
+    /// The state cannot be persisted.
+    pub fn recover_topic(&self, topic: &str) -> Result<usize, MirrorError> {
+        let mut n = 0;
+        for (_, entry) in self.topic_entries(topic)? {
+            let mut e = entry.lock();
+            if e.state.state != S::Failed {
+                continue;
+            }
+            let target = match e.state.failure.as_ref().map(|f| f.previous_state) {
+                Some(p) if S::Failed.can_transition_to(p) && p != S::Failed => p,
+                Some(S::Unknown) => S::LogAlignment,
+                Some(S::Stopped) => S::Stopping,
+                _ => S::Mirroring,
+            };
+            let epoch = e.state.state_epoch;
+            let mut next = e.state.clone();
+            next.clear_failure();
+            next.transition(target, epoch, self.now())?;
+            self.store.put_if_epoch(&next, epoch)?;
+            e.state = next;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Deletes every `__mirror_state` record of this mirror (tombstones), after
+    /// [`shutdown`](Self::shutdown): DeleteClusterMirror.
+    ///
+    /// # Errors
+    /// A tombstone cannot be written.
+    pub fn delete_states(&self) -> Result<(), MirrorError> {
+        for st in self.store.all() {
+            if st.mirror == self.config.name {
+                self.store.delete(&st.key())?;
+            }
+        }
+        self.partitions.lock().clear();
+        self.topics.lock().clear();
+        Ok(())
+    }
+
+    /// The last mirror epoch of a STOPPED partition of this mirror, by source topic id, and
+    /// where it ends locally: the answer to a failback lookup. `Err(true)`: the partition is
+    /// held but not STOPPED; `Err(false)`: not held.
+    pub fn last_mirror_epoch(
+        &self,
+        topic_id: [u8; 16],
+        partition: i32,
+    ) -> Result<(LeaderEpoch, Offset), bool> {
+        let name = self
+            .topics
+            .lock()
+            .iter()
+            .find(|(_, t)| t.id == topic_id)
+            .map(|(n, _)| n.clone())
+            .ok_or(false)?;
+        let entry = self
+            .partitions
+            .lock()
+            .get(&tp(&name, partition))
+            .cloned()
+            .ok_or(false)?;
+        let e = entry.lock();
+        if e.state.state != S::Stopped {
+            return Err(true);
+        }
+        let lme = e.state.last_mirror_epoch;
+        Ok((lme, self.last_mirror_offset(&tp(&name, partition), lme)))
+    }
+
+    fn last_mirror_offset(&self, key: &TopicPartition, lme: LeaderEpoch) -> Offset {
+        if lme == LeaderEpoch::NONE {
+            return Offset(-1);
+        }
+        self.logs.get(key).map_or(Offset(-1), |h| {
+            let log = h.read();
+            log.epoch_cache()
+                .end_offset_for(lme, log.log_end_offset())
+                .1
+        })
     }
 
     /// The mirror's name.
@@ -273,7 +738,23 @@ impl MirrorManager {
     /// The source is unreachable, a topic is unknown on the source or internal, or the state
     /// cannot be persisted.
     pub fn start_topics(&self, topics: &[String]) -> Result<(), MirrorError> {
-        let md = self.source.metadata(Some(topics))?;
+        self.start_topics_inner(topics, false)
+    }
+
+    /// [`start_topics`](Self::start_topics); with `only_new`, topics the mirror already holds
+    /// are left alone (discovery). Starts are serialised, so an operator's start and the sync
+    /// thread's discovery of the same topic never race for its first state write.
+    fn start_topics_inner(&self, topics: &[String], only_new: bool) -> Result<(), MirrorError> {
+        let _serial = self.starting.lock();
+        let topics: Vec<String> = topics
+            .iter()
+            .filter(|t| !only_new || !self.topics.lock().contains_key(*t))
+            .cloned()
+            .collect();
+        if topics.is_empty() {
+            return Ok(());
+        }
+        let md = self.source.metadata(Some(&topics))?;
         self.check_cluster_id(&md.cluster_id)?;
         for t in &md.topics {
             if t.error != 0 {
@@ -289,7 +770,7 @@ impl MirrorManager {
                 )));
             }
             self.topics_api
-                .ensure_mirror_topic(&t.name, t.partitions.len() as i32)
+                .ensure_mirror_topic(&t.name, t.id, t.partitions.len() as i32)
                 .map_err(MirrorError::Invalid)?;
             self.topics.lock().insert(
                 t.name.clone(),
@@ -297,8 +778,10 @@ impl MirrorManager {
                     id: t.id,
                     partitions: t.partitions.len() as i32,
                     missing_syncs: 0,
+                    synced_configs: None,
                 },
             );
+            self.sync_topic_configs(&t.name);
             for p in &t.partitions {
                 self.start_partition(&t.name, t.id, p.partition, p.leader, p.leader_epoch)?;
             }
@@ -395,11 +878,24 @@ impl MirrorManager {
                 let Some(dest) = self.logs.get(&key) else {
                     continue;
                 };
-                // Without a last-mirror-epoch lookup answer from the source, the partition is
-                // copied from scratch (spec §8: LME −1). A restart keeps MIRRORING and resumes
-                // from the log end instead.
-                let r = align_to_last_mirror_epoch(&dest, LeaderEpoch::NONE)
-                    .map_err(MirrorError::from)
+                // Failback (spec §8): if the source mirrors this topic from us and has stopped,
+                // its last mirror epoch says how much of our log it holds: keep that, drop what
+                // we wrote after the split, fetch the rest. Without an answer the partition is
+                // copied from scratch (LME −1). A restart keeps MIRRORING and resumes from the
+                // log end instead.
+                let r = self
+                    .last_mirror_epoch_of(&key, e.state.topic_id)
+                    .and_then(|lme| {
+                        let (epoch, end) = lme.unwrap_or((LeaderEpoch::NONE, Offset(-1)));
+                        align_to_last_mirror_epoch(&dest, epoch)?;
+                        if end.get() >= 0 && dest.read().log_end_offset() > end {
+                            dest.write().truncate_to(end)?;
+                        }
+                        if epoch != LeaderEpoch::NONE {
+                            tracing::info!(mirror = %self.config.name, partition = %key, last_mirror_epoch = epoch.get(), end = end.get(), "failback: aligned to the source's last mirror epoch");
+                        }
+                        Ok(())
+                    })
                     .and_then(|_| self.move_to(&mut e, S::Mirroring));
                 if let Err(err) = r {
                     self.fail(&key, &mut e, &format!("log alignment failed: {err}"), true);
@@ -408,16 +904,43 @@ impl MirrorManager {
         }
     }
 
+    /// The source's answer to the last-mirror-epoch lookup for `key` (`None` without a local
+    /// cluster id or an answer).
+    fn last_mirror_epoch_of(
+        &self,
+        key: &TopicPartition,
+        topic_id: [u8; 16],
+    ) -> Result<Option<(LeaderEpoch, Offset)>, MirrorError> {
+        let Some(me) = &self.config.local_cluster_id else {
+            return Ok(None);
+        };
+        Ok(self.source.last_mirror_epoch(me, topic_id, key.partition)?)
+    }
+
     /// Refreshes source metadata: leaders and epochs, a changed cluster id (fails every
     /// partition, not retryable), deleted topics (missing on two consecutive syncs: FAILED, not
-    /// retryable), grown partition counts (new partitions start).
+    /// retryable), grown partition counts (new partitions start); then discovery, topic config
+    /// sync and group offset sync ([`sync_groups`](Self::sync_groups), whose failure is logged
+    /// and retried on the next sync).
     ///
     /// # Errors
     /// The source is unreachable (nothing changes; the next sync tries again).
     pub fn sync(&self) -> Result<(), MirrorError> {
+        self.sync_topics()?;
+        if let Err(e) = self.sync_groups() {
+            tracing::warn!(mirror = %self.config.name, "group offset sync failed: {e}");
+        }
+        Ok(())
+    }
+
+    fn sync_topics(&self) -> Result<(), MirrorError> {
+        self.discover()?;
         let names: Vec<String> = self.topics.lock().keys().cloned().collect();
         if names.is_empty() {
             return Ok(());
+        }
+        for name in &names {
+            self.sync_topic_configs(name);
         }
         let md = self.source.metadata(Some(&names))?;
         if let Err(MirrorError::Invalid(reason)) = self.check_cluster_id(&md.cluster_id) {
@@ -490,7 +1013,7 @@ impl MirrorManager {
             drop(topics);
             if grown {
                 self.topics_api
-                    .ensure_mirror_topic(&t.name, t.partitions.len() as i32)
+                    .ensure_mirror_topic(&t.name, id, t.partitions.len() as i32)
                     .map_err(MirrorError::Invalid)?;
             }
             for p in &t.partitions {
@@ -509,6 +1032,133 @@ impl MirrorManager {
             }
         }
         Ok(())
+    }
+
+    /// Where [`sync_groups`](Self::sync_groups) commits: the destination's group coordinator.
+    /// Without one (the default), group offsets are not synced.
+    pub fn set_group_sink(&self, sink: Arc<dyn GroupOffsetsSink>) {
+        *self.group_sink.lock() = Some(sink);
+    }
+
+    /// What the last group offset sync did.
+    pub fn last_group_sync(&self) -> Option<GroupSyncReport> {
+        self.last_group_sync.lock().clone()
+    }
+
+    /// Group offset sync (spec §11): the source's groups matching `mirror.groups.include` and
+    /// not `mirror.groups.exclude` have their committed offsets on this mirror's partitions —
+    /// those not STOPPED: a failed-over partition belongs to local consumers — committed on the
+    /// destination with the double clamp; groups with members on the destination are skipped
+    /// (and counted). Runs at the end of every [`sync`](Self::sync).
+    ///
+    /// # Errors
+    /// The source is unreachable, or a commit failed.
+    pub fn sync_groups(&self) -> Result<Option<GroupSyncReport>, MirrorError> {
+        let Some(sink) = self.group_sink.lock().clone() else {
+            return Ok(None);
+        };
+        let groups: Vec<String> = {
+            let listed = self.source.list_groups()?;
+            let f = self.filters.lock();
+            listed
+                .into_iter()
+                .map(|g| g.group_id)
+                .filter(|g| {
+                    f.groups_include_re.iter().any(|r| r.is_match(g))
+                        && !f.groups_exclude_re.iter().any(|r| r.is_match(g))
+                })
+                .collect()
+        };
+        let mirrored: std::collections::HashSet<TopicPartition> = self
+            .partitions
+            .lock()
+            .iter()
+            .filter(|(_, e)| e.lock().state.state != S::Stopped)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let report = sync_group_offsets_where(
+            self.source.as_ref(),
+            &self.logs,
+            sink.as_ref(),
+            &groups,
+            &|tp| mirrored.contains(tp),
+        )?;
+        if report.clamped > 0 || !report.skipped_active.is_empty() {
+            tracing::debug!(mirror = %self.config.name, committed = report.committed, clamped = report.clamped, skipped_active = ?report.skipped_active, "group offsets synced");
+        }
+        *self.last_group_sync.lock() = Some(report.clone());
+        Ok(Some(report))
+    }
+
+    /// Discovery: with `mirror.topics.include` set, lists the source's topics and starts each
+    /// one that matches an include pattern, no exclude pattern, and is not in the mirror yet.
+    /// A topic that fails to start is logged and tried again on the next sync.
+    ///
+    /// # Errors
+    /// The source is unreachable.
+    pub fn discover(&self) -> Result<Vec<String>, MirrorError> {
+        if self.filters.lock().include_re.is_empty() {
+            return Ok(vec![]);
+        }
+        let mut started = vec![];
+        for name in self.source_topic_names()? {
+            if !self.is_included(&name) || self.topics.lock().contains_key(&name) {
+                continue;
+            }
+            match self.start_topics_inner(std::slice::from_ref(&name), true) {
+                Ok(()) => {
+                    tracing::info!(mirror = %self.config.name, topic = %name, "discovered a source topic matching mirror.topics.include; mirroring it");
+                    started.push(name);
+                }
+                Err(e) => {
+                    tracing::warn!(mirror = %self.config.name, topic = %name, "cannot start a discovered topic: {e}")
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    /// Copies `topic`'s source configs (those set on the source, minus
+    /// `mirror.topic.properties.exclude`) to the destination topic when they changed since the
+    /// last copy. Skipped for a STOPPED topic (it belongs to its local users now). Failures are
+    /// logged; the next sync tries again.
+    fn sync_topic_configs(&self, topic: &str) {
+        let states = self.topic_states(topic);
+        if states.is_empty() || states.iter().all(|s| *s == S::Stopped) {
+            return;
+        }
+        let configs = match self.source.topic_configs(topic) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!(mirror = %self.config.name, topic, "cannot read source topic configs: {e}");
+                return;
+            }
+        };
+        let configs: Vec<(String, String)> = {
+            let f = self.filters.lock();
+            configs
+                .into_iter()
+                .filter(|(k, _)| !f.properties_exclude_re.iter().any(|r| r.is_match(k)))
+                .collect()
+        };
+        if self
+            .topics
+            .lock()
+            .get(topic)
+            .is_some_and(|t| t.synced_configs.as_ref() == Some(&configs))
+        {
+            return;
+        }
+        match self.topics_api.apply_topic_configs(topic, &configs) {
+            Ok(()) => {
+                if let Some(t) = self.topics.lock().get_mut(topic) {
+                    t.synced_configs = Some(configs);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(mirror = %self.config.name, topic, "cannot apply source topic configs: {e}")
+            }
+        }
     }
 
     /// One round of one fetcher thread: fetches for its MIRRORING partitions, one request per
@@ -794,14 +1444,28 @@ impl MirrorManager {
             .into_iter()
             .map(|(key, entry)| {
                 let e = entry.lock();
-                let leo = self
-                    .logs
-                    .get(&key)
-                    .map_or(Offset(-1), |h| h.read().log_end_offset());
+                let (leo, open_transactions) =
+                    self.logs.get(&key).map_or((Offset(-1), vec![]), |h| {
+                        let log = h.read();
+                        let open = log
+                            .producer_state()
+                            .producers()
+                            .filter_map(|p| {
+                                p.current_txn_first_offset
+                                    .map(|o| (p.producer_id, p.producer_epoch, o))
+                            })
+                            .collect();
+                        (log.log_end_offset(), open)
+                    });
                 let lag = if e.source_hw.get() >= 0 {
                     (e.source_hw.get() - leo.get()).max(0)
                 } else {
                     0
+                };
+                let retry_attempt = match &e.state.failure {
+                    None => 0,
+                    Some(f) if f.retryable => f.attempt,
+                    Some(_) => -1,
                 };
                 PartitionStatus {
                     topic: key.topic.clone(),
@@ -812,7 +1476,18 @@ impl MirrorManager {
                     log_end_offset: leo,
                     lag,
                     last_mirror_epoch: e.state.last_mirror_epoch,
-                    failure: e.state.failure.as_ref().map(|f| f.reason.clone()),
+                    last_mirror_offset: self.last_mirror_offset(&key, e.state.last_mirror_epoch),
+                    failure: e
+                        .state
+                        .failure
+                        .as_ref()
+                        .filter(|_| e.state.state == S::Failed)
+                        .map(|f| f.reason.clone()),
+                    retry_attempt,
+                    topic_id: e.state.topic_id,
+                    destination_leader_epoch: e.state.destination_leader_epoch,
+                    previous_state: e.state.failure.as_ref().map(|f| f.previous_state),
+                    open_transactions,
                 }
             })
             .collect()
@@ -826,4 +1501,63 @@ fn stable_hash(tp: &TopicPartition) -> u64 {
         .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_by_their_kip_names_and_entries_round_trip() {
+        let mut c = MirrorConfig::new("m");
+        assert!(c.set("mirror.num.replica.fetchers", "3").unwrap());
+        assert!(
+            c.set("mirror.topics.include", "orders.*, pay(ments|outs)")
+                .unwrap()
+        );
+        assert!(
+            c.set("mirror.support.unclean.leader.election", "true")
+                .unwrap()
+        );
+        assert!(!c.set("bootstrap.servers", "x:1").unwrap());
+        c.validate().unwrap();
+        assert_eq!(c.fetcher_threads, 3);
+        assert_eq!(c.topics_include, vec!["orders.*", "pay(ments|outs)"]);
+        let mut back = MirrorConfig::new("m");
+        for (k, v) in c.entries() {
+            assert!(back.set(&k, &v).unwrap(), "{k}");
+        }
+        assert_eq!(back.entries(), c.entries());
+    }
+
+    #[test]
+    fn bad_settings_are_refused_naming_the_key() {
+        let mut c = MirrorConfig::new("m");
+        let e = c.set("mirror.num.replica.fetchers", "many").unwrap_err();
+        assert!(e.contains("mirror.num.replica.fetchers"), "{e}");
+        let e = c
+            .set("mirror.support.unclean.leader.election", "yes")
+            .unwrap_err();
+        assert!(e.contains("not true or false"), "{e}");
+        c.set("mirror.topics.exclude", "(unclosed").unwrap();
+        let e = c.validate().unwrap_err();
+        assert!(e.contains("mirror.topics.exclude"), "{e}");
+        let mut c = MirrorConfig::new("m");
+        c.set("mirror.metadata.refresh.interval.ms", "10").unwrap();
+        assert!(c.validate().unwrap_err().contains("100..=3600000"));
+    }
+
+    #[test]
+    fn patterns_match_whole_names_and_the_default_excludes_internal_topics() {
+        let re = compile_patterns("p", &["orders".into()]).unwrap();
+        assert!(re[0].is_match("orders"));
+        assert!(!re[0].is_match("orders-eu"));
+        let c = MirrorConfig::new("m");
+        let ex = compile_patterns("e", &c.topics_exclude).unwrap();
+        assert!(ex.iter().any(|r| r.is_match("__consumer_offsets")));
+        assert!(!ex.iter().any(|r| r.is_match("orders")));
+        let props = compile_patterns("x", &c.topic_properties_exclude).unwrap();
+        assert!(props.iter().any(|r| r.is_match("min.insync.replicas")));
+        assert!(!props.iter().any(|r| r.is_match("retention.ms")));
+    }
 }

@@ -212,4 +212,21 @@ pub trait SourceCluster: Send + Sync + Debug {
     fn list_groups(&self) -> Result<Vec<GroupListing>, SourceError>;
     /// A group's committed offsets (OffsetFetch, all partitions).
     fn committed_offsets(&self, group_id: &str) -> Result<Vec<CommittedOffset>, SourceError>;
+
+    /// Failback's question (KIP-1279 §8, §14): the last mirror epoch of the source's own mirror
+    /// *from* cluster `requester_cluster_id` for partition `partition` of topic `topic_id`, and
+    /// where that epoch ends in the source's log. `None`: the source holds no such mirror (or
+    /// does not speak the mirror RPCs) — the partition is copied from scratch. An error when the
+    /// source still mirrors it from us (not STOPPED): failing back then would lose its data.
+    ///
+    /// The default answers `None` (a source without cluster mirroring).
+    fn last_mirror_epoch(
+        &self,
+        requester_cluster_id: &str,
+        topic_id: [u8; 16],
+        partition: i32,
+    ) -> Result<Option<(LeaderEpoch, Offset)>, SourceError> {
+        let _ = (requester_cluster_id, topic_id, partition);
+        Ok(None)
+    }
 }

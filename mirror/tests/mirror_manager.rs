@@ -36,7 +36,7 @@ fn manager(dir: &std::path::Path) -> Arc<LogManager> {
 struct Dest(Arc<LogManager>);
 
 impl DestinationTopics for Dest {
-    fn ensure_mirror_topic(&self, name: &str, partitions: i32) -> Result<(), String> {
+    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
         for p in 0..partitions {
             let tp = TopicPartition {
                 topic: name.into(),
@@ -46,7 +46,7 @@ impl DestinationTopics for Dest {
                 self.0
                     .create(
                         &tp,
-                        TopicId([7; 16]),
+                        TopicId(id),
                         LogConfig {
                             read_only: true,
                             ..LogConfig::default()
@@ -55,6 +55,20 @@ impl DestinationTopics for Dest {
                     .map_err(|e| e.to_string())?;
             }
         }
+        Ok(())
+    }
+    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
+        self.0
+            .partitions()
+            .into_iter()
+            .find(|h| h.topic_id() == TopicId(id))
+            .map(|h| h.topic_partition().topic.clone())
+    }
+    fn apply_topic_configs(
+        &self,
+        _name: &str,
+        _configs: &[(String, String)],
+    ) -> Result<(), String> {
         Ok(())
     }
     fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
@@ -341,6 +355,33 @@ fn a_source_topic_deleted_is_failed_after_two_syncs() {
     w.mirror.sync().unwrap();
     assert_eq!(state(&w, "gone", 0), S::Failed);
     assert_eq!(state(&w, "stays", 0), S::Mirroring);
+    let failed = w
+        .mirror
+        .describe()
+        .into_iter()
+        .find(|s| s.topic == "gone")
+        .unwrap();
+    assert_eq!(failed.retry_attempt, -1, "not retried by itself");
+    assert_eq!(failed.previous_state, Some(S::Mirroring));
+    // A manual recover retries at once, back to MIRRORING from the log end.
+    let leo = failed.log_end_offset;
+    assert_eq!(w.mirror.recover_topic("gone").unwrap(), 1);
+    let back = w
+        .mirror
+        .describe()
+        .into_iter()
+        .find(|s| s.topic == "gone")
+        .unwrap();
+    assert_eq!(
+        (back.state, back.failure, back.retry_attempt),
+        (S::Mirroring, None, 0)
+    );
+    assert_eq!(back.log_end_offset, leo);
+    assert_eq!(
+        w.mirror.recover_topic("stays").unwrap(),
+        0,
+        "nothing FAILED there"
+    );
 }
 
 #[test]
@@ -385,4 +426,95 @@ fn divergence_fails_without_ule_support_and_recovers_with_it() {
             );
         }
     }
+}
+
+#[test]
+fn a_manager_reopened_over_the_same_store_resumes_each_partition_in_its_state() {
+    let w = world(MirrorConfig::new("m1"), &[("orders", 1), ("payments", 1)]);
+    for t in ["orders", "payments"] {
+        produce(
+            &w.src,
+            t,
+            0,
+            records(5, Compression::None),
+            0,
+            LeaderOrigin::Client,
+        );
+    }
+    w.mirror
+        .start_topics(&["orders".to_string(), "payments".to_string()])
+        .unwrap();
+    catch_up(&w);
+    w.mirror.pause_topic("payments").unwrap();
+    let before = w.mirror.describe();
+    w.mirror.shutdown();
+
+    // A broker restart: a fresh store over the same `__mirror_state`, a fresh manager.
+    let store = Arc::new(MirrorStateStore::open(w.dst.clone(), 4).unwrap());
+    let again = MirrorManager::new(
+        MirrorConfig::new("m1"),
+        w.source.clone(),
+        w.dst.clone(),
+        Arc::new(Dest(w.dst.clone())),
+        store,
+        ManualClock::new(T0),
+    )
+    .unwrap();
+    let restored = again.describe();
+    assert_eq!(again.topic_names(), vec!["orders", "payments"]);
+    for (b, r) in before.iter().zip(&restored) {
+        assert_eq!((&b.topic, b.partition), (&r.topic, r.partition));
+        assert_eq!(
+            (b.state, b.state_epoch),
+            (r.state, r.state_epoch),
+            "{}",
+            b.topic
+        );
+    }
+    produce(
+        &w.src,
+        "orders",
+        0,
+        records(7, Compression::Lz4),
+        0,
+        LeaderOrigin::Client,
+    );
+    again.sync().unwrap();
+    let w2 = World {
+        mirror: again.clone(),
+        ..w
+    };
+    catch_up(&w2);
+    assert_eq!(
+        bytes_of(&h(&w2.dst, "orders", 0)),
+        bytes_of(&h(&w2.src, "orders", 0))
+    );
+    // Resumed from the log end: no LOG_ALIGNMENT round trip (which truncates and bumps the
+    // state epoch) happened.
+    let orders = again
+        .describe()
+        .into_iter()
+        .find(|s| s.topic == "orders")
+        .unwrap();
+    assert_eq!(orders.state, S::Mirroring);
+    assert_eq!(orders.state_epoch, before[0].state_epoch);
+    assert_eq!(state(&w2, "payments", 0), S::Paused);
+}
+
+#[test]
+fn discovery_starts_matching_source_topics_and_exclude_wins() {
+    let mut config = MirrorConfig::new("m1");
+    config.topics_include = vec!["pay.*".into()];
+    config.topics_exclude = vec!["__.*".into(), "payouts".into()];
+    let w = world(config, &[("orders", 1), ("payments", 2), ("payouts", 1)]);
+    w.mirror.sync().unwrap();
+    assert_eq!(w.mirror.topic_names(), vec!["payments"]);
+    assert_eq!(w.mirror.topic_states("payments").len(), 2);
+    w.mirror.add_patterns(&["ord.*".into()], &[]).unwrap();
+    w.mirror.sync().unwrap();
+    assert_eq!(w.mirror.topic_names(), vec!["orders", "payments"]);
+    assert!(w.mirror.is_excluded("payouts"));
+    assert!(!w.mirror.is_included("payouts"));
+    assert!(w.mirror.add_patterns(&["(".into()], &[]).is_err());
+    assert_eq!(w.mirror.patterns().0, vec!["pay.*", "ord.*"]);
 }

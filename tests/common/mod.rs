@@ -2,6 +2,8 @@
 //! that scripts/test.sh installs.
 #![allow(dead_code)]
 
+pub mod mirrors;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -2,5 +2,6 @@
 
 pub mod admin;
 pub mod fetch;
+pub mod mirror_admin;
 pub mod offsets;
 pub mod produce;

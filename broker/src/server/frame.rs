@@ -22,6 +22,7 @@
 //!   at the request's version;
 //! - an ApiVersions response always carries response header v0, whatever its version.
 
+use crate::mirror_rpc::{CodecError, MirrorApiKey, MirrorRequest};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -172,6 +173,41 @@ pub enum FrameError {
         /// What the handler supports, `None` if not the API at all.
         supported: Option<(i16, i16)>,
     },
+    /// A mirror RPC (API keys 94–106, [`crate::mirror_rpc`]) the handler does not serve at this
+    /// version (or at all).
+    #[error("{api_key:?} (api key {}) v{api_version} is not supported (supported: {})", *api_key as i16, VersionsDisplay(*supported))]
+    MirrorUnsupportedVersion {
+        /// The api key.
+        api_key: MirrorApiKey,
+        /// The api version.
+        api_version: i16,
+        /// What the handler supports.
+        supported: Option<(i16, i16)>,
+    },
+    /// A mirror RPC's request header v2 does not parse.
+    #[error("malformed request header for {api_key:?} v{api_version}")]
+    MirrorHeader {
+        /// The api key.
+        api_key: MirrorApiKey,
+        /// The api version.
+        api_version: i16,
+        /// What the decoder said.
+        #[source]
+        source: BoxError,
+    },
+    /// A mirror RPC's body does not parse.
+    #[error("malformed {api_key:?} v{api_version} request body (correlation id {correlation_id})")]
+    MirrorBody {
+        /// The api key.
+        api_key: MirrorApiKey,
+        /// The api version.
+        api_version: i16,
+        /// The request's correlation id.
+        correlation_id: i32,
+        /// Which field and byte, and why.
+        #[source]
+        source: CodecError,
+    },
     /// The request body does not parse at its version.
     #[error("malformed {api_key:?} v{api_version} request body (correlation id {correlation_id})")]
     Body {
@@ -226,6 +262,15 @@ pub enum Decoded {
     },
     /// An answer to send without involving the handler.
     Answer(Answer),
+    /// A mirror RPC (API keys 94–106), decoded by [`crate::mirror_rpc`].
+    Mirror {
+        /// The decoded header (v2).
+        header: RequestHeader,
+        /// The api key.
+        api_key: MirrorApiKey,
+        /// The decoded body.
+        request: MirrorRequest,
+    },
 }
 
 /// Decodes one request frame (everything after the `int32 size`).
@@ -234,8 +279,21 @@ pub enum Decoded {
 /// `supported_versions`). May panic only if the codec does; the server runs it under
 /// `catch_unwind`.
 pub fn decode_request(
+    frame: Bytes,
+    supported: &dyn Fn(ApiKey) -> Option<(i16, i16)>,
+) -> Result<Decoded, FrameError> {
+    decode_request_with_mirror(frame, supported, &|_| None)
+}
+
+/// [`decode_request`], also for the mirror RPCs (API keys 94–106, which the `kafka-protocol`
+/// crate does not know): `mirror_supported` gives the versions the handler serves. A mirror
+/// request is parsed with request header v2 (every mirror RPC is flexible from v0) and its
+/// body by [`MirrorRequest::decode`]; an unsupported version, a bad header or a bad body is a
+/// [`FrameError`] (the connection closes, the reason logged), never a panic.
+pub fn decode_request_with_mirror(
     mut frame: Bytes,
     supported: &dyn Fn(ApiKey) -> Option<(i16, i16)>,
+    mirror_supported: &dyn Fn(MirrorApiKey) -> Option<(i16, i16)>,
 ) -> Result<Decoded, FrameError> {
     let len = frame.len();
     if len < 4 {
@@ -243,6 +301,37 @@ pub fn decode_request(
     }
     let raw_key = i16::from_be_bytes([frame[0], frame[1]]);
     let api_version = i16::from_be_bytes([frame[2], frame[3]]);
+    if let Some(api_key) = MirrorApiKey::from_i16(raw_key) {
+        let range = mirror_supported(api_key);
+        let (lo, hi) = MirrorApiKey::VERSIONS;
+        if !range.is_some_and(|(min, max)| {
+            (min..=max).contains(&api_version) && (lo..=hi).contains(&api_version)
+        }) {
+            return Err(FrameError::MirrorUnsupportedVersion {
+                api_key,
+                api_version,
+                supported: range,
+            });
+        }
+        let header =
+            RequestHeader::decode(&mut frame, 2).map_err(|e| FrameError::MirrorHeader {
+                api_key,
+                api_version,
+                source: e.into(),
+            })?;
+        let request =
+            MirrorRequest::decode(api_key, &frame).map_err(|source| FrameError::MirrorBody {
+                api_key,
+                api_version,
+                correlation_id: header.correlation_id,
+                source,
+            })?;
+        return Ok(Decoded::Mirror {
+            header,
+            api_key,
+            request,
+        });
+    }
     let Ok(api_key) = ApiKey::try_from(raw_key) else {
         return Err(FrameError::UnknownApiKey {
             api_key: raw_key,
@@ -645,6 +734,96 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    fn mirror_supported(k: MirrorApiKey) -> Option<(i16, i16)> {
+        (k != MirrorApiKey::BumpLeaderEpochs).then_some((0, 0))
+    }
+
+    fn mirror_frame(req: &MirrorRequest) -> Bytes {
+        req.to_frame(21, "cli").slice(4..)
+    }
+
+    #[test]
+    fn mirror_requests_decode_with_header_v2() {
+        let req =
+            MirrorRequest::DeleteClusterMirror(crate::mirror_rpc::DeleteClusterMirrorRequest {
+                mirror_name: "m".into(),
+                state_offset: -1,
+            });
+        let Decoded::Mirror {
+            header,
+            api_key,
+            request,
+        } = decode_request_with_mirror(mirror_frame(&req), &supported, &mirror_supported).unwrap()
+        else {
+            panic!("expected a mirror request");
+        };
+        assert_eq!(api_key, MirrorApiKey::DeleteClusterMirror);
+        assert_eq!(header.correlation_id, 21);
+        assert_eq!(header.client_id.as_deref(), Some("cli"));
+        assert_eq!(request, req);
+    }
+
+    #[test]
+    fn mirror_requests_the_handler_does_not_serve_are_refused() {
+        let req = MirrorRequest::BumpLeaderEpochs(Default::default());
+        assert!(matches!(
+            decode_request_with_mirror(mirror_frame(&req), &supported, &mirror_supported),
+            Err(FrameError::MirrorUnsupportedVersion {
+                api_key: MirrorApiKey::BumpLeaderEpochs,
+                supported: None,
+                ..
+            })
+        ));
+        // Without a mirror handler at all (`decode_request`), the same.
+        let req = MirrorRequest::ListClusterMirrors(Default::default());
+        assert!(matches!(
+            decode_request(mirror_frame(&req), &supported),
+            Err(FrameError::MirrorUnsupportedVersion { .. })
+        ));
+        // Version 1 does not exist.
+        let mut f = BytesMut::from(&mirror_frame(&req)[..]);
+        f[3] = 1;
+        assert!(matches!(
+            decode_request_with_mirror(f.freeze(), &supported, &mirror_supported),
+            Err(FrameError::MirrorUnsupportedVersion { api_version: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn api_key_97_is_unknown() {
+        assert!(matches!(
+            decode_request_with_mirror(
+                Bytes::from_static(&[0, 97, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0]),
+                &supported,
+                &mirror_supported
+            ),
+            Err(FrameError::UnknownApiKey { api_key: 97, .. })
+        ));
+    }
+
+    #[test]
+    fn a_malformed_mirror_body_is_refused_naming_the_field() {
+        let req =
+            MirrorRequest::CreateClusterMirror(crate::mirror_rpc::CreateClusterMirrorRequest {
+                mirror_name: "mirror".into(),
+                configs: vec![],
+            });
+        let f = mirror_frame(&req);
+        let cut = f.slice(..f.len() - 4);
+        let err = decode_request_with_mirror(cut, &supported, &mirror_supported).unwrap_err();
+        let FrameError::MirrorBody { source, .. } = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(source.field, "CreateClusterMirrorRequest.mirror_name");
+        assert!(
+            ErrorChain(&err)
+                .to_string()
+                .contains("announces 6 bytes but only 4 bytes remain"),
+            "{}",
+            ErrorChain(&err)
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! registered, under the same lock, before its thread starts, so none can slip past the flag.
 
 use super::frame::{self, Decoded, ErrorChain, ReadFrameError};
-use super::{Handler, Reply, RequestContext};
+use super::{Handler, MirrorRequestContext, Reply, RequestContext};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
@@ -388,6 +388,9 @@ struct Outgoing {
 enum Body {
     Ready(ResponseKind),
     Pending(JoinHandle<ResponseKind>),
+    /// A whole response frame, already encoded (the mirror RPCs, which `kafka-protocol` cannot
+    /// encode).
+    Encoded(bytes::Bytes),
 }
 
 /// What handling one request gave.
@@ -447,7 +450,8 @@ impl Connection {
                 Answer::Close => break,
                 Answer::Send(out) => out,
             };
-            let direct = matches!(out.body, Body::Ready(_)) && queued.load(Ordering::Acquire) == 0;
+            let direct = matches!(out.body, Body::Ready(_) | Body::Encoded(_))
+                && queued.load(Ordering::Acquire) == 0;
             if direct {
                 if !self.send(out) {
                     break;
@@ -479,6 +483,13 @@ impl Connection {
     fn send(&self, out: Outgoing) -> bool {
         let (id, peer) = (self.id, self.peer);
         let response = match out.body {
+            Body::Encoded(bytes) => {
+                if let Err(e) = (&self.stream).write_all(&bytes) {
+                    debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
+                    return false;
+                }
+                return true;
+            }
             Body::Ready(r) => r,
             Body::Pending(h) => match h.join() {
                 Ok(r) => r,
@@ -519,7 +530,9 @@ impl Connection {
         let (id, peer) = (self.id, self.peer);
         let handler = &*self.handler;
         let decoded = catch_unwind(AssertUnwindSafe(|| {
-            frame::decode_request(frame, &|k| handler.supported_versions(k))
+            frame::decode_request_with_mirror(frame, &|k| handler.supported_versions(k), &|k| {
+                handler.mirror_versions(k)
+            })
         }));
         let (correlation_id, api_key, version, body) = match decoded {
             Err(panic) => {
@@ -537,6 +550,45 @@ impl Connection {
             }
             Ok(Ok(Decoded::Answer(a))) => {
                 (a.correlation_id, a.api_key, a.version, Body::Ready(a.body))
+            }
+            Ok(Ok(Decoded::Mirror {
+                header,
+                api_key,
+                request,
+            })) => {
+                let ctx = MirrorRequestContext {
+                    peer,
+                    connection_id: id,
+                    client_id: header.client_id.as_ref().map(|s| s.to_string()),
+                    api_key,
+                    correlation_id: header.correlation_id,
+                };
+                let handled =
+                    catch_unwind(AssertUnwindSafe(|| handler.handle_mirror(&ctx, request)));
+                return match handled {
+                    Ok(Some(response)) => Answer::Send(Outgoing {
+                        correlation_id: header.correlation_id,
+                        // Read only to encode a `ResponseKind`; an encoded body skips that.
+                        api_key: ApiKey::ApiVersions,
+                        version: 0,
+                        body: Body::Encoded(response.to_frame(header.correlation_id)),
+                    }),
+                    Ok(None) => {
+                        warn!(connection_id = id, %peer, ?api_key, "no handler for a mirror RPC; closing connection");
+                        Answer::Close
+                    }
+                    Err(panic) => {
+                        error!(
+                            connection_id = id,
+                            %peer,
+                            ?api_key,
+                            correlation_id = header.correlation_id,
+                            panic = panic_message(&*panic),
+                            "mirror RPC handler panicked; closing connection"
+                        );
+                        Answer::Close
+                    }
+                };
             }
             Ok(Ok(Decoded::Request {
                 header,

@@ -5,6 +5,7 @@
 //! The server knows nothing of what requests mean: it decodes the header and body with the
 //! `kafka-protocol` crate and hands them to a [`Handler`].
 
+use crate::mirror_rpc::{MirrorApiKey, MirrorRequest, MirrorResponse};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use std::net::SocketAddr;
 
@@ -59,6 +60,37 @@ pub trait Handler: Send + Sync + 'static {
     /// The versions of `api` this broker implements (advertised in ApiVersions), `None` if the
     /// API is not implemented.
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)>;
+
+    /// The versions of a mirror RPC (API keys 94–106) this handler serves; `None` (the
+    /// default): a request with that key closes the connection.
+    fn mirror_versions(&self, _api: MirrorApiKey) -> Option<(i16, i16)> {
+        None
+    }
+
+    /// Answers one mirror RPC (only called for keys [`mirror_versions`](Self::mirror_versions)
+    /// accepts); `None` closes the connection.
+    fn handle_mirror(
+        &self,
+        _ctx: &MirrorRequestContext,
+        _request: MirrorRequest,
+    ) -> Option<MirrorResponse> {
+        None
+    }
+}
+
+/// Who sent a mirror RPC.
+#[derive(Debug, Clone)]
+pub struct MirrorRequestContext {
+    /// The connection's peer.
+    pub peer: SocketAddr,
+    /// A number unique to the connection for the life of the process.
+    pub connection_id: u64,
+    /// The header's `client_id`.
+    pub client_id: Option<String>,
+    /// The request's API key.
+    pub api_key: MirrorApiKey,
+    /// The request's correlation id.
+    pub correlation_id: i32,
 }
 
 /// A handler's answer to one request, see [`Handler::handle_pipelined`].

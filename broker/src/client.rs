@@ -225,21 +225,6 @@ impl Client {
         Ok(())
     }
 
-    /// Deletes a topic by name.
-    ///
-    /// # Errors
-    /// Transport or the broker's error code.
-    pub fn delete_topic(&mut self, name: &str) -> Result<(), ClientError> {
-        let mut r = DeleteTopicsRequest::default();
-        r.topic_names = vec![TopicName(sb(name))];
-        r.timeout_ms = 30_000;
-        let resp: DeleteTopicsResponse = self.call(ApiKey::DeleteTopics, 4, &r)?;
-        for t in resp.responses {
-            check(format!("delete topic {name}"), t.error_code)?;
-        }
-        Ok(())
-    }
-
     /// Produces one record batch (built with `mirrorlog_segment::BatchBuilder`, base offset 0)
     /// to a partition; returns the base offset assigned.
     ///

@@ -21,6 +21,10 @@ scenarios:
                    vs raw pwrite of the same bytes to as many files
   durable-append   append_as_leader_durable from 1, 8, 64 writers on 1, 8, 64 partitions (group
                    commit) vs one thread's pwrite + fdatasync of 16 KiB; latency percentiles
+  direct-append    the O_DIRECT + io_uring append path (segment, both durability modes; engine
+                   durable appends with log.io.mode=direct from 1/64 writers on 1/64 partitions)
+                   vs raw O_DIRECT 16 KiB writes at queue depth 16 and one O_DSYNC 16 KiB write's
+                   latency
   fetch-send       a segment range over loopback TCP with sendfile(2) vs pread + write (the
                    broker's fetch path), 1 MiB chunks, warm cache
   produce          a real Kafka client (librdkafka) producing 1 KiB records, acks=1 and acks=all,
@@ -41,6 +45,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("recovery", scenarios::recovery::run),
     ("append", scenarios::append::run),
     ("durable-append", scenarios::durable_append::run),
+    ("direct-append", scenarios::direct_append::run),
     ("fetch-send", |o| Ok(scenarios::fetch_send::run(o))),
     ("produce", scenarios::produce_consume::run_produce),
     ("consume", scenarios::produce_consume::run_consume),

@@ -206,3 +206,33 @@ fn fetch_send_quick_prints_the_contract_fields() {
     assert_eq!(lines[0]["variant"], "sendfile");
     assert_eq!(lines[0]["baseline"], "pread+write");
 }
+
+#[test]
+fn direct_append_quick_prints_every_variant_beside_both_raw_baselines() {
+    let lines = quick_json("direct-append");
+    let names = variants(&lines);
+    for v in [
+        "segment-dsync",
+        "segment-fdatasync",
+        "segment-durable-dsync",
+        "segment-durable-fdatasync",
+        "engine-writers-1-partitions-1",
+        "engine-writers-64-partitions-1",
+        "engine-writers-64-partitions-64",
+    ] {
+        assert!(names.contains(&v), "no {v} variant in {names:?}");
+    }
+    for v in &lines {
+        assert_eq!(v["baseline"], "raw_odirect_seq_qd16", "{v}");
+        for k in ["baseline_p50_us", "baseline_p99_us", "odsync_mb_per_s"] {
+            assert!(v[k].as_f64().unwrap() > 0.0, "{k} in {v}");
+        }
+        let name = v["variant"].as_str().unwrap();
+        let durable = name.contains("durable") || name.starts_with("engine");
+        assert_eq!(v.get("p99_us").is_some(), durable, "{v}");
+        if durable {
+            assert!(v["p99_vs_baseline_p99"].as_f64().unwrap() > 0.0, "{v}");
+        }
+        assert!(["dsync", "fdatasync"].contains(&v["durability"].as_str().unwrap()));
+    }
+}

@@ -1093,6 +1093,7 @@ impl ActiveSegment {
             true,
         )?;
         self.flush()?;
+        self.io(|r| r.log.finish_appends())?;
         self.r.offset_index.trim_to_valid_size()?;
         self.r.time_index.trim_to_valid_size()?;
         Ok(SealedSegment {

@@ -3,6 +3,7 @@
 
 pub mod append;
 pub mod batch_validate;
+pub mod direct_append;
 pub mod durable_append;
 pub mod fetch_send;
 pub mod index_lookup;

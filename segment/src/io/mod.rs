@@ -10,6 +10,7 @@
 //! | `io_uring` | [`UringStorage`] | batched submissions; a durable batch is one submission of linked writes followed by a linked `fdatasync` |
 //! | `pwrite` | [`PwriteStorage`] | plain `pwrite`/`pwritev`/`fdatasync`: the fallback, and the baseline of every benchmark |
 //! | `simulated` | [`SimStorage`] | in memory, with a live-vs-durable model, fault injection and crashes that keep only synced bytes |
+//! | `direct` | [`DirectStorage`] | writable `.log` files appended with `O_DIRECT` through one io_uring reactor (preallocated, aligned chunks, tail cache); everything else through a wrapped buffered backend |
 //!
 //! All three behave the same for the same calls; `segment/tests/io_backends.rs` runs one
 //! behavioural suite against each of them.
@@ -42,10 +43,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+mod direct;
 mod pwrite;
 mod sim;
 mod uring;
 
+pub use direct::{DIRECT_BLOCK, DirectConfig, DirectDurability, DirectFile, DirectStorage};
 pub use pwrite::PwriteStorage;
 pub use sim::{Fault, FaultKind, SimFile, SimStorage, TornTail};
 pub use uring::{UringConfig, UringStorage};
@@ -254,6 +257,14 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     /// Whether the file is empty.
     fn is_empty(&self) -> IoResult<bool> {
         Ok(self.len()? == 0)
+    }
+
+    /// No more appends will come (the segment is sealed): anything still pending is written,
+    /// and space preallocated beyond the file's length is released, durably, so the file on
+    /// disk is exactly its length. A no-op on backends that do not preallocate (all but
+    /// [`DirectStorage`]'s `.log` files).
+    fn finish_appends(&self) -> IoResult<()> {
+        Ok(())
     }
 
     /// The OS file descriptor, for zero-copy sends (`sendfile`); `None` on the simulated backend.

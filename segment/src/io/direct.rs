@@ -25,8 +25,8 @@
 //!   end of the appended bytes; past it the file reads as zeros.
 //! - An append at the logical end is **copied once** into the current 4 KiB-aligned chunk buffer
 //!   (capacity [`DirectConfig::chunk_bytes`]); nothing reaches the disk from the caller's thread.
-//!   One io_uring per storage, driven by the threads that use it (no thread of its own: see
-//!   `Ring`), writes chunks with `O_DIRECT`: a full chunk as soon as it is full, the current
+//!   One io_uring per storage, owned by one thread that does every submission (see `Ring` for
+//!   why), writes chunks with `O_DIRECT`: a full chunk as soon as it is full, the current
 //!   partial chunk as soon as nothing in flight overlaps it. A partial
 //!   chunk is written rounded up to 4 KiB with zero padding, and its **partial last block is
 //!   rewritten** by the next write (which starts at that block, after the previous write
@@ -63,7 +63,9 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 
 use bytes::Bytes;
 use io_uring::{IoUring, opcode, types};
@@ -437,6 +439,8 @@ struct FileInner {
     config: DirectConfig,
     pool: Arc<BufPool>,
     state: Mutex<FileState>,
+    /// Notified by the ring thread whenever the file's state moved.
+    changed: Condvar,
 }
 
 impl FileInner {
@@ -453,6 +457,7 @@ impl FileInner {
                 message: e.to_string(),
             });
         }
+        self.changed.notify_all();
     }
 }
 
@@ -538,6 +543,7 @@ impl DirectFile {
                 config,
                 pool: Arc::clone(&ring.pool),
                 state: Mutex::new(state),
+                changed: Condvar::new(),
             }),
             ring,
         })
@@ -875,26 +881,52 @@ fn overwrite(inner: &FileInner, st: &mut FileState, pos: u64, data: &[u8]) -> Io
 // ---------------------------------------------------------------------------------------------
 // The ring: shared by every direct file of a storage, driven by the threads that use it.
 
-/// One io_uring shared by all direct files of a [`DirectStorage`], without a thread of its own
-/// (leader/follower, like the group commit): a thread that must wait (a sync, a drain) takes the
-/// core, starts whatever every file with work can start, submits it all in one
-/// `io_uring_enter`, waits for a completion and handles every completion that arrived (waking
-/// nothing: other waiters re-check under the core lock), then lets the core go, so the thread
-/// that asked waits in the kernel itself — no hop through a reactor thread on the durable path.
-/// A thread that only appends takes the core if it is free to submit its write at once; if a
-/// waiter holds it (blocked in the kernel), it queues the file and wakes that waiter through an
-/// eventfd polled by the ring.
+/// One io_uring shared by all direct files of a [`DirectStorage`], owned by one thread
+/// (`mirrorlog-direct-io`) that does every submission: a thread that appends or must wait
+/// queues its file and wakes the ring thread through an eventfd the ring polls; the ring thread
+/// starts whatever every queued file can start, submits it all in one `io_uring_enter`, and on
+/// each completion updates the file and wakes its waiters (a condition variable per file).
+///
+/// Why a thread of its own: io_uring ties a request to the task that submitted it, and when that
+/// task exits, its requests still queued for task work fail with `EFAULT` (seen with linked
+/// fsyncs submitted by a writer thread that then returned). Callers' threads come and go; the
+/// ring thread lives as long as the storage's files.
 struct Ring {
-    core: Mutex<Core>,
+    shared: Arc<Shared>,
     pool: Arc<BufPool>,
-    /// Files with work to start, queued by threads that could not take the core.
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the ring thread and the callers share.
+struct Shared {
+    /// Files with work to start.
     todo: Mutex<Vec<Arc<FileInner>>>,
     wake: OwnedFd,
+    stop: AtomicBool,
 }
 
 impl fmt::Debug for Ring {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Ring").finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    fn wake(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to our eventfd (non-blocking; a full counter
+        // only means a wake-up is already pending).
+        let _ = unsafe {
+            libc::write(
+                self.wake.as_raw_fd(),
+                (&one as *const u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+    }
+
+    fn take_todo(&self) -> Vec<Arc<FileInner>> {
+        std::mem::take(&mut *self.todo.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -910,105 +942,75 @@ impl Ring {
         }
         // SAFETY: `efd` is a fresh descriptor nobody else owns.
         let wake = unsafe { OwnedFd::from_raw_fd(efd) };
-        Ok(Ring {
-            core: Mutex::new(Core {
-                ring,
-                config,
-                ops: Vec::new(),
-                free: Vec::new(),
-                in_flight: 0,
-                wake_fd: wake.as_raw_fd(),
-                wake_armed: false,
-            }),
+        let shared = Arc::new(Shared {
             todo: Mutex::new(Vec::new()),
-            pool: Arc::new(BufPool::default()),
             wake,
+            stop: AtomicBool::new(false),
+        });
+        let core = Core {
+            ring,
+            config,
+            ops: Vec::new(),
+            free: Vec::new(),
+            in_flight: 0,
+            wake_fd: shared.wake.as_raw_fd(),
+            wake_armed: false,
+            cq_capacity: 2 * config.ring_entries as usize,
+            starved: Vec::new(),
+        };
+        let for_thread = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("mirrorlog-direct-io".into())
+            .spawn(move || core.run(&for_thread))?;
+        Ok(Ring {
+            shared,
+            pool: Arc::new(BufPool::default()),
+            thread: Mutex::new(Some(thread)),
         })
     }
 
-    fn lock_core(&self) -> MutexGuard<'_, Core> {
-        self.core.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn take_todo(&self) -> Vec<Arc<FileInner>> {
-        std::mem::take(&mut *self.todo.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    /// `file` has work: start it now if the core is free, else leave it to the thread holding
-    /// the core (woken through the eventfd).
+    /// `file` has work: the ring thread starts it.
     fn kick(&self, file: &Arc<FileInner>) {
-        self.todo
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Arc::clone(file));
-        let core = match self.core.try_lock() {
-            Ok(c) => Some(c),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
+        let was_empty = {
+            let mut todo = self.shared.todo.lock().unwrap_or_else(|p| p.into_inner());
+            todo.push(Arc::clone(file));
+            todo.len() == 1
         };
-        match core {
-            Some(mut core) => {
-                core.progress(self.take_todo());
-                core.submit_now();
-            }
-            None => {
-                let one: u64 = 1;
-                // SAFETY: writes 8 bytes from a valid u64 to our eventfd (non-blocking; a full
-                // counter only means a wake-up is already pending).
-                let _ = unsafe {
-                    libc::write(
-                        self.wake.as_raw_fd(),
-                        (&one as *const u64).cast(),
-                        std::mem::size_of::<u64>(),
-                    )
-                };
-            }
+        // A non-empty queue already has a wake-up on its way (the ring thread empties the queue
+        // only after consuming its wake-up).
+        if was_empty {
+            self.shared.wake();
         }
     }
 
-    /// Drives the ring until `done(state)` holds for `file` or the file failed; returns its
-    /// state locked.
+    /// Waits until `done(state)` holds for `file` or the file failed; returns its state locked.
     fn wait<'a>(
         &self,
         file: &'a Arc<FileInner>,
         done: impl Fn(&FileState) -> bool,
     ) -> MutexGuard<'a, FileState> {
-        loop {
-            let st = file.lock();
-            if st.error.is_some() || done(&st) {
-                return st;
-            }
-            drop(st);
-            let mut core = self.lock_core();
-            let mut work = self.take_todo();
-            work.push(Arc::clone(file));
-            core.progress(work);
-            {
-                let mut st = file.lock();
-                if st.error.is_some() || done(&st) {
-                    drop(core);
-                    return st;
-                }
-                if core.in_flight == 0 {
-                    // Nothing can complete: waiting would never end. A logic error, reported
-                    // as the file's failure rather than a hang.
-                    let e = io::Error::other("direct I/O: waiting with nothing in flight");
-                    file.fail(&mut st, IoOp::WriteAt, &e);
-                    return st;
-                }
-            }
-            core.wait_and_reap(self);
+        let mut st = file.lock();
+        if st.error.is_some() || done(&st) {
+            return st;
         }
+        // Let the ring thread look at the file once (a new sync wanted, a drain); from then on
+        // every completion of the file makes it look again.
+        drop(st);
+        self.kick(file);
+        st = file.lock();
+        while st.error.is_none() && !done(&st) {
+            st = file.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st
     }
 }
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        // Every file holds the ring, so none is left; reap what may still be in flight before
-        // the buffers go.
-        let core = self.core.get_mut().unwrap_or_else(|p| p.into_inner());
-        while core.in_flight > 0 {
-            core.wait_and_reap_inner();
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake();
+        if let Some(t) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = t.join();
         }
     }
 }
@@ -1038,6 +1040,12 @@ struct Core {
     in_flight: usize,
     wake_fd: RawFd,
     wake_armed: bool,
+    /// Completion-queue entries: ops in flight (plus the eventfd poll) never exceed it, so the
+    /// completion queue never overflows and a submission never fails with `EBUSY`.
+    cq_capacity: usize,
+    /// Files that had work left when the completion queue was full: looked at again after the
+    /// next completions.
+    starved: Vec<Arc<FileInner>>,
 }
 
 impl Core {
@@ -1059,40 +1067,42 @@ impl Core {
             match self.ring.submit() {
                 Ok(_) => return,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    // The completion queue is full: make room, then retry.
-                    self.reap_ready();
-                }
+                // `EBUSY` (completion queue overflowing) cannot happen: ops in flight are
+                // bounded by the completion queue's size (`cq_capacity`).
                 Err(e) => ring_broken(&e),
             }
         }
     }
 
-    /// Submits what is queued and sleeps until at least one completion (or the eventfd poll)
-    /// arrives, then handles every completion.
-    fn wait_and_reap(&mut self, _ring: &Ring) {
-        if !self.wake_armed {
-            let e = opcode::PollAdd::new(types::Fd(self.wake_fd), libc::POLLIN as u32)
-                .build()
-                .user_data(WAKE_TOKEN);
-            self.push(e);
-            self.wake_armed = true;
+    /// The ring thread: sleep until a completion or a wake-up, handle every completion, start
+    /// what the queued files can start; until the storage is dropped and nothing is in flight.
+    fn run(mut self, shared: &Shared) {
+        loop {
+            if !self.wake_armed {
+                let e = opcode::PollAdd::new(types::Fd(self.wake_fd), libc::POLLIN as u32)
+                    .build()
+                    .user_data(WAKE_TOKEN);
+                self.push(e);
+                self.wake_armed = true;
+            }
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => ring_broken(&e),
+            }
+            let mut work = self.reap_ready();
+            work.append(&mut self.starved);
+            work.extend(shared.take_todo());
+            self.progress(work);
+            if shared.stop.load(Ordering::Acquire) && self.in_flight == 0 {
+                return;
+            }
         }
-        self.wait_and_reap_inner();
     }
 
-    fn wait_and_reap_inner(&mut self) {
-        match self.ring.submit_and_wait(1) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-            Err(e) => ring_broken(&e),
-        }
-        self.reap_ready();
-    }
-
-    /// Handles every completion already in the queue.
-    fn reap_ready(&mut self) {
+    /// Handles every completion already in the queue; returns the files they were about.
+    fn reap_ready(&mut self) -> Vec<Arc<FileInner>> {
         let cqes: Vec<(u64, i32)> = self
             .ring
             .completion()
@@ -1115,8 +1125,7 @@ impl Core {
                 touched.push(f);
             }
         }
-        // Completions free room for the next writes of their files.
-        self.progress(touched);
+        touched
     }
 
     /// Starts what `files` can start now.
@@ -1187,7 +1196,13 @@ impl Core {
             return;
         }
         let fdatasync = file.config.durability == DirectDurability::Fdatasync;
+        let mut starved = false;
         while st.in_flight.len() < self.config.max_in_flight_per_file {
+            // Room for a write, its linked sync and the eventfd poll.
+            if self.in_flight + 3 > self.cq_capacity {
+                starved = true;
+                break;
+            }
             let from_ready = !st.ready.is_empty();
             let next_pos = match st.ready.front() {
                 Some(c) => c.pos,
@@ -1261,8 +1276,15 @@ impl Core {
             && st.sync_wanted > st.durable_len
             && st.written_len >= st.sync_wanted
         {
-            let target = st.written_len;
-            self.push_sync(file, &mut st, target);
+            if self.in_flight + 2 > self.cq_capacity {
+                starved = true;
+            } else {
+                let target = st.written_len;
+                self.push_sync(file, &mut st, target);
+            }
+        }
+        if starved {
+            self.starved.push(Arc::clone(file));
         }
     }
 
@@ -1296,6 +1318,7 @@ impl Core {
                     st.durable_len = st.durable_len.max(target);
                 }
                 drop(st);
+                file.changed.notify_all();
                 Some(file)
             }
             Op::Write {
@@ -1351,6 +1374,7 @@ impl Core {
                     st.evict(budget);
                 }
                 drop(st);
+                file.changed.notify_all();
                 file.pool.put(chunk.buf);
                 Some(file)
             }
@@ -1551,26 +1575,66 @@ mod tests {
     }
 
     #[test]
-    fn many_threads_appending_to_many_files_all_reach_the_disk() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = storage(DirectDurability::Dsync, 4096);
-        std::thread::scope(|scope| {
-            for t in 0..8u8 {
-                let s = &s;
-                let path = dir.path().join(format!("{t}.log"));
-                scope.spawn(move || {
-                    let f = s.open(&path, OpenMode::CreateNew).unwrap();
-                    let mut expect = Vec::new();
-                    for i in 0..50 {
-                        let b = pattern(t ^ i, 3000 + 700 * (i as usize % 7));
-                        f.write_all_at(std::slice::from_ref(&b), expect.len() as u64, true)
-                            .unwrap();
-                        expect.extend_from_slice(&b);
-                    }
-                    drop(f);
-                    assert_eq!(std::fs::read(&path).unwrap(), expect);
+    fn appends_from_threads_that_exit_at_once_still_reach_the_disk() {
+        // io_uring fails requests queued for a submitting task that exits (EFAULT): only the
+        // ring thread may submit.
+        for durability in [DirectDurability::Dsync, DirectDurability::Fdatasync] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("e.log");
+            let s = storage(durability, 0);
+            let f = s.open(&path, OpenMode::CreateNew).unwrap();
+            let mut expect = Vec::new();
+            for i in 0..64u8 {
+                let b = pattern(i, 5000 + i as usize * 300);
+                let (f, pos) = (&f, expect.len() as u64);
+                let durable = i % 2 == 0;
+                std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        f.write_all_at(std::slice::from_ref(&b), pos, durable)
+                            .unwrap()
+                    });
                 });
+                expect.extend_from_slice(&b);
             }
-        });
+            f.sync_data().unwrap();
+            drop(f);
+            assert_eq!(std::fs::read(&path).unwrap(), expect, "{durability:?}");
+        }
+    }
+
+    #[test]
+    fn many_threads_appending_to_many_files_all_reach_the_disk() {
+        for durability in [DirectDurability::Dsync, DirectDurability::Fdatasync] {
+            let dir = tempfile::tempdir().unwrap();
+            let s = DirectStorage::new(
+                Arc::new(PwriteStorage::new()),
+                DirectConfig {
+                    durability,
+                    preallocate_bytes: 1 << 20,
+                    ..DirectConfig::default()
+                },
+            )
+            .unwrap();
+            std::thread::scope(|scope| {
+                for t in 0..48u8 {
+                    let s = &s;
+                    let path = dir.path().join(format!("{t}.log"));
+                    scope.spawn(move || {
+                        let f = s.open(&path, OpenMode::CreateNew).unwrap();
+                        let mut expect = Vec::new();
+                        for i in 0..40 {
+                            let b = pattern(t ^ i, 3000 + 7000 * (i as usize % 7));
+                            let durable = i % 3 == 0;
+                            f.write_all_at(std::slice::from_ref(&b), expect.len() as u64, durable)
+                                .unwrap();
+                            expect.extend_from_slice(&b);
+                        }
+                        f.sync_data().unwrap();
+                        drop(f);
+                        assert_eq!(std::fs::read(&path).unwrap(), expect, "{durability:?}");
+                    });
+                }
+            });
+        }
     }
 }

@@ -236,3 +236,36 @@ fn direct_append_quick_prints_every_variant_beside_both_raw_baselines() {
         assert!(["dsync", "fdatasync"].contains(&v["durability"].as_str().unwrap()));
     }
 }
+
+#[test]
+fn compare_exits_non_zero_only_when_a_ratio_falls_beyond_the_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cur = dir.path().join("cur.json");
+    std::fs::write(
+        &base,
+        "{\"scenario\":\"append\",\"variant\":\"leader\",\"ratio\":1.0}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &cur,
+        "{\"scenario\":\"append\",\"variant\":\"leader\",\"ratio\":0.8}\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mirrorlog-bench"))
+            .arg("compare")
+            .args([&base, &cur])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("REGRESSED"));
+    let out = run(&["--tolerance", "0.25"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = run(&["--tolerance", "2"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tolerance"));
+}

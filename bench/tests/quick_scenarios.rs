@@ -216,9 +216,9 @@ fn direct_append_quick_prints_every_variant_beside_both_raw_baselines() {
         "segment-fdatasync",
         "segment-durable-dsync",
         "segment-durable-fdatasync",
-        "engine-writers-1-partitions-1",
-        "engine-writers-64-partitions-1",
-        "engine-writers-64-partitions-64",
+        "engine-dsync-writers-1-partitions-1",
+        "engine-dsync-writers-8-partitions-8",
+        "engine-fdatasync-writers-8-partitions-8",
     ] {
         assert!(names.contains(&v), "no {v} variant in {names:?}");
     }

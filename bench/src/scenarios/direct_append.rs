@@ -16,10 +16,12 @@
 //!   `flush`: streaming throughput of the appender with each durability mode.
 //! - `segment-durable-dsync`, `segment-durable-fdatasync`: `append_durable` of every batch from
 //!   one thread: each call returns once durable; `p50_us` / `p99_us` per call.
-//! - `engine-writers-W-partitions-P` (direct mode, `durability` as configured by default):
+//! - `engine-D-writers-W-partitions-P` (`D` = `dsync` or `fdatasync`):
 //!   `PartitionHandle::append_as_leader_durable` from `W` writer threads over `P` partitions of
-//!   one [`LogManager`] with `log.io.mode=direct` — the group commit's syncs of many partitions
-//!   go through one ring; `p50_us` / `p99_us` per append.
+//!   one `LogManager` with `log.io.mode=direct` — the writes and syncs of every partition go
+//!   through one ring, each writer waiting for its own bytes; `p50_us` / `p99_us` per append.
+//!   Shapes: `dsync` with W/P = 1/1, 8/1, 64/1, 64/8, 64/64 and `fdatasync` with 1/1, 64/1, 64/64;
+//!   `--quick` runs `dsync` 1/1 and 8/8 and `fdatasync` 8/8, with 2 MiB preallocation steps.
 //!
 //! `ratio` is throughput ÷ the `O_DIRECT` sequential write's (target ≥ 0.8 for durable appends);
 //! `p99_vs_baseline_p99` is `p99_us ÷ baseline_p99_us` (target ≤ 1.5). Data really reaches the
@@ -54,8 +56,24 @@ const BASELINE: &str = "raw_odirect_seq_qd16";
 /// The raw baselines' write size and queue depth.
 const RAW_WRITE: usize = 16 << 10;
 const RAW_DEPTH: usize = 16;
-/// (writers, partitions) of the engine variants.
-const ENGINE: &[(usize, usize)] = &[(1, 1), (64, 1), (64, 64)];
+/// (durability, writers, partitions) of the engine variants: every shape with the default
+/// `dsync`, the extreme ones with `fdatasync` too, so the default is chosen by measurement.
+const ENGINE: &[(DirectDurability, usize, usize)] = &[
+    (DirectDurability::Dsync, 1, 1),
+    (DirectDurability::Dsync, 8, 1),
+    (DirectDurability::Dsync, 64, 1),
+    (DirectDurability::Dsync, 64, 8),
+    (DirectDurability::Dsync, 64, 64),
+    (DirectDurability::Fdatasync, 1, 1),
+    (DirectDurability::Fdatasync, 64, 1),
+    (DirectDurability::Fdatasync, 64, 64),
+];
+/// The engine shapes of `--quick` (creating 64 partitions costs several syncs each).
+const ENGINE_QUICK: &[(DirectDurability, usize, usize)] = &[
+    (DirectDurability::Dsync, 1, 1),
+    (DirectDurability::Dsync, 8, 8),
+    (DirectDurability::Fdatasync, 8, 8),
+];
 
 /// A zeroed heap buffer aligned to 4 KiB, for `O_DIRECT`.
 pub(crate) struct Aligned {
@@ -109,11 +127,15 @@ impl Seen {
     }
 }
 
-fn direct_storage(durability: DirectDurability) -> Result<Arc<dyn Storage>> {
-    let config = DirectConfig {
+fn direct_storage(durability: DirectDurability, quick: bool) -> Result<Arc<dyn Storage>> {
+    let mut config = DirectConfig {
         durability,
         ..DirectConfig::default()
     };
+    if quick {
+        // Quick rounds write ~1 MiB: a 64 MiB preallocation per segment would dominate them.
+        config.preallocate_bytes = 2 << 20;
+    }
     Ok(Arc::new(DirectStorage::new(
         Arc::new(PwriteStorage::new()),
         config,
@@ -181,11 +203,14 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
             kind: Kind::Segment { durable: true },
         });
     }
-    let engine_durability = DirectConfig::default().durability;
-    for &(writers, partitions) in ENGINE {
+    let engine = if opts.quick { ENGINE_QUICK } else { ENGINE };
+    for &(durability, writers, partitions) in engine {
         variants.push(Variant {
-            name: format!("engine-writers-{writers}-partitions-{partitions}"),
-            durability: engine_durability,
+            name: format!(
+                "engine-{}-writers-{writers}-partitions-{partitions}",
+                durability.as_str()
+            ),
+            durability,
             kind: Kind::Engine {
                 writers,
                 partitions,
@@ -194,7 +219,7 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
     }
     let storages: Vec<Arc<dyn Storage>> = variants
         .iter()
-        .map(|v| direct_storage(v.durability))
+        .map(|v| direct_storage(v.durability, opts.quick))
         .collect::<Result<_>>()?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut seen: Vec<Seen> = variants.iter().map(|_| Seen::default()).collect();

@@ -792,6 +792,12 @@ impl StorageFile for DirectFile {
         None
     }
 
+    fn shares_syncs(&self) -> bool {
+        // Waiters wait for their own bytes; the ring's writes (`dsync`) or one fdatasync per
+        // file at a time (`fdatasync`) serve everyone waiting.
+        true
+    }
+
     fn finish_appends(&self) -> IoResult<()> {
         let mut st = self.drain()?;
         if st.allocated > st.logical_len {

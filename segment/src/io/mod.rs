@@ -259,6 +259,14 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
         Ok(self.len()? == 0)
     }
 
+    /// Whether concurrent [`sync_data`](Self::sync_data) calls on this file already share the
+    /// device work among themselves — every caller waits for its own bytes, and one write or
+    /// sync serves all who wait for it — so callers need no group commit in front (the direct
+    /// backend's `.log` files). `false` by default: there each call is one `fdatasync`.
+    fn shares_syncs(&self) -> bool {
+        false
+    }
+
     /// No more appends will come (the segment is sealed): anything still pending is written,
     /// and space preallocated beyond the file's length is released, durably, so the file on
     /// disk is exactly its length. A no-op on backends that do not preallocate (all but

@@ -32,6 +32,9 @@ scenarios:
                    latency
   fetch-send       a segment range over loopback TCP with sendfile(2) vs pread + write (the
                    broker's fetch path), 1 MiB chunks, warm cache
+  log-peers        mirrorlog's partition log beside the embedded engines commitlog and
+                   raft-engine: 1 KiB records in 16 KiB batches, sync at the end / per batch,
+                   read back warm; vs raw pwrite+fdatasync / pread of the same bytes
   produce          a real Kafka client (librdkafka) producing 1 KiB records, acks=1 and acks=all,
                    to mirrorlog serve vs each installed peer (Tansu, noida-db: run
                    bench/peers/install.sh): throughput, latency at a fixed 16 MB/s load, and one
@@ -57,6 +60,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("durable-append", scenarios::durable_append::run),
     ("direct-append", scenarios::direct_append::run),
     ("fetch-send", |o| Ok(scenarios::fetch_send::run(o))),
+    ("log-peers", scenarios::log_peers::run),
     ("produce", scenarios::produce_consume::run_produce),
     ("consume", scenarios::produce_consume::run_consume),
 ];

@@ -269,3 +269,28 @@ fn compare_exits_non_zero_only_when_a_ratio_falls_beyond_the_tolerance() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--tolerance"));
 }
+
+#[test]
+fn log_peers_quick_runs_every_engine_in_every_phase() {
+    let lines = quick_json("log-peers");
+    let names = variants(&lines);
+    for engine in ["mirrorlog", "commitlog", "raft-engine"] {
+        for phase in ["sync-end", "sync-per-batch", "read"] {
+            let v = format!("{engine}-{phase}");
+            assert!(names.contains(&v.as_str()), "no {v} in {names:?}");
+        }
+    }
+    for v in &lines {
+        let baseline = match v["phase"].as_str().unwrap() {
+            "sync-end" => "raw_pwrite+fdatasync_end",
+            "sync-per-batch" => "raw_pwrite+fdatasync_per_batch",
+            _ => "raw_pread",
+        };
+        assert_eq!(v["baseline"], baseline, "{v}");
+        if v["engine"] == "mirrorlog" {
+            for k in ["ratio_vs_commitlog", "ratio_vs_raft_engine"] {
+                assert!(v[k].as_f64().unwrap() > 0.0, "{k} in {v}");
+            }
+        }
+    }
+}

@@ -34,7 +34,6 @@ use mirrorlog_index::{Offset, TopicId, TopicPartition};
 use mirrorlog_segment::io::{Storage, default_storage};
 use mirrorlog_segment::{Compression, RecordBatch};
 use serde_json::json;
-use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
@@ -271,12 +270,7 @@ pub(crate) fn writers_round(
 /// One baseline round: a fresh file, every batch of the run written with `pwrite` at increasing
 /// positions, each followed by `fdatasync`; pushes each pair's latency to `lat`.
 fn raw_durable_round(path: &Path, run: &BatchRun, lat: &mut Vec<Duration>) -> Duration {
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .expect("create the baseline file");
+    let f = crate::harness::create_file(path);
     let mut pos = 0u64;
     let t = Instant::now();
     for i in 0..run.count {

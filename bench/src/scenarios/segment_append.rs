@@ -28,7 +28,6 @@ use mirrorlog_index::Offset;
 use mirrorlog_segment::io::{Storage, storage_by_name};
 use mirrorlog_segment::segment::{ActiveSegment, SegmentConfig};
 use serde_json::json;
-use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -250,12 +249,7 @@ fn raw_round(
     durable: bool,
     lat: &mut Vec<Duration>,
 ) -> Duration {
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .expect("create the baseline file");
+    let f = crate::harness::create_file(path);
     let bufs = calls(run, per_call);
     let mut pos = 0u64;
     let t = Instant::now();

@@ -1153,17 +1153,36 @@ impl SealedSegment {
     }
 }
 
-/// Whether `[from, to)` of `file` holds only zero bytes.
+/// Whether `[from, to)` of `file` holds only zero bytes. Holes (preallocated, unwritten space)
+/// are skipped without reading them; only data ranges are read. The ranges are all found before
+/// any is read: a buffered read's readahead fills the page cache past it, and cached pages of
+/// unwritten space count as data for `SEEK_DATA`, so reading while seeking would walk the whole
+/// preallocated tail.
 fn all_zero(file: &dyn StorageFile, from: u64, to: u64) -> SegmentResult<bool> {
-    let mut buf = vec![0u8; 64 << 10];
+    let mut ranges = Vec::new();
     let mut pos = from;
     while pos < to {
-        let n = buf.len().min((to - pos) as usize);
-        file.read_exact_at(&mut buf[..n], pos)?;
-        if buf[..n].iter().any(|&b| b != 0) {
-            return Ok(false);
+        let Some((start, end)) = file.data_range(pos)? else {
+            break;
+        };
+        let (start, end) = (start.max(pos), end.min(to));
+        if start >= end {
+            break;
         }
-        pos += n as u64;
+        ranges.push((start, end));
+        pos = end;
+    }
+    let mut buf = vec![0u8; 64 << 10];
+    for (start, end) in ranges {
+        let mut at = start;
+        while at < end {
+            let n = buf.len().min((end - at) as usize);
+            file.read_exact_at(&mut buf[..n], at)?;
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            at += n as u64;
+        }
     }
     Ok(true)
 }

@@ -792,6 +792,20 @@ impl StorageFile for DirectFile {
         None
     }
 
+    fn data_range(&self, pos: u64) -> IoResult<Option<(u64, u64)>> {
+        // Bytes not yet written are data too (they are in memory, not in the file).
+        let st = self.drain()?;
+        let len = st.logical_len;
+        drop(st);
+        if pos >= len {
+            return Ok(None);
+        }
+        match super::data_range_of(self.inner.buffered.as_raw_fd(), &self.inner.path, pos)? {
+            Some((start, end)) if start < len => Ok(Some((start, end.min(len)))),
+            _ => Ok(None),
+        }
+    }
+
     fn shares_syncs(&self) -> bool {
         // Waiters wait for their own bytes; the ring's writes (`dsync`) or one fdatasync per
         // file at a time (`fdatasync`) serve everyone waiting.
@@ -1570,6 +1584,34 @@ mod tests {
         }
         let sim = DirectStorage::new(Arc::new(crate::io::SimStorage::new()), ok).unwrap_err();
         assert!(sim.to_string().contains("real file system"), "{sim}");
+    }
+
+    #[test]
+    fn data_ranges_cover_every_appended_byte_and_nothing_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = storage(DirectDurability::Dsync, 0);
+        let f = s
+            .open(&dir.path().join("d.log"), OpenMode::CreateNew)
+            .unwrap();
+        f.write_at(pattern(9, 10_000), 0).unwrap();
+        // Unwritten bytes count as data (they are in memory until written).
+        let (start, end) = f.data_range(0).unwrap().unwrap();
+        assert_eq!(start, 0);
+        assert!(end >= 10_000, "{end}");
+        assert_eq!(f.data_range(10_000).unwrap(), None);
+        // Past the end only preallocated space: the pwrite backend reading the same file sees
+        // no data there either (or, without hole reporting, data it will read as zeros).
+        f.sync_data().unwrap();
+        let pw = PwriteStorage::new()
+            .open(&dir.path().join("d.log"), OpenMode::Read)
+            .unwrap();
+        let phys = pw.len().unwrap();
+        assert!(phys > 10_000);
+        let (s0, _) = pw.data_range(0).unwrap().unwrap();
+        assert_eq!(s0, 0);
+        if let Some((a, b)) = pw.data_range(16_384).unwrap() {
+            assert!(a >= 16_384 && b <= phys && a < b, "{a}..{b}");
+        }
     }
 
     #[test]

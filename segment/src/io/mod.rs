@@ -259,6 +259,16 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
         Ok(self.len()? == 0)
     }
 
+    /// The first range of data at or after `pos`, as `[start, end)` with `end` where the next
+    /// hole begins (`lseek` `SEEK_DATA`/`SEEK_HOLE`), or `None` when only holes follow: the file
+    /// reads as zeros there without storing them (never written, or preallocated and unwritten).
+    /// Lets recovery skip a preallocated tail without reading it. The default (and a file system
+    /// without hole reporting) says everything from `pos` to the end is data.
+    fn data_range(&self, pos: u64) -> IoResult<Option<(u64, u64)>> {
+        let len = self.len()?;
+        Ok((pos < len).then_some((pos, len)))
+    }
+
     /// Whether concurrent [`sync_data`](Self::sync_data) calls on this file already share the
     /// device work among themselves — every caller waits for its own bytes, and one write or
     /// sync serves all who wait for it — so callers need no group commit in front (the direct
@@ -340,6 +350,28 @@ pub(crate) const MAX_IO_BYTES: usize = 1 << 30;
 /// Converts a file position to `off_t`, or `EINVAL` when it does not fit.
 pub(crate) fn to_off_t(pos: u64) -> io::Result<libc::off_t> {
     libc::off_t::try_from(pos).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// [`StorageFile::data_range`] of an open descriptor: `SEEK_DATA` from `pos`, then `SEEK_HOLE`
+/// from there.
+pub(crate) fn data_range_of(fd: RawFd, path: &Path, pos: u64) -> IoResult<Option<(u64, u64)>> {
+    let err = |e| IoError::new(IoOp::ReadAt, path, e);
+    let off = to_off_t(pos).map_err(err)?;
+    // SAFETY: plain system call on a descriptor the caller keeps open.
+    let start = unsafe { libc::lseek(fd, off, libc::SEEK_DATA) };
+    if start < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENXIO) => Ok(None),
+            _ => Err(err(e)),
+        };
+    }
+    // SAFETY: as above.
+    let end = unsafe { libc::lseek(fd, start, libc::SEEK_HOLE) };
+    if end < 0 {
+        return Err(err(io::Error::last_os_error()));
+    }
+    Ok(Some((start as u64, end as u64)))
 }
 
 /// `std::fs` counterparts of the directory-level operations, shared by the two real backends.

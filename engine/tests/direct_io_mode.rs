@@ -84,8 +84,17 @@ fn append_durably(mgr: &LogManager) {
     });
 }
 
+/// `MIRRORLOG_SKIP_IO_URING_TESTS=1` skips the tests that need io_uring on a machine that
+/// forbids it (as `segment/tests/io_backends.rs` does).
+fn skip_uring() -> bool {
+    std::env::var_os("MIRRORLOG_SKIP_IO_URING_TESTS").is_some_and(|v| v == "1")
+}
+
 #[test]
 fn direct_mode_survives_clean_shutdowns_and_crashes_with_every_acknowledged_append() {
+    if skip_uring() {
+        return;
+    }
     for durability in [DirectDurability::Dsync, DirectDurability::Fdatasync] {
         let dir = tempfile::tempdir().unwrap();
         let (mgr, _) = manager(dir.path(), IoMode::Direct, durability);

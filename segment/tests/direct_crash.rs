@@ -68,8 +68,17 @@ fn on_disk(dir: &Path) -> Vec<u8> {
     std::fs::read(segment_path(dir, Offset(0), LOG_SUFFIX)).unwrap()
 }
 
+/// `MIRRORLOG_SKIP_IO_URING_TESTS=1` skips the tests that need io_uring on a machine that
+/// forbids it (as `segment/tests/io_backends.rs` does).
+fn skip_uring() -> bool {
+    std::env::var_os("MIRRORLOG_SKIP_IO_URING_TESTS").is_some_and(|v| v == "1")
+}
+
 #[test]
 fn every_crash_image_recovers_to_a_prefix_holding_every_acknowledged_batch() {
+    if skip_uring() {
+        return;
+    }
     for durability in [DirectDurability::Dsync, DirectDurability::Fdatasync] {
         let storage = direct(durability);
         let dir = tempfile::tempdir().unwrap();
@@ -140,6 +149,9 @@ fn every_crash_image_recovers_to_a_prefix_holding_every_acknowledged_batch() {
 
 #[test]
 fn a_recovered_direct_segment_takes_appends_and_closes_exact() {
+    if skip_uring() {
+        return;
+    }
     let storage = direct(DirectDurability::Dsync);
     let bs = batches(0, 12, 4, 900, 5_000);
     let first = concat(&bs[..8]);

@@ -1414,6 +1414,12 @@ mod tests {
     use super::*;
     use crate::io::PwriteStorage;
 
+    /// `MIRRORLOG_SKIP_IO_URING_TESTS=1` skips the tests that need io_uring (as
+    /// `segment/tests/io_backends.rs` does) on a machine that forbids it.
+    fn skip_uring() -> bool {
+        std::env::var_os("MIRRORLOG_SKIP_IO_URING_TESTS").is_some_and(|v| v == "1")
+    }
+
     fn storage(durability: DirectDurability, tail_cache_bytes: usize) -> DirectStorage {
         let config = DirectConfig {
             durability,
@@ -1434,6 +1440,9 @@ mod tests {
 
     #[test]
     fn appends_of_odd_sizes_read_back_from_memory_and_disk_and_trim_on_close() {
+        if skip_uring() {
+            return;
+        }
         for durability in [DirectDurability::Dsync, DirectDurability::Fdatasync] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("00000000000000000000.log");
@@ -1466,6 +1475,9 @@ mod tests {
 
     #[test]
     fn a_reopened_file_continues_after_its_partial_last_block() {
+        if skip_uring() {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.log");
         let s = storage(DirectDurability::Dsync, 1 << 20);
@@ -1487,6 +1499,9 @@ mod tests {
 
     #[test]
     fn set_len_truncates_and_appends_continue_from_there() {
+        if skip_uring() {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.log");
         let s = storage(DirectDurability::Fdatasync, 1 << 20);
@@ -1509,6 +1524,9 @@ mod tests {
 
     #[test]
     fn a_write_inside_the_file_rewrites_those_bytes_in_place() {
+        if skip_uring() {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.log");
         let s = storage(DirectDurability::Dsync, 0);
@@ -1530,6 +1548,9 @@ mod tests {
 
     #[test]
     fn only_writable_log_files_go_direct() {
+        if skip_uring() {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let s = storage(DirectDurability::Dsync, 0);
         let log = s
@@ -1588,6 +1609,9 @@ mod tests {
 
     #[test]
     fn data_ranges_cover_every_appended_byte_and_nothing_past_the_end() {
+        if skip_uring() {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let s = storage(DirectDurability::Dsync, 0);
         let f = s
@@ -1624,6 +1648,9 @@ mod tests {
 
     #[test]
     fn appends_from_threads_that_exit_at_once_still_reach_the_disk() {
+        if skip_uring() {
+            return;
+        }
         // io_uring fails requests queued for a submitting task that exits (EFAULT): only the
         // ring thread may submit.
         for durability in [DirectDurability::Dsync, DirectDurability::Fdatasync] {
@@ -1652,6 +1679,9 @@ mod tests {
 
     #[test]
     fn many_threads_appending_to_many_files_all_reach_the_disk() {
+        if skip_uring() {
+            return;
+        }
         for durability in [DirectDurability::Dsync, DirectDurability::Fdatasync] {
             let dir = tempfile::tempdir().unwrap();
             let s = DirectStorage::new(

@@ -190,3 +190,142 @@ fn buffered_recovery_also_ends_cleanly_at_a_zero_tail() {
     assert_eq!(report.zero_tail_bytes, 10_000);
     assert_eq!(file.len(), len);
 }
+
+/// A buffered backend that counts the bytes read through it.
+#[derive(Debug)]
+struct CountingStorage {
+    inner: PwriteStorage,
+    read: Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[derive(Debug)]
+struct CountingFile {
+    inner: Arc<dyn mirrorlog_segment::io::StorageFile>,
+    read: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Storage for CountingStorage {
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    fn open(
+        &self,
+        path: &Path,
+        mode: mirrorlog_segment::io::OpenMode,
+    ) -> mirrorlog_segment::io::IoResult<Arc<dyn mirrorlog_segment::io::StorageFile>> {
+        Ok(Arc::new(CountingFile {
+            inner: self.inner.open(path, mode)?,
+            read: Arc::clone(&self.read),
+        }))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> mirrorlog_segment::io::IoResult<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> mirrorlog_segment::io::IoResult<()> {
+        self.inner.remove(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> mirrorlog_segment::io::IoResult<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn list_dir(&self, dir: &Path) -> mirrorlog_segment::io::IoResult<Vec<std::path::PathBuf>> {
+        self.inner.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> mirrorlog_segment::io::IoResult<()> {
+        self.inner.create_dir_all(dir)
+    }
+}
+
+impl mirrorlog_segment::io::StorageFile for CountingFile {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn write_at(&self, buf: Bytes, pos: u64) -> mirrorlog_segment::io::IoResult<()> {
+        self.inner.write_at(buf, pos)
+    }
+    fn write_all_at(
+        &self,
+        bufs: &[Bytes],
+        pos: u64,
+        durable: bool,
+    ) -> mirrorlog_segment::io::IoResult<()> {
+        self.inner.write_all_at(bufs, pos, durable)
+    }
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> mirrorlog_segment::io::IoResult<usize> {
+        let n = self.inner.read_at(buf, pos)?;
+        self.read
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+    fn sync_data(&self) -> mirrorlog_segment::io::IoResult<()> {
+        self.inner.sync_data()
+    }
+    fn set_len(&self, len: u64) -> mirrorlog_segment::io::IoResult<()> {
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> mirrorlog_segment::io::IoResult<u64> {
+        self.inner.len()
+    }
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.inner.raw_fd()
+    }
+    fn data_range(&self, pos: u64) -> mirrorlog_segment::io::IoResult<Option<(u64, u64)>> {
+        self.inner.data_range(pos)
+    }
+}
+
+#[test]
+fn recovery_skips_a_preallocated_tail_without_reading_it() {
+    if skip_uring() {
+        return;
+    }
+    // A direct-mode crash image: a few batches, then 64 MiB preallocated and never written.
+    const TAIL: u64 = 64 << 20;
+    let storage = direct(DirectDurability::Dsync);
+    let dir = tempfile::tempdir().unwrap();
+    let bs = batches(0, 6, 4, 800, 9);
+    let mut seg =
+        ActiveSegment::create(storage.clone(), dir.path(), Offset(0), config(), 0).unwrap();
+    for b in &bs {
+        seg.append_durable(b.clone()).unwrap();
+    }
+    let log = segment_path(dir.path(), Offset(0), LOG_SUFFIX);
+    let crashed = tempfile::tempdir().unwrap();
+    let image = segment_path(crashed.path(), Offset(0), LOG_SUFFIX);
+    std::fs::copy(&log, &image).unwrap();
+    drop(seg);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&image)
+        .unwrap();
+    // SAFETY: plain system call on a descriptor we own.
+    let rc = unsafe { libc::fallocate(std::os::fd::AsRawFd::as_raw_fd(&f), 0, 0, TAIL as i64) };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    drop(f);
+    let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counting: Arc<dyn Storage> = Arc::new(CountingStorage {
+        inner: PwriteStorage::new(),
+        read: Arc::clone(&read),
+    });
+    // Whether this file system reports unwritten space as a hole (ext4, xfs and tmpfs do).
+    let probe = PwriteStorage::new()
+        .open(&image, mirrorlog_segment::io::OpenMode::Read)
+        .unwrap();
+    let holes = probe.data_range(TAIL / 2).unwrap().is_none();
+    drop(probe);
+    let mut seg =
+        ActiveSegment::open_for_recovery(counting, crashed.path(), Offset(0), config(), 0).unwrap();
+    let report = seg.recover(|_, _| Ok(())).unwrap();
+    assert_eq!(report.batches, 6);
+    assert_eq!(report.stopped_by, None);
+    assert_eq!(report.zero_tail_bytes, TAIL - concat(&bs).len() as u64);
+    let read = read.load(std::sync::atomic::Ordering::Relaxed);
+    if holes {
+        assert!(
+            read < 4 << 20,
+            "read {read} bytes to recover a 64 MiB preallocated tail"
+        );
+    }
+}

@@ -13,6 +13,8 @@
 //! | `auto.create.topics.enable` | true | true/false |
 //! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
 //! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64 |
+//! | `log.io.mode` | `buffered` | `buffered`, `direct` (O_DIRECT through io_uring, see README "Direct I/O") |
+//! | `log.io.direct.durability` | `dsync` | `dsync`, `fdatasync` |
 //! | `log.*`, `message.max.bytes`, `compression.type`, … | Kafka's | see README "Topic configuration" |
 //!
 //! Flags win over the file.
@@ -84,6 +86,8 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut auto_create = true;
     let mut request_max = 104_857_600usize;
     let mut recovery_threads = 2usize;
+    let mut io_mode = mirrorlog_engine::manager::IoMode::default();
+    let mut direct_durability = None;
     let mut log_pairs = vec![];
     let parse = |k: &str, v: &str| -> Result<i64> {
         v.parse().with_context(|| format!("{k}={v}: not a number"))
@@ -116,6 +120,15 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                 request_max = parse(k, v)?.clamp(1, i32::MAX as i64) as usize
             }
             "num.recovery.threads.per.data.dir" => recovery_threads = parse(k, v)? as usize,
+            "log.io.mode" => {
+                io_mode = mirrorlog_engine::manager::IoMode::parse(v).map_err(anyhow::Error::msg)?
+            }
+            "log.io.direct.durability" => {
+                direct_durability = Some(
+                    mirrorlog_engine::manager::parse_direct_durability(v)
+                        .map_err(anyhow::Error::msg)?,
+                )
+            }
             // Everything else must be a log setting the engine knows.
             _ => log_pairs.push((k.clone(), v.clone())),
         }
@@ -139,6 +152,10 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut cfg = BrokerConfig::new(&data_dirs[0], host, port);
     cfg.logs.data_dirs = data_dirs;
     cfg.logs.recovery_threads = recovery_threads;
+    cfg.logs.io_mode = io_mode;
+    if let Some(d) = direct_durability {
+        cfg.logs.direct.durability = d;
+    }
     cfg.logs.default_log_config = cfg.logs.default_log_config.with_overrides(log_pairs)?;
     cfg.node_id = node_id;
     cfg.cluster_id = args.cluster_id.clone();
@@ -169,4 +186,51 @@ pub fn run(args: ServeArgs) -> Result<()> {
     running.wait()?;
     tracing::info!("clean shutdown");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args_with(props: &str) -> (ServeArgs, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.properties");
+        std::fs::write(&file, props).unwrap();
+        let args = ServeArgs {
+            data_dir: Some(dir.path().join("data")),
+            listen: "127.0.0.1:9092".into(),
+            node_id: None,
+            cluster_id: None,
+            advertised_listener: None,
+            config: Some(file),
+        };
+        (args, dir)
+    }
+
+    #[test]
+    fn log_io_mode_defaults_to_buffered_and_takes_direct_with_its_durability() {
+        let (args, _d) = args_with("");
+        let (cfg, _) = settings(&args).unwrap();
+        assert_eq!(
+            cfg.logs.io_mode,
+            mirrorlog_engine::manager::IoMode::Buffered
+        );
+        let (args, _d) = args_with("log.io.mode=direct\nlog.io.direct.durability=fdatasync\n");
+        let (cfg, _) = settings(&args).unwrap();
+        assert_eq!(cfg.logs.io_mode, mirrorlog_engine::manager::IoMode::Direct);
+        assert_eq!(
+            cfg.logs.direct.durability,
+            mirrorlog_segment::io::DirectDurability::Fdatasync
+        );
+    }
+
+    #[test]
+    fn a_bad_log_io_value_is_rejected_by_name() {
+        let (args, _d) = args_with("log.io.mode=mmap\n");
+        let e = settings(&args).unwrap_err().to_string();
+        assert!(e.contains("log.io.mode=mmap"), "{e}");
+        let (args, _d) = args_with("log.io.direct.durability=always\n");
+        let e = settings(&args).unwrap_err().to_string();
+        assert!(e.contains("log.io.direct.durability=always"), "{e}");
+    }
 }

@@ -212,6 +212,19 @@ pub fn scratch_dir(name: &str, need_bytes: u64) -> anyhow::Result<tempfile::Temp
     Ok(dir)
 }
 
+/// Creates the file `path` (read-write; it must not exist): a baseline's fresh file.
+///
+/// # Panics
+/// When the file exists or cannot be created (a benchmark has nothing to fall back to).
+pub fn create_file(path: &std::path::Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("create {}: {e}", path.display()))
+}
+
 /// Bytes available to an unprivileged user on the file system holding `path`.
 pub fn free_bytes(path: &std::path::Path) -> anyhow::Result<u64> {
     use std::os::unix::ffi::OsStrExt;

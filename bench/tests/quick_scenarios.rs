@@ -206,3 +206,95 @@ fn fetch_send_quick_prints_the_contract_fields() {
     assert_eq!(lines[0]["variant"], "sendfile");
     assert_eq!(lines[0]["baseline"], "pread+write");
 }
+
+#[test]
+fn direct_append_quick_prints_every_variant_beside_both_raw_baselines() {
+    // The direct path needs io_uring (as the io_uring backend tests, skippable).
+    if std::env::var_os("MIRRORLOG_SKIP_IO_URING_TESTS").is_some_and(|v| v == "1") {
+        return;
+    }
+    let lines = quick_json("direct-append");
+    let names = variants(&lines);
+    for v in [
+        "segment-dsync",
+        "segment-fdatasync",
+        "segment-durable-dsync",
+        "segment-durable-fdatasync",
+        "engine-dsync-writers-1-partitions-1",
+        "engine-dsync-writers-8-partitions-8",
+        "engine-fdatasync-writers-8-partitions-8",
+    ] {
+        assert!(names.contains(&v), "no {v} variant in {names:?}");
+    }
+    for v in &lines {
+        assert_eq!(v["baseline"], "raw_odirect_seq_qd16", "{v}");
+        for k in ["baseline_p50_us", "baseline_p99_us", "odsync_mb_per_s"] {
+            assert!(v[k].as_f64().unwrap() > 0.0, "{k} in {v}");
+        }
+        let name = v["variant"].as_str().unwrap();
+        let durable = name.contains("durable") || name.starts_with("engine");
+        assert_eq!(v.get("p99_us").is_some(), durable, "{v}");
+        if durable {
+            assert!(v["p99_vs_baseline_p99"].as_f64().unwrap() > 0.0, "{v}");
+        }
+        assert!(["dsync", "fdatasync"].contains(&v["durability"].as_str().unwrap()));
+    }
+}
+
+#[test]
+fn compare_exits_non_zero_only_when_a_ratio_falls_beyond_the_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cur = dir.path().join("cur.json");
+    std::fs::write(
+        &base,
+        "{\"scenario\":\"append\",\"variant\":\"leader\",\"ratio\":1.0}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &cur,
+        "{\"scenario\":\"append\",\"variant\":\"leader\",\"ratio\":0.8}\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mirrorlog-bench"))
+            .arg("compare")
+            .args([&base, &cur])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("REGRESSED"));
+    let out = run(&["--tolerance", "0.25"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = run(&["--tolerance", "2"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tolerance"));
+}
+
+#[test]
+fn log_peers_quick_runs_every_engine_in_every_phase() {
+    let lines = quick_json("log-peers");
+    let names = variants(&lines);
+    for engine in ["mirrorlog", "commitlog", "raft-engine"] {
+        for phase in ["sync-end", "sync-per-batch", "read"] {
+            let v = format!("{engine}-{phase}");
+            assert!(names.contains(&v.as_str()), "no {v} in {names:?}");
+        }
+    }
+    for v in &lines {
+        let baseline = match v["phase"].as_str().unwrap() {
+            "sync-end" => "raw_pwrite+fdatasync_end",
+            "sync-per-batch" => "raw_pwrite+fdatasync_per_batch",
+            _ => "raw_pread",
+        };
+        assert_eq!(v["baseline"], baseline, "{v}");
+        if v["engine"] == "mirrorlog" {
+            for k in ["ratio_vs_commitlog", "ratio_vs_raft_engine"] {
+                assert!(v[k].as_f64().unwrap() > 0.0, "{k} in {v}");
+            }
+        }
+    }
+}

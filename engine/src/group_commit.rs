@@ -28,6 +28,10 @@
 //! barrier between files: a slow sync of one file does not hold back the next sync of another.
 //! With `max_wait_us = 0` (the default) there is no deliberate delay anywhere.
 //!
+//! A file whose [`StorageFile::shares_syncs`] is true (the direct-I/O backend's `.log` files,
+//! whose ring already serves all concurrent waiters with one write or sync) is synced by each
+//! caller directly: counted in `requests`, never in `syncs` or `rounds`.
+//!
 //! # Guarantee
 //!
 //! `sync(file)` returning `Ok(())` means: a `sync_data` of `file` that **started after this call
@@ -248,6 +252,12 @@ impl GroupCommit {
     /// If `file.sync_data()` panics, in the thread that called it; the other callers waiting
     /// for that sync get an error instead of waiting forever.
     pub fn sync(&self, file: &Arc<dyn StorageFile>) -> Result<(), GroupCommitError> {
+        if file.shares_syncs() {
+            // The file groups concurrent syncs itself (direct I/O): tickets and rounds would
+            // only serialise waiters that its ring serves together.
+            self.state.lock().stats.requests += 1;
+            return file.sync_data().map_err(GroupCommitError::Sync);
+        }
         let mut st = self.state.lock();
         st.stats.requests += 1;
         let key = file_key(file);

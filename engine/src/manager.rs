@@ -29,6 +29,20 @@
 //! manager stops writing checkpoints there and a shutdown leaves no clean-shutdown marker, so the
 //! next start recovers it. Running out of space while writing is not such a failure: the segment
 //! cuts the partial write off again and the append can be retried once space returns.
+//!
+//! # I/O mode (`log.io.mode`)
+//!
+//! [`LogManagerConfig::io_mode`] picks how segment `.log` files are written:
+//!
+//! - `buffered` (the default, and Kafka's choice): through the page cache with the storage
+//!   backend given to [`LogManager::open`] (`pwrite` unless `MIRRORLOG_IO` says otherwise); a
+//!   durable append pays `fdatasync`.
+//! - `direct`: the backend is wrapped in [`DirectStorage`] (settings
+//!   [`LogManagerConfig::direct`]): active segments are preallocated and appended with
+//!   `O_DIRECT` through one io_uring reactor, whose every submission carries the pending writes
+//!   and syncs of all partitions — the group commit's per-file syncs become waits on that ring.
+//!   Needs a file system with `O_DIRECT` (not tmpfs) and io_uring; measured by
+//!   `mirrorlog-bench direct-append`.
 
 use crate::clock::Clock;
 use crate::config::LogConfig;
@@ -39,7 +53,7 @@ use bytes::Bytes;
 use mirrorlog_index::{
     LeaderEpoch, Offset, OffsetCheckpoint, PartitionMetadata, TopicId, TopicPartition,
 };
-use mirrorlog_segment::io::Storage;
+use mirrorlog_segment::io::{DirectConfig, DirectDurability, DirectStorage, Storage};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -67,6 +81,56 @@ pub struct LogManagerConfig {
     pub default_log_config: LogConfig,
     /// Group commit settings.
     pub group_commit: GroupCommitConfig,
+    /// `log.io.mode`: how `.log` files are written. Default [`IoMode::Buffered`]; values
+    /// `buffered`, `direct` (see the module docs).
+    pub io_mode: IoMode,
+    /// Settings of the direct mode (ignored when buffered); `log.io.direct.durability`
+    /// (`dsync`, the default, or `fdatasync`) sets its durability. Defaults and ranges:
+    /// [`DirectConfig`].
+    pub direct: DirectConfig,
+}
+
+/// `log.io.mode`: how segment `.log` files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoMode {
+    /// Through the page cache, as Kafka does; durable appends pay `fdatasync`. The default.
+    #[default]
+    Buffered,
+    /// `O_DIRECT` through io_uring, preallocated files, a tail cache for readers.
+    Direct,
+}
+
+impl IoMode {
+    /// `"buffered"` or `"direct"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoMode::Buffered => "buffered",
+            IoMode::Direct => "direct",
+        }
+    }
+
+    /// Parses a `log.io.mode` value.
+    ///
+    /// # Errors
+    /// A message naming the setting, the value and the valid ones.
+    pub fn parse(s: &str) -> Result<IoMode, String> {
+        match s {
+            "buffered" => Ok(IoMode::Buffered),
+            "direct" => Ok(IoMode::Direct),
+            other => Err(format!(
+                "log.io.mode={other}: expected `buffered` or `direct`"
+            )),
+        }
+    }
+}
+
+/// Parses a `log.io.direct.durability` value (`dsync` or `fdatasync`).
+///
+/// # Errors
+/// A message naming the setting, the value and the valid ones.
+pub fn parse_direct_durability(s: &str) -> Result<DirectDurability, String> {
+    DirectDurability::parse(s)
+        .ok_or_else(|| format!("log.io.direct.durability={s}: expected `dsync` or `fdatasync`"))
 }
 
 impl LogManagerConfig {
@@ -77,6 +141,8 @@ impl LogManagerConfig {
             recovery_threads: 2,
             default_log_config: LogConfig::default(),
             group_commit: GroupCommitConfig::default(),
+            io_mode: IoMode::Buffered,
+            direct: DirectConfig::default(),
         }
     }
 
@@ -97,7 +163,10 @@ impl LogManagerConfig {
         self.default_log_config
             .validate()
             .map_err(|e| e.to_string())?;
-        self.group_commit.validate().map_err(|e| e.to_string())
+        self.group_commit.validate().map_err(|e| e.to_string())?;
+        self.direct
+            .validate()
+            .map_err(|e| format!("log.io.direct: {e}"))
     }
 }
 
@@ -371,6 +440,7 @@ impl LogManager {
             path: config.data_dirs[0].clone(),
             reason,
         })?;
+        let storage = Self::storage_for_mode(&config, storage)?;
         let group_commit = GroupCommit::new(config.group_commit);
         let dirs: Vec<Arc<LogDir>> = config
             .data_dirs
@@ -476,6 +546,25 @@ impl LogManager {
         };
         mgr.checkpoint()?;
         Ok((mgr, report))
+    }
+
+    /// The backend for `config.io_mode`: `storage` itself when buffered (or already direct),
+    /// else `storage` wrapped in a [`DirectStorage`].
+    fn storage_for_mode(
+        config: &LogManagerConfig,
+        storage: Arc<dyn Storage>,
+    ) -> EngineResult<Arc<dyn Storage>> {
+        match config.io_mode {
+            IoMode::Buffered => Ok(storage),
+            IoMode::Direct if storage.name() == DirectStorage::NAME => Ok(storage),
+            IoMode::Direct => match DirectStorage::new(storage, config.direct) {
+                Ok(d) => Ok(Arc::new(d)),
+                Err(e) => Err(EngineError::Directory {
+                    path: config.data_dirs[0].clone(),
+                    reason: format!("log.io.mode=direct: {e}"),
+                }),
+            },
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

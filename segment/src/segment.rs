@@ -238,8 +238,12 @@ pub struct RecoveryReport {
     /// Last offset of the last valid batch.
     pub last_offset: Option<Offset>,
     /// Why the scan stopped before the end of the file, with the position: a corrupt batch or a
-    /// torn tail.
+    /// torn tail. `None` when the file ended cleanly, including at a zero-filled tail.
     pub stopped_by: Option<String>,
+    /// Of `truncated_bytes`, how many were a tail of zeros: preallocated space past the last
+    /// write (the direct-I/O mode preallocates `.log` files, and a crash leaves the zeros
+    /// untrimmed). Cut like a torn tail, but a clean end, not a problem.
+    pub zero_tail_bytes: u64,
 }
 
 /// The read side shared by active and sealed segments.
@@ -1036,6 +1040,7 @@ impl ActiveSegment {
             truncated_bytes: 0,
             last_offset: None,
             stopped_by: None,
+            zero_tail_bytes: 0,
         };
         for item in scan.by_ref() {
             let batch = match item {
@@ -1085,6 +1090,12 @@ impl ActiveSegment {
             ));
         }
         report.truncated_bytes = end - report.valid_bytes;
+        if report.truncated_bytes > 0 && all_zero(&*file, report.valid_bytes, end)? {
+            // Preallocated space never written (a direct-I/O segment after a crash): the log
+            // ends cleanly where the zeros start.
+            report.zero_tail_bytes = report.truncated_bytes;
+            report.stopped_by = None;
+        }
         if report.truncated_bytes > 0 {
             self.r.log.set_len(report.valid_bytes)?;
             self.r.log.sync_data()?;
@@ -1115,6 +1126,7 @@ impl ActiveSegment {
             true,
         )?;
         self.flush()?;
+        self.io(|r| r.log.finish_appends())?;
         self.r.offset_index.trim_to_valid_size()?;
         self.r.time_index.trim_to_valid_size()?;
         Ok(SealedSegment {
@@ -1161,6 +1173,40 @@ impl SealedSegment {
         drop(r);
         ActiveSegment::open(storage, &dir, base, config, now_ms)
     }
+}
+
+/// Whether `[from, to)` of `file` holds only zero bytes. Holes (preallocated, unwritten space)
+/// are skipped without reading them; only data ranges are read. The ranges are all found before
+/// any is read: a buffered read's readahead fills the page cache past it, and cached pages of
+/// unwritten space count as data for `SEEK_DATA`, so reading while seeking would walk the whole
+/// preallocated tail.
+fn all_zero(file: &dyn StorageFile, from: u64, to: u64) -> SegmentResult<bool> {
+    let mut ranges = Vec::new();
+    let mut pos = from;
+    while pos < to {
+        let Some((start, end)) = file.data_range(pos)? else {
+            break;
+        };
+        let (start, end) = (start.max(pos), end.min(to));
+        if start >= end {
+            break;
+        }
+        ranges.push((start, end));
+        pos = end;
+    }
+    let mut buf = vec![0u8; 64 << 10];
+    for (start, end) in ranges {
+        let mut at = start;
+        while at < end {
+            let n = buf.len().min((end - at) as usize);
+            file.read_exact_at(&mut buf[..n], at)?;
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            at += n as u64;
+        }
+    }
+    Ok(true)
 }
 
 fn log_size(log: &dyn StorageFile) -> SegmentResult<u32> {

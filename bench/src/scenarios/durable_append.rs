@@ -34,7 +34,6 @@ use mirrorlog_index::{Offset, TopicId, TopicPartition};
 use mirrorlog_segment::io::{Storage, default_storage};
 use mirrorlog_segment::{Compression, RecordBatch};
 use serde_json::json;
-use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
@@ -164,8 +163,50 @@ fn durable_round(
     partitions: usize,
     seen: &mut Seen,
 ) -> Duration {
-    let (mgr, _) = LogManager::open(LogManagerConfig::new(dir), storage.clone(), clock.clone())
-        .expect("open the log manager");
+    let r = writers_round(
+        LogManagerConfig::new(dir),
+        storage,
+        clock,
+        template,
+        appends,
+        writers,
+        partitions,
+    );
+    if std::mem::replace(&mut seen.warm, true) {
+        seen.latencies.extend(r.latencies);
+        seen.requests += r.requests;
+        seen.syncs += r.syncs;
+    }
+    r.elapsed
+}
+
+/// What one [`writers_round`] measured.
+pub(crate) struct WritersRound {
+    /// From releasing the writers to the last one finishing.
+    pub elapsed: Duration,
+    /// Every append's latency (call to durable return).
+    pub latencies: Vec<Duration>,
+    /// Group-commit sync requests and syncs during the round.
+    pub requests: u64,
+    pub syncs: u64,
+}
+
+/// A fresh log manager opened with `config` (its first data dir is the round's directory,
+/// removed afterwards) with `partitions` partitions, `writers` threads (writer `i` on partition
+/// `i mod partitions`) each calling `append_as_leader_durable` on `appends / writers` client
+/// batches.
+pub(crate) fn writers_round(
+    config: LogManagerConfig,
+    storage: &Arc<dyn Storage>,
+    clock: &Arc<dyn Clock>,
+    template: &RecordBatch,
+    appends: usize,
+    writers: usize,
+    partitions: usize,
+) -> WritersRound {
+    let dir = config.data_dirs[0].clone();
+    let (mgr, _) =
+        LogManager::open(config, storage.clone(), clock.clone()).expect("open the log manager");
     let handles: Vec<_> = (0..partitions)
         .map(|p| {
             let tp = TopicPartition {
@@ -184,7 +225,7 @@ fn durable_round(
         .map(|_| client_batches(template, appends / writers))
         .collect();
     let start = Barrier::new(writers + 1);
-    let (d, latencies) = std::thread::scope(|s| {
+    let (elapsed, latencies) = std::thread::scope(|s| {
         let threads: Vec<_> = inputs
             .into_iter()
             .enumerate()
@@ -215,26 +256,21 @@ fn durable_round(
     let after = mgr.group_commit().stats();
     let appended: u64 = handles.iter().map(|h| h.read().size_bytes()).sum();
     assert_eq!(appended, (appends * template.size_bytes()) as u64);
-    if std::mem::replace(&mut seen.warm, true) {
-        seen.latencies.extend(latencies);
-        seen.requests += after.requests - before.requests;
-        seen.syncs += after.syncs - before.syncs;
-    }
     drop(handles);
     drop(mgr);
-    std::fs::remove_dir_all(dir).expect("remove the round's directory");
-    d
+    std::fs::remove_dir_all(&dir).expect("remove the round's directory");
+    WritersRound {
+        elapsed,
+        latencies,
+        requests: after.requests - before.requests,
+        syncs: after.syncs - before.syncs,
+    }
 }
 
 /// One baseline round: a fresh file, every batch of the run written with `pwrite` at increasing
 /// positions, each followed by `fdatasync`; pushes each pair's latency to `lat`.
 fn raw_durable_round(path: &Path, run: &BatchRun, lat: &mut Vec<Duration>) -> Duration {
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .expect("create the baseline file");
+    let f = crate::harness::create_file(path);
     let mut pos = 0u64;
     let t = Instant::now();
     for i in 0..run.count {

@@ -28,7 +28,6 @@ use mirrorlog_index::Offset;
 use mirrorlog_segment::io::{Storage, storage_by_name};
 use mirrorlog_segment::segment::{ActiveSegment, SegmentConfig};
 use serde_json::json;
-use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -82,7 +81,7 @@ fn buffered(opts: Opts) -> Result<Vec<Report>> {
             let dir = root.join(format!("{}-{per_call}", b.name()));
             let run = &run;
             ours.push(Box::new(move || {
-                segment_round(b, &dir, run, per_call, false, &mut Vec::new())
+                segment_round(b, &dir, run, per_call, false, false, &mut Vec::new())
             }));
         }
     }
@@ -161,7 +160,7 @@ fn durable(opts: Opts) -> Result<Vec<Report>> {
         let mut warm = true;
         ours.push(Box::new(move || {
             let mut lat = Vec::new();
-            let d = segment_round(b, &dir, run, COALESCE, true, &mut lat);
+            let d = segment_round(b, &dir, run, COALESCE, true, false, &mut lat);
             if !std::mem::take(&mut warm) {
                 out.extend(lat);
             }
@@ -202,14 +201,16 @@ fn calls(run: &BatchRun, per_call: usize) -> Vec<Bytes> {
 }
 
 /// One round of ours: a fresh segment in `dir`, every batch appended `per_call` batches at a
-/// time (durably or not); returns the time of the appends alone, and pushes each call's latency
-/// to `lat` when durable. Deletes the segment afterwards.
-fn segment_round(
+/// time (durably or not, plus one `flush` at the end when `flush`); returns the time of the
+/// appends (and flush) alone, and pushes each call's latency to `lat` when durable. Deletes the
+/// segment afterwards.
+pub(crate) fn segment_round(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     run: &BatchRun,
     per_call: usize,
     durable: bool,
+    flush: bool,
     lat: &mut Vec<Duration>,
 ) -> Duration {
     std::fs::create_dir(dir).expect("create the round's directory");
@@ -226,6 +227,9 @@ fn segment_round(
         } else {
             seg.append(b).expect("append");
         }
+    }
+    if flush {
+        seg.flush().expect("flush");
     }
     let d = t.elapsed();
     assert_eq!(seg.next_offset(), run.next_offset());
@@ -245,12 +249,7 @@ fn raw_round(
     durable: bool,
     lat: &mut Vec<Duration>,
 ) -> Duration {
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .expect("create the baseline file");
+    let f = crate::harness::create_file(path);
     let bufs = calls(run, per_call);
     let mut pos = 0u64;
     let t = Instant::now();

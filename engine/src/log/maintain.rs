@@ -326,6 +326,12 @@ impl PartitionLog {
     /// Storage failures.
     pub fn close(mut self) -> EngineResult<()> {
         self.flush()?;
+        // The direct-I/O mode preallocates `.log` files: cut the zeros before a clean shutdown
+        // vouches for the files (a reopen after it trusts their length).
+        self.active
+            .log_file()
+            .finish_appends()
+            .map_err(mirrorlog_segment::segment::SegmentError::Io)?;
         self.producers.take_snapshot()?;
         Ok(())
     }

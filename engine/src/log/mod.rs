@@ -280,7 +280,8 @@ impl PartitionLog {
                 })
             })?;
             report.segments_recovered += 1;
-            report.bytes_truncated += r.truncated_bytes;
+            // A zero-filled tail (preallocated, never written) is a clean end, not lost data.
+            report.bytes_truncated += r.truncated_bytes - r.zero_tail_bytes;
             if let Some(p) = r.stopped_by {
                 report
                     .problems

@@ -10,6 +10,7 @@
 //! | `io_uring` | [`UringStorage`] | batched submissions; a durable batch is one submission of linked writes followed by a linked `fdatasync` |
 //! | `pwrite` | [`PwriteStorage`] | plain `pwrite`/`pwritev`/`fdatasync`: the fallback, and the baseline of every benchmark |
 //! | `simulated` | [`SimStorage`] | in memory, with a live-vs-durable model, fault injection and crashes that keep only synced bytes |
+//! | `direct` | [`DirectStorage`] | writable `.log` files appended with `O_DIRECT` through one io_uring reactor (preallocated, aligned chunks, tail cache); everything else through a wrapped buffered backend |
 //!
 //! All three behave the same for the same calls; `segment/tests/io_backends.rs` runs one
 //! behavioural suite against each of them.
@@ -42,10 +43,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+mod direct;
 mod pwrite;
 mod sim;
 mod uring;
 
+pub use direct::{DIRECT_BLOCK, DirectConfig, DirectDurability, DirectFile, DirectStorage};
 pub use pwrite::PwriteStorage;
 pub use sim::{Fault, FaultKind, SimFile, SimStorage, TornTail};
 pub use uring::{UringConfig, UringStorage};
@@ -256,6 +259,32 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
         Ok(self.len()? == 0)
     }
 
+    /// The first range of data at or after `pos`, as `[start, end)` with `end` where the next
+    /// hole begins (`lseek` `SEEK_DATA`/`SEEK_HOLE`), or `None` when only holes follow: the file
+    /// reads as zeros there without storing them (never written, or preallocated and unwritten).
+    /// Lets recovery skip a preallocated tail without reading it. The default (and a file system
+    /// without hole reporting) says everything from `pos` to the end is data.
+    fn data_range(&self, pos: u64) -> IoResult<Option<(u64, u64)>> {
+        let len = self.len()?;
+        Ok((pos < len).then_some((pos, len)))
+    }
+
+    /// Whether concurrent [`sync_data`](Self::sync_data) calls on this file already share the
+    /// device work among themselves — every caller waits for its own bytes, and one write or
+    /// sync serves all who wait for it — so callers need no group commit in front (the direct
+    /// backend's `.log` files). `false` by default: there each call is one `fdatasync`.
+    fn shares_syncs(&self) -> bool {
+        false
+    }
+
+    /// No more appends will come (the segment is sealed): anything still pending is written,
+    /// and space preallocated beyond the file's length is released, durably, so the file on
+    /// disk is exactly its length. A no-op on backends that do not preallocate (all but
+    /// [`DirectStorage`]'s `.log` files).
+    fn finish_appends(&self) -> IoResult<()> {
+        Ok(())
+    }
+
     /// The OS file descriptor, for zero-copy sends (`sendfile`); `None` on the simulated backend.
     /// Valid as long as this handle lives.
     fn raw_fd(&self) -> Option<RawFd>;
@@ -321,6 +350,28 @@ pub(crate) const MAX_IO_BYTES: usize = 1 << 30;
 /// Converts a file position to `off_t`, or `EINVAL` when it does not fit.
 pub(crate) fn to_off_t(pos: u64) -> io::Result<libc::off_t> {
     libc::off_t::try_from(pos).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// [`StorageFile::data_range`] of an open descriptor: `SEEK_DATA` from `pos`, then `SEEK_HOLE`
+/// from there.
+pub(crate) fn data_range_of(fd: RawFd, path: &Path, pos: u64) -> IoResult<Option<(u64, u64)>> {
+    let err = |e| IoError::new(IoOp::ReadAt, path, e);
+    let off = to_off_t(pos).map_err(err)?;
+    // SAFETY: plain system call on a descriptor the caller keeps open.
+    let start = unsafe { libc::lseek(fd, off, libc::SEEK_DATA) };
+    if start < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENXIO) => Ok(None),
+            _ => Err(err(e)),
+        };
+    }
+    // SAFETY: as above.
+    let end = unsafe { libc::lseek(fd, start, libc::SEEK_HOLE) };
+    if end < 0 {
+        return Err(err(io::Error::last_os_error()));
+    }
+    Ok(Some((start as u64, end as u64)))
 }
 
 /// `std::fs` counterparts of the directory-level operations, shared by the two real backends.

@@ -137,6 +137,10 @@ impl StorageFile for PwriteFile {
     fn raw_fd(&self) -> Option<RawFd> {
         Some(self.file.as_raw_fd())
     }
+
+    fn data_range(&self, pos: u64) -> IoResult<Option<(u64, u64)>> {
+        super::data_range_of(self.file.as_raw_fd(), &self.path, pos)
+    }
 }
 
 /// Writes `bufs` back to back from `pos` with as few `pwritev` calls as the kernel allows,

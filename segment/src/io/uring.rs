@@ -610,6 +610,10 @@ impl StorageFile for UringFile {
     fn raw_fd(&self) -> Option<RawFd> {
         Some(self.file.as_raw_fd())
     }
+
+    fn data_range(&self, pos: u64) -> IoResult<Option<(u64, u64)>> {
+        super::data_range_of(self.file.as_raw_fd(), &self.path, pos)
+    }
 }
 
 #[cfg(test)]

@@ -68,6 +68,10 @@ impl GroupOffsetsSink for WireSink {
         // The demo's group has no members on the destination until it fails over.
         false
     }
+    fn has_consumer_group(&self, _group: &str) -> bool {
+        // The demo's source has no share groups, so there is nothing to collide with.
+        false
+    }
     fn commit(
         &self,
         group: &str,

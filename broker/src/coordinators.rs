@@ -87,6 +87,10 @@ impl mirrorlog_mirror::group_sync::GroupOffsetsSink for MirrorGroupSink {
         self.0.is_group_active(group)
     }
 
+    fn has_consumer_group(&self, group: &str) -> bool {
+        self.0.group_snapshot(group).is_some()
+    }
+
     fn commit(
         &self,
         group: &str,

@@ -24,6 +24,9 @@ pub trait GroupOffsetsSink: Send + Sync {
     /// Whether the group has members on the destination (then it is skipped: its own consumers
     /// commit).
     fn is_group_active(&self, group: &str) -> bool;
+    /// Whether a (consumer) group of this name exists on the destination, with or without
+    /// members: a source share group of the same name collides with it.
+    fn has_consumer_group(&self, group: &str) -> bool;
     /// Commits one offset with its leader epoch.
     ///
     /// # Errors
@@ -46,6 +49,39 @@ pub struct GroupSyncReport {
     pub clamped: usize,
     /// Groups skipped because they are active on the destination.
     pub skipped_active: Vec<String>,
+    /// Source share groups whose name a destination consumer group holds (KAFKA-20799's
+    /// collision), each with its `GROUP_ID_IN_USE` message; never synced.
+    pub collisions: Vec<String>,
+    /// Source share groups skipped because this destination has no share groups (KIP-932 is
+    /// not implemented here), without a collision.
+    pub skipped_share: Vec<String>,
+}
+
+/// Splits source groups into the consumer groups to sync and, for share groups, the report's
+/// `collisions` (a destination consumer group holds the name: `GROUP_ID_IN_USE`) and
+/// `skipped_share`. Share-group offsets are never read with OffsetFetch (a share group has none).
+pub fn split_group_types(
+    listed: Vec<crate::source::GroupListing>,
+    sink: &dyn GroupOffsetsSink,
+    report: &mut GroupSyncReport,
+) -> Vec<String> {
+    let mut consumer = vec![];
+    for g in listed {
+        let share = g.group_type.as_deref() == Some("share") || g.protocol_type == "share";
+        if !share {
+            consumer.push(g.group_id);
+        } else if sink.has_consumer_group(&g.group_id) {
+            report.collisions.push(format!(
+                "GROUP_ID_IN_USE: group {} is a share group on the source and a consumer group \
+                 on the destination; its offsets are not synced (rename one of them, or exclude \
+                 it with mirror.groups.exclude)",
+                g.group_id
+            ));
+        } else {
+            report.skipped_share.push(g.group_id);
+        }
+    }
+    consumer
 }
 
 /// Syncs `groups`' committed offsets for topics the destination holds.
@@ -113,6 +149,63 @@ pub fn sync_group_offsets_where(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Dest(Vec<&'static str>);
+
+    impl GroupOffsetsSink for Dest {
+        fn is_group_active(&self, _: &str) -> bool {
+            false
+        }
+        fn has_consumer_group(&self, g: &str) -> bool {
+            self.0.contains(&g)
+        }
+        fn commit(
+            &self,
+            _: &str,
+            _: &TopicPartition,
+            _: Offset,
+            _: LeaderEpoch,
+        ) -> Result<(), String> {
+            unreachable!("splitting commits nothing")
+        }
+    }
+
+    fn listing(id: &str, group_type: &str) -> crate::source::GroupListing {
+        crate::source::GroupListing {
+            group_id: id.into(),
+            protocol_type: if group_type == "share" {
+                "share"
+            } else {
+                "consumer"
+            }
+            .into(),
+            state: Some("Empty".into()),
+            group_type: Some(group_type.into()),
+        }
+    }
+
+    #[test]
+    fn a_share_group_named_like_a_destination_consumer_group_is_a_precise_collision() {
+        let mut report = GroupSyncReport::default();
+        let sync = split_group_types(
+            vec![
+                listing("billing", "classic"),
+                listing("audit", "share"),
+                listing("fresh-share", "share"),
+                listing("orders", "consumer"),
+            ],
+            &Dest(vec!["audit", "billing"]),
+            &mut report,
+        );
+        assert_eq!(sync, vec!["billing".to_string(), "orders".to_string()]);
+        assert_eq!(report.collisions.len(), 1);
+        assert!(
+            report.collisions[0].starts_with("GROUP_ID_IN_USE: group audit is a share group"),
+            "{}",
+            report.collisions[0]
+        );
+        assert_eq!(report.skipped_share, vec!["fresh-share".to_string()]);
+    }
 
     #[test]
     fn the_double_clamp_keeps_offsets_inside_the_destination_log() {

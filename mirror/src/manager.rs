@@ -1057,18 +1057,22 @@ impl MirrorManager {
         let Some(sink) = self.group_sink.lock().clone() else {
             return Ok(None);
         };
+        let mut types = GroupSyncReport::default();
         let groups: Vec<String> = {
             let listed = self.source.list_groups()?;
             let f = self.filters.lock();
-            listed
+            let listed = listed
                 .into_iter()
-                .map(|g| g.group_id)
                 .filter(|g| {
-                    f.groups_include_re.iter().any(|r| r.is_match(g))
-                        && !f.groups_exclude_re.iter().any(|r| r.is_match(g))
+                    f.groups_include_re.iter().any(|r| r.is_match(&g.group_id))
+                        && !f.groups_exclude_re.iter().any(|r| r.is_match(&g.group_id))
                 })
-                .collect()
+                .collect();
+            crate::group_sync::split_group_types(listed, sink.as_ref(), &mut types)
         };
+        for c in &types.collisions {
+            tracing::warn!(mirror = %self.config.name, "group offset sync: {c}");
+        }
         let mirrored: std::collections::HashSet<TopicPartition> = self
             .partitions
             .lock()
@@ -1076,13 +1080,17 @@ impl MirrorManager {
             .filter(|(_, e)| e.lock().state.state != S::Stopped)
             .map(|(k, _)| k.clone())
             .collect();
-        let report = sync_group_offsets_where(
-            self.source.as_ref(),
-            &self.logs,
-            sink.as_ref(),
-            &groups,
-            &|tp| mirrored.contains(tp),
-        )?;
+        let report = GroupSyncReport {
+            collisions: types.collisions,
+            skipped_share: types.skipped_share,
+            ..sync_group_offsets_where(
+                self.source.as_ref(),
+                &self.logs,
+                sink.as_ref(),
+                &groups,
+                &|tp| mirrored.contains(tp),
+            )?
+        };
         if report.clamped > 0 || !report.skipped_active.is_empty() {
             tracing::debug!(mirror = %self.config.name, committed = report.committed, clamped = report.clamped, skipped_active = ?report.skipped_active, "group offsets synced");
         }

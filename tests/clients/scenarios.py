@@ -12,6 +12,9 @@ crash the broker between phases. Every check raises on failure (non-zero exit wi
   scenarios.py group_phase2 BOOTSTRAP            (after a restart: resume from the commit)
   scenarios.py produce_acked BOOTSTRAP TOPIC N OUTFILE
   scenarios.py consume_check BOOTSTRAP TOPIC ACKFILE
+  scenarios.py consume_values BOOTSTRAP TOPIC ISOLATION  (partition 0 to its end: JSON values,
+                                                          and the end offsets seen by
+                                                          read_committed and read_uncommitted)
 """
 import json
 import sys
@@ -284,6 +287,35 @@ def consume_check(bs, topic, ackfile):
     print(json.dumps({"acked": len(acked), "present": len(got)}))
 
 
+def consume_values(bs, topic, isolation):
+    c = Consumer({"bootstrap.servers": bs, "group.id": f"g-{uuid.uuid4()}",
+                  "enable.auto.commit": False, "isolation.level": isolation,
+                  "enable.partition.eof": True})
+    tp = TopicPartition(topic, 0)
+    ends = {}
+    for iso in ("read_committed", "read_uncommitted"):
+        probe = Consumer({"bootstrap.servers": bs, "group.id": f"g-{uuid.uuid4()}",
+                          "isolation.level": iso})
+        ends[iso] = probe.get_watermark_offsets(tp, timeout=DEADLINE_S, cached=False)[1]
+        probe.close()
+    c.assign([TopicPartition(topic, 0, 0)])
+    values = []
+    deadline = time.time() + DEADLINE_S
+    while time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == -191:  # _PARTITION_EOF
+                break
+            fail(f"consume error {m.error()}")
+        values.append(m.value().decode())
+    else:
+        fail("no end of partition within the deadline")
+    c.close()
+    print(json.dumps({"values": values, "ends": ends}))
+
+
 def main():
     cmd, bs, *rest = sys.argv[1:]
     {
@@ -295,6 +327,7 @@ def main():
         "group_phase2": lambda: group_phase2(bs, int(rest[0])),
         "produce_acked": lambda: produce_acked(bs, rest[0], int(rest[1]), rest[2]),
         "consume_check": lambda: consume_check(bs, rest[0], rest[1]),
+        "consume_values": lambda: consume_values(bs, rest[0], rest[1]),
     }[cmd]()
 
 

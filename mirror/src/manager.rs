@@ -652,7 +652,7 @@ impl MirrorManager {
     /// The state cannot be persisted.
     pub fn recover_topic(&self, topic: &str) -> Result<usize, MirrorError> {
         let mut n = 0;
-        for (_, entry) in self.topic_entries(topic)? {
+        for (key, entry) in self.topic_entries(topic)? {
             let mut e = entry.lock();
             if e.state.state != S::Failed {
                 continue;
@@ -669,6 +669,7 @@ impl MirrorManager {
             next.transition(target, epoch, self.now())?;
             self.store.put_if_epoch(&next, epoch)?;
             e.state = next;
+            self.ensure_leader_epoch(&key, &mut e);
             n += 1;
         }
         Ok(n)
@@ -861,10 +862,11 @@ impl MirrorManager {
     /// proactive bumps of the fetch path): EPOCH_FENCING, then MIRRORING with the new
     /// destination leader epoch, both persisted.
     fn record_epoch_bump(&self, key: &TopicPartition, entry: &mut Entry, new_epoch: LeaderEpoch) {
-        let r = self.move_to(entry, S::EpochFencing).and_then(|_| {
-            entry.state.destination_leader_epoch = new_epoch;
-            self.move_to(entry, S::Mirroring)
-        });
+        // Set first, so whatever is persisted next (a failure included) carries it.
+        entry.state.destination_leader_epoch = new_epoch;
+        let r = self
+            .move_to(entry, S::EpochFencing)
+            .and_then(|_| self.move_to(entry, S::Mirroring));
         match r {
             Ok(()) => {
                 tracing::info!(mirror = %self.config.name, partition = %key, epoch = new_epoch.get(), "bumped the destination leader epoch");
@@ -935,8 +937,10 @@ impl MirrorManager {
             .collect();
         for (key, entry) in entries {
             let mut e = entry.lock();
-            if let Some(target) = e.state.due_retry(self.now()) {
-                let _ = self.move_to(&mut e, target);
+            if let Some(target) = e.state.due_retry(self.now())
+                && self.move_to(&mut e, target).is_ok()
+            {
+                self.ensure_leader_epoch(&key, &mut e);
             }
             if e.state.state == S::LogAlignment {
                 let Some(dest) = self.logs.get(&key) else {
@@ -1489,14 +1493,17 @@ impl MirrorManager {
         Ok(())
     }
 
-    /// Resume: PAUSED → MIRRORING from the local log end, no truncation.
+    /// Resume: PAUSED → MIRRORING from the local log end, no truncation. Only PAUSING/PAUSED
+    /// partitions move; the others are left alone (the table also allows LOG_ALIGNMENT →
+    /// MIRRORING and FAILED → MIRRORING, but resuming those would skip the alignment's
+    /// truncation or a failure's recovery).
     ///
     /// # Errors
-    /// Unknown topic, or a partition that is not paused.
+    /// Unknown topic, or the state cannot be persisted.
     pub fn resume_topic(&self, topic: &str) -> Result<(), MirrorError> {
         for (key, entry) in self.topic_entries(topic)? {
             let mut e = entry.lock();
-            if e.state.state == S::Mirroring {
+            if !matches!(e.state.state, S::Paused | S::Pausing) {
                 continue;
             }
             self.move_to(&mut e, S::Mirroring)?;

@@ -75,15 +75,6 @@ pub fn epoch_bump_target(local: LeaderEpoch, source: LeaderEpoch) -> Option<Lead
     }
 }
 
-/// Bumps the destination partition's leader epoch (never its epoch cache, which keeps the
-/// source's batch epochs) when [`epoch_bump_target`] says so. Returns the new leader epoch, or
-/// `None` when no bump was needed.
-pub fn maybe_bump_leader_epoch(dest: &PartitionHandle, source: LeaderEpoch) -> Option<LeaderEpoch> {
-    let mut log = dest.write();
-    let target = epoch_bump_target(log.leader_epoch(), source)?;
-    Some(log.raise_leader_epoch(target))
-}
-
 /// What applying a fetched partition did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FetchOutcome {
@@ -101,8 +92,8 @@ pub enum FetchOutcome {
         source_high_watermark: Offset,
         /// The destination's new leader epoch when a fetched batch's epoch was above it
         /// (reactive bump) or within [`LEADER_EPOCH_BUMP_THRESHOLD`] of it (proactive bump); the
-        /// bump happened before the append, so the log never holds a batch epoch above the
-        /// partition's leader epoch.
+        /// bump is atomic with the append (one write lock), so no reader sees a batch epoch
+        /// above the partition's leader epoch.
         epoch_bump: Option<LeaderEpoch>,
     },
     /// Nothing new.
@@ -237,11 +228,14 @@ pub fn apply_fetched(
     };
     let bytes: Bytes = data.records.slice(start..end);
     // DLE ≥ SLE (KIP-1279 §7): a batch epoch above the destination's leader epoch, or close to
-    // it, bumps the destination's epoch before the batch is appended (Kafka's followers reject a
-    // batch whose epoch is above their leader's, KAFKA-18723).
-    let epoch_bump = maybe_bump_leader_epoch(dest, max_epoch);
+    // it, bumps the destination's epoch along with the append (Kafka's followers reject a batch
+    // whose epoch is above their leader's, KAFKA-18723). Both happen under the partition's write
+    // lock, so no reader sees a batch epoch above the leader epoch; the bump follows a successful
+    // append, so a refused (corrupt) batch bumps nothing the state would not record.
+    let mut epoch_bump = None;
     let info = {
         let mut log = dest.write();
+        let target = epoch_bump_target(log.leader_epoch(), max_epoch);
         let info = match log.append_as_follower(bytes, ReplicaOrigin::Mirror) {
             Ok(i) => i,
             Err(EngineError::Corrupt(e)) => {
@@ -259,6 +253,9 @@ pub fn apply_fetched(
             }
             Err(e) => return Err(e),
         };
+        if let Some(t) = target {
+            epoch_bump = Some(log.raise_leader_epoch(t));
+        }
         let leo = log.log_end_offset();
         log.update_high_watermark(leo);
         info

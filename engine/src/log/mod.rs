@@ -402,7 +402,8 @@ impl PartitionLog {
     /// entry, or the floor a mirror raised it to ([`PartitionLog::raise_leader_epoch`]) when
     /// that is higher; [`LeaderEpoch::NONE`] for a new log never bumped. A mirror keeps the
     /// source's batch epochs in its cache (so divergence detection works) while its own leader
-    /// epoch stays at or above the source's (KIP-1279 §7).
+    /// epoch stays at or above the source's (KIP-1279 §7). Truncations keep it: it never goes
+    /// down while the log is open.
     pub fn leader_epoch(&self) -> LeaderEpoch {
         let latest = self.epochs.latest_epoch().unwrap_or(LeaderEpoch::NONE);
         latest.max(self.leader_epoch_floor)

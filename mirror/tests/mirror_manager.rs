@@ -4,7 +4,10 @@
 //! support is on, in which case it truncates and continues. Each step is driven explicitly
 //! (`sync`, `drive`, `fetch_round`): no timing decides anything.
 
+mod common;
+
 use bytes::Bytes;
+use common::Dest;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
@@ -13,7 +16,7 @@ use mirrorlog_index::{
     LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
 };
 use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
+use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
 use mirrorlog_segment::io::PwriteStorage;
 use mirrorlog_segment::{BatchBuilder, Compression};
@@ -29,63 +32,6 @@ fn manager(dir: &std::path::Path) -> Arc<LogManager> {
     )
     .unwrap();
     Arc::new(m)
-}
-
-/// Destination topics straight on the log manager.
-#[derive(Debug)]
-struct Dest(Arc<LogManager>);
-
-impl DestinationTopics for Dest {
-    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
-        for p in 0..partitions {
-            let tp = TopicPartition {
-                topic: name.into(),
-                partition: p,
-            };
-            if self.0.get(&tp).is_none() {
-                self.0
-                    .create(
-                        &tp,
-                        TopicId(id),
-                        LogConfig {
-                            read_only: true,
-                            ..LogConfig::default()
-                        },
-                    )
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        Ok(())
-    }
-    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
-        self.0
-            .partitions()
-            .into_iter()
-            .find(|h| h.topic_id() == TopicId(id))
-            .map(|h| h.topic_partition().topic.clone())
-    }
-    fn apply_topic_configs(
-        &self,
-        _name: &str,
-        _configs: &[(String, String)],
-    ) -> Result<(), String> {
-        Ok(())
-    }
-    fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
-        for h in self
-            .0
-            .partitions()
-            .into_iter()
-            .filter(|h| h.topic_partition().topic == name)
-        {
-            let mut cfg = h.read().config().clone();
-            cfg.read_only = read_only;
-            self.0
-                .update_config(h.topic_partition(), cfg)
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    }
 }
 
 struct World {

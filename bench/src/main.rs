@@ -29,6 +29,9 @@ scenarios:
                    16 KiB fdatasync's p99
   consume          a fresh librdkafka consumer reading 256 MiB from the beginning, mirrorlog vs
                    each installed peer (MIRRORLOG_BENCH_PEERS=none|all|tansu,noida-db picks them)
+  mirror           a mirror between two in-process brokers over loopback: catch-up of 2 GiB vs
+                   raw TCP on one connection, steady-state lag at 64 MB/s, peak RSS with 10,000
+                   mirrored partitions vs threads × response bytes + 64 MiB
   all              every scenario above";
 
 type Scenario = fn(Opts) -> Result<Vec<Report>>;
@@ -44,6 +47,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("fetch-send", |o| Ok(scenarios::fetch_send::run(o))),
     ("produce", scenarios::produce_consume::run_produce),
     ("consume", scenarios::produce_consume::run_consume),
+    ("mirror", scenarios::mirror::run),
 ];
 
 /// Other names accepted for a scenario.

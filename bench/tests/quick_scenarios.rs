@@ -206,3 +206,27 @@ fn fetch_send_quick_prints_the_contract_fields() {
     assert_eq!(lines[0]["variant"], "sendfile");
     assert_eq!(lines[0]["baseline"], "pread+write");
 }
+
+#[test]
+fn mirror_quick_prints_catch_up_lag_and_peak_rss_beside_their_baselines() {
+    let lines = quick_json("mirror");
+    assert_eq!(
+        variants(&lines),
+        ["catch-up", "steady-lag-4mb-s", "many-partitions-200"]
+    );
+    assert_eq!(lines[0]["baseline"], "raw-tcp-1-connection");
+    assert_eq!(lines[1]["baseline"], "produce-schedule");
+    for k in ["lag_p50_ms", "lag_p99_ms", "lag_max_ms"] {
+        assert!(lines[1][k].as_f64().unwrap() >= 0.0, "{k} in {}", lines[1]);
+    }
+    let many = &lines[2];
+    assert_eq!(many["partitions"], 200);
+    assert_eq!(many["rss_bound_mib"], 4 + 64);
+    // Measured, not asserted against the bound (timing and memory never decide a test), but it
+    // must be a measurement: the catch-up grows the process at least a little.
+    assert!(
+        many["peak_rss_growth_mib"].as_f64().unwrap() > 0.0,
+        "{many}"
+    );
+    assert!(many["rss_ratio_to_bound"].as_f64().unwrap() > 0.0, "{many}");
+}

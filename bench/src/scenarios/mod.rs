@@ -6,6 +6,7 @@ pub mod batch_validate;
 pub mod durable_append;
 pub mod fetch_send;
 pub mod index_lookup;
+pub mod mirror;
 pub mod produce_consume;
 pub mod recovery;
 pub mod segment_append;

@@ -212,14 +212,20 @@ fn mirror_quick_prints_catch_up_lag_and_peak_rss_beside_their_baselines() {
     let lines = quick_json("mirror");
     assert_eq!(
         variants(&lines),
-        ["catch-up", "steady-lag-4mb-s", "many-partitions-200"]
+        [
+            "catch-up",
+            "catch-up-fetch-8mib",
+            "steady-lag-4mb-s",
+            "many-partitions-200"
+        ]
     );
     assert_eq!(lines[0]["baseline"], "raw-tcp-1-connection");
-    assert_eq!(lines[1]["baseline"], "produce-schedule");
+    assert_eq!(lines[1]["partition_fetch_max_bytes"], 8 << 20);
+    assert_eq!(lines[2]["baseline"], "produce-schedule");
     for k in ["lag_p50_ms", "lag_p99_ms", "lag_max_ms"] {
-        assert!(lines[1][k].as_f64().unwrap() >= 0.0, "{k} in {}", lines[1]);
+        assert!(lines[2][k].as_f64().unwrap() >= 0.0, "{k} in {}", lines[2]);
     }
-    let many = &lines[2];
+    let many = &lines[3];
     assert_eq!(many["partitions"], 200);
     assert_eq!(many["rss_bound_mib"], 4 + 64);
     // Measured, not asserted against the bound (timing and memory never decide a test), but it

@@ -16,8 +16,9 @@
 //!   with 4 fetcher threads and 1 MiB responses; the process's peak RSS growth over the round
 //!   (`VmHWM` after resetting it through `/proc/self/clear_refs`) against the fetcher bound
 //!   threads × response bytes + 64 MiB (`rss_ratio_to_bound` ≤ 1 is the target). The source
-//!   broker runs in the same process, so its fetch-serving buffers count too: an upper bound of
-//!   the mirror's. Throughput ratio against the same bytes over raw TCP.
+//!   broker is a child process (this binary again, see [`SOURCE_ENV`]), so the growth is the
+//!   destination broker's and its mirror's (including the 10,000 destination partitions' own
+//!   memory). Throughput ratio against the same bytes over raw TCP.
 //!
 //! Scratch space: both brokers' data under one [`scratch_dir`] (set `TMPDIR` to a tmpfs to keep
 //! the disk out of it).
@@ -33,7 +34,7 @@ use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
 use mirrorlog_segment::BatchBuilder;
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,7 +97,12 @@ fn source(
     bytes_per_partition: u64,
 ) -> Result<RunningBroker> {
     let b = RunningBroker::start_local(dir, 1)?;
-    Client::connect(&b.addr.to_string())?.create_topic(topic, partitions, &[])?;
+    // Retention off: the maintenance thread must not delete what the mirror is timed copying.
+    Client::connect(&b.addr.to_string())?.create_topic(
+        topic,
+        partitions,
+        &[("retention.ms", "-1"), ("retention.bytes", "-1")],
+    )?;
     let batches: Vec<Bytes> = (0..8).map(|i| batch(0x9e37_79b9 + i)).collect();
     let per = bytes_per_partition.div_ceil(batches[0].len() as u64);
     for p in 0..partitions {
@@ -115,13 +121,13 @@ fn source(
 /// A fresh destination broker with mirror `m` of `source` mirroring `topic`.
 fn destination(
     dir: &Path,
-    source: &RunningBroker,
+    source: &str,
     topic: &str,
     settings: &[(&str, String)],
 ) -> Result<RunningBroker> {
     let d = RunningBroker::start_local(dir, 2)?;
     let mut configs: BTreeMap<String, String> = BTreeMap::new();
-    configs.insert("bootstrap.servers".into(), source.addr.to_string());
+    configs.insert("bootstrap.servers".into(), source.to_string());
     for (k, v) in settings {
         configs.insert((*k).into(), v.clone());
     }
@@ -144,10 +150,22 @@ fn log_end(b: &RunningBroker, k: &TopicPartition) -> Offset {
 
 /// Waits until every partition of `topic` on `dst` has the source's log end.
 fn wait_caught_up(src: &RunningBroker, dst: &RunningBroker, topic: &str, partitions: i32) {
-    let start = Instant::now();
     let targets: Vec<(TopicPartition, Offset)> = (0..partitions)
         .map(|p| (tp(topic, p), log_end(src, &tp(topic, p))))
         .collect();
+    wait_for(dst, &targets);
+}
+
+/// Waits until each partition on `dst` reaches its log end in `targets`, and checks that it
+/// holds everything from offset 0 (nothing skipped by a moved log start).
+fn wait_for(dst: &RunningBroker, targets: &[(TopicPartition, Offset)]) {
+    let start = Instant::now();
+    for (k, _) in targets {
+        while dst.broker.logs.get(k).is_none() {
+            assert!(start.elapsed() < DEADLINE, "the mirror never created {k}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     let mut i = 0;
     while i < targets.len() {
         let (k, end) = &targets[i];
@@ -161,6 +179,14 @@ fn wait_caught_up(src: &RunningBroker, dst: &RunningBroker, topic: &str, partiti
             log_end(dst, k)
         );
         std::thread::sleep(Duration::from_millis(1));
+    }
+    for (k, _) in targets {
+        let start = dst
+            .broker
+            .logs
+            .get(k)
+            .map_or(Offset(-1), |h| h.read().log_start_offset());
+        assert_eq!(start, Offset(0), "{k} starts at {start}: not a full copy");
     }
 }
 
@@ -194,40 +220,62 @@ fn source_bytes(b: &RunningBroker, topic: &str, partitions: i32) -> u64 {
         .sum()
 }
 
-fn catch_up(opts: Opts, root: &Path) -> Result<Report> {
+/// One catch-up round: a fresh destination with `settings`, timed until it holds the source.
+fn catch_up_round(
+    root: &Path,
+    round: &mut u32,
+    src: &RunningBroker,
+    topic: &str,
+    settings: &[(&str, String)],
+) -> Duration {
+    *round += 1;
+    let dir = root.join(format!("dest-{round}"));
+    let mut dst = None;
+    let d = time(|| {
+        let b = destination(&dir, &src.addr.to_string(), topic, settings).expect("destination");
+        wait_caught_up(src, &b, topic, 1);
+        dst = Some(b);
+    });
+    if let Some(b) = dst {
+        b.shutdown().expect("destination shutdown");
+    }
+    std::fs::remove_dir_all(&dir).expect("remove the destination");
+    d
+}
+
+/// `catch-up` with the default fetch sizes (1 MiB per partition, 16 MiB per response) and
+/// `catch-up-fetch-8mib` with 8 MiB per partition: a one-partition catch-up sends one partition's
+/// worth per round trip.
+fn catch_up(opts: Opts, root: &Path) -> Result<Vec<Report>> {
     let n: u64 = if opts.quick { 8 << 20 } else { 2 << 30 };
     let topic = "catch-up";
     let src = source(&root.join("source"), topic, 1, n)?;
     let bytes = source_bytes(&src, topic, 1);
     let rounds = 3;
-    let mut round = 0;
-    let mut ours = || {
-        round += 1;
-        let dir = root.join(format!("dest-{round}"));
-        let mut dst = None;
-        let d = time(|| {
-            let b = destination(&dir, &src, topic, &[]).expect("destination");
-            wait_caught_up(&src, &b, topic, 1);
-            dst = Some(b);
-        });
-        if let Some(b) = dst {
-            b.shutdown().expect("destination shutdown");
-        }
-        std::fs::remove_dir_all(&dir).expect("remove the destination");
-        d
-    };
+    let round = std::cell::RefCell::new(0u32);
+    let big = [("fetch.max.bytes", (8u32 << 20).to_string())];
+    let mut default = || catch_up_round(root, &mut round.borrow_mut(), &src, topic, &[]);
+    let mut larger = || catch_up_round(root, &mut round.borrow_mut(), &src, topic, &big);
     let mut base = || raw_tcp(bytes);
-    let t = interleave(rounds, &mut [&mut base, &mut ours]);
+    let t = interleave(rounds, &mut [&mut base, &mut default, &mut larger]);
     src.shutdown()?;
-    Ok(Report {
+    let report = |variant: &str, ours: Duration, fetch: u32| Report {
         scenario: "mirror",
-        variant: "catch-up".into(),
+        variant: variant.into(),
         baseline: "raw-tcp-1-connection",
         bytes,
-        ours: t[1],
+        ours,
         base: t[0],
-        extra: vec![("partitions", json!(1)), ("target_ratio", json!(0.5))],
-    })
+        extra: vec![
+            ("partitions", json!(1)),
+            ("partition_fetch_max_bytes", json!(fetch)),
+            ("target_ratio", json!(0.5)),
+        ],
+    };
+    Ok(vec![
+        report("catch-up", t[1], 1 << 20),
+        report("catch-up-fetch-8mib", t[2], 8 << 20),
+    ])
 }
 
 fn steady_lag(opts: Opts, root: &Path) -> Result<Report> {
@@ -238,7 +286,7 @@ fn steady_lag(opts: Opts, root: &Path) -> Result<Report> {
     };
     let topic = "steady";
     let src = source(&root.join("lag-source"), topic, 1, 0)?;
-    let dst = destination(&root.join("lag-dest"), &src, topic, &[])?;
+    let dst = destination(&root.join("lag-dest"), &src.addr.to_string(), topic, &[])?;
     // Wait for the mirror to be fetching (the partition exists and is caught up on nothing).
     let k = tp(topic, 0);
     let start = Instant::now();
@@ -350,14 +398,69 @@ fn reset_peak_rss() -> Result<()> {
     Ok(())
 }
 
+/// The environment variable that makes `mirrorlog-bench mirror` a source broker for
+/// many-partitions instead (`dir<TAB>topic<TAB>partitions<TAB>bytes per partition`): it prints
+/// `address log-end bytes` on one line and serves until its stdin closes. A separate process:
+/// 10,000 partitions on each side do not fit one process's file descriptors, and the
+/// destination's RSS is then the mirror's alone.
+const SOURCE_ENV: &str = "MIRRORLOG_BENCH_MIRROR_SOURCE";
+
+fn serve_source(spec: &str) -> Result<()> {
+    let f: Vec<&str> = spec.split('\t').collect();
+    let [dir, topic, partitions, per] = f[..] else {
+        bail!("{SOURCE_ENV}={spec:?}: want dir, topic, partitions, bytes per partition");
+    };
+    let partitions: i32 = partitions.parse()?;
+    let src = source(Path::new(dir), topic, partitions, per.parse()?)?;
+    let end = log_end(&src, &tp(topic, 0));
+    for p in 1..partitions {
+        anyhow::ensure!(log_end(&src, &tp(topic, p)) == end, "uneven partitions");
+    }
+    println!(
+        "{} {} {}",
+        src.addr,
+        end.get(),
+        source_bytes(&src, topic, partitions)
+    );
+    std::io::stdout().flush()?;
+    let mut rest = String::new();
+    std::io::stdin().read_to_string(&mut rest)?;
+    src.shutdown()
+}
+
 fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
     let partitions: i32 = if opts.quick { 200 } else { 10_000 };
     let per_partition: u64 = 64 << 10;
     let threads = 4u64;
     let response = 1u64 << 20;
     let topic = "many";
-    let src = source(&root.join("many-source"), topic, partitions, per_partition)?;
-    let bytes = source_bytes(&src, topic, partitions);
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .arg("mirror")
+        .env(
+            SOURCE_ENV,
+            format!(
+                "{}\t{topic}\t{partitions}\t{per_partition}",
+                root.join("many-source").display()
+            ),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("starting the source process")?;
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().context("stdout")?),
+        &mut line,
+    )?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [addr, end, bytes] = f[..] else {
+        bail!("the source process said {line:?}");
+    };
+    let (addr, end, bytes) = (
+        addr.to_string(),
+        Offset(end.parse()?),
+        bytes.parse::<u64>()?,
+    );
     let base = raw_tcp(bytes);
     reset_peak_rss()?;
     let (_, rss_before) = memory()?;
@@ -366,10 +469,12 @@ fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
         ("fetch.response.max.bytes", response.to_string()),
     ];
     let dir = root.join("many-dest");
+    let targets: Vec<(TopicPartition, Offset)> =
+        (0..partitions).map(|p| (tp(topic, p), end)).collect();
     let mut dst = None;
     let ours = time(|| {
-        let d = destination(&dir, &src, topic, &settings).expect("destination");
-        wait_caught_up(&src, &d, topic, partitions);
+        let d = destination(&dir, &addr, topic, &settings).expect("destination");
+        wait_for(&d, &targets);
         dst = Some(d);
     });
     let (peak, _) = memory()?;
@@ -378,7 +483,9 @@ fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
     if let Some(d) = dst {
         d.shutdown()?;
     }
-    src.shutdown()?;
+    drop(child.stdin.take());
+    let status = child.wait()?;
+    anyhow::ensure!(status.success(), "the source process failed: {status}");
     Ok(Report {
         scenario: "mirror",
         variant: format!("many-partitions-{partitions}"),
@@ -406,16 +513,19 @@ fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
 /// # Errors
 /// Not enough scratch space, or a broker that fails to start.
 pub fn run(opts: Opts) -> Result<Vec<Report>> {
+    if let Ok(spec) = std::env::var(SOURCE_ENV) {
+        serve_source(&spec)?;
+        return Ok(vec![]);
+    }
     let need: u64 = if opts.quick { 64 << 20 } else { 5 << 30 };
     let dir = scratch_dir("mirror", need)?;
     if !Path::new("/proc/self/clear_refs").exists() {
         bail!("the mirror scenario measures peak RSS through /proc/self/clear_refs (Linux)");
     }
-    Ok(vec![
-        catch_up(opts, dir.path())?,
-        steady_lag(opts, dir.path())?,
-        many_partitions(opts, dir.path())?,
-    ])
+    let mut reports = catch_up(opts, dir.path())?;
+    reports.push(steady_lag(opts, dir.path())?);
+    reports.push(many_partitions(opts, dir.path())?);
+    Ok(reports)
 }
 
 /// An append-only list of `(batch end offset, append time)` shared by the producer and the

@@ -235,4 +235,9 @@ fn mirror_quick_prints_catch_up_lag_and_peak_rss_beside_their_baselines() {
         "{many}"
     );
     assert!(many["rss_ratio_to_bound"].as_f64().unwrap() > 0.0, "{many}");
+    assert!(
+        many["local_partitions_rss_growth_mib"].as_f64().unwrap() > 0.0,
+        "{many}"
+    );
+    assert!(many["mirror_rss_overhead_mib"].is_number(), "{many}");
 }

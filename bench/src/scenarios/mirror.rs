@@ -18,7 +18,10 @@
 //!   threads × response bytes + 64 MiB (`rss_ratio_to_bound` ≤ 1 is the target). The source
 //!   broker is a child process (this binary again, see [`SOURCE_ENV`]), so the growth is the
 //!   destination broker's and its mirror's (including the 10,000 destination partitions' own
-//!   memory). Throughput ratio against the same bytes over raw TCP.
+//!   memory). Beside it, from another child process, the peak RSS growth of a broker that
+//!   creates the same partitions and appends the same bytes locally: the difference
+//!   (`mirror_rss_overhead_mib`) is what mirroring adds (`overhead_ratio_to_bound`). Throughput
+//!   ratio against the same bytes over raw TCP.
 //!
 //! Scratch space: both brokers' data under one [`scratch_dir`] (set `TMPDIR` to a tmpfs to keep
 //! the disk out of it).
@@ -405,6 +408,50 @@ fn reset_peak_rss() -> Result<()> {
 /// destination's RSS is then the mirror's alone.
 const SOURCE_ENV: &str = "MIRRORLOG_BENCH_MIRROR_SOURCE";
 
+/// The environment variable that makes `mirrorlog-bench mirror` measure the memory of the same
+/// partitions without a mirror (`dir<TAB>partitions<TAB>bytes per partition`): a fresh broker
+/// creates them and appends the same bytes to each locally; it prints its peak RSS growth in
+/// bytes. A separate process, so no memory the allocator kept from an earlier phase hides it.
+const LOCAL_ENV: &str = "MIRRORLOG_BENCH_MIRROR_LOCAL";
+
+fn local_partitions(spec: &str) -> Result<()> {
+    let f: Vec<&str> = spec.split('\t').collect();
+    let [dir, partitions, per] = f[..] else {
+        bail!("{LOCAL_ENV}={spec:?}: want dir, partitions, bytes per partition");
+    };
+    reset_peak_rss()?;
+    let (_, before) = memory()?;
+    let b = source(Path::new(dir), "many", partitions.parse()?, per.parse()?)?;
+    let (peak, _) = memory()?;
+    println!("{}", peak.saturating_sub(before));
+    std::io::stdout().flush()?;
+    b.shutdown()
+}
+
+/// Runs this binary's `mirror` scenario with `env` set and returns its first line of output.
+fn child(env: &str, value: String) -> Result<(std::process::Child, String)> {
+    let mut c = std::process::Command::new(std::env::current_exe()?)
+        .arg("mirror")
+        .env(env, value)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting a {env} process"))?;
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(c.stdout.take().context("stdout")?),
+        &mut line,
+    )?;
+    Ok((c, line))
+}
+
+fn finish(mut c: std::process::Child) -> Result<()> {
+    drop(c.stdin.take());
+    let status = c.wait()?;
+    anyhow::ensure!(status.success(), "a child process failed: {status}");
+    Ok(())
+}
+
 fn serve_source(spec: &str) -> Result<()> {
     let f: Vec<&str> = spec.split('\t').collect();
     let [dir, topic, partitions, per] = f[..] else {
@@ -434,23 +481,25 @@ fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
     let threads = 4u64;
     let response = 1u64 << 20;
     let topic = "many";
-    let mut child = std::process::Command::new(std::env::current_exe()?)
-        .arg("mirror")
-        .env(
-            SOURCE_ENV,
-            format!(
-                "{}\t{topic}\t{partitions}\t{per_partition}",
-                root.join("many-source").display()
-            ),
-        )
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .context("starting the source process")?;
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().context("stdout")?),
-        &mut line,
+    let (local, line) = child(
+        LOCAL_ENV,
+        format!(
+            "{}\t{partitions}\t{per_partition}",
+            root.join("many-local").display()
+        ),
+    )?;
+    let local_growth: u64 = line
+        .trim()
+        .parse()
+        .with_context(|| format!("the local-partitions process said {line:?}"))?;
+    finish(local)?;
+    std::fs::remove_dir_all(root.join("many-local"))?;
+    let (source_process, line) = child(
+        SOURCE_ENV,
+        format!(
+            "{}\t{topic}\t{partitions}\t{per_partition}",
+            root.join("many-source").display()
+        ),
     )?;
     let f: Vec<&str> = line.split_whitespace().collect();
     let [addr, end, bytes] = f[..] else {
@@ -483,9 +532,10 @@ fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
     if let Some(d) = dst {
         d.shutdown()?;
     }
-    drop(child.stdin.take());
-    let status = child.wait()?;
-    anyhow::ensure!(status.success(), "the source process failed: {status}");
+    finish(source_process)?;
+    // Signed: at small partition counts the two processes' other allocations dominate.
+    let overhead = growth as i64 - local_growth as i64;
+    let mib = |b: i64| json!(round3(b as f64 / (1 << 20) as f64));
     Ok(Report {
         scenario: "mirror",
         variant: format!("many-partitions-{partitions}"),
@@ -495,14 +545,17 @@ fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
         base,
         extra: vec![
             ("partitions", json!(partitions)),
-            (
-                "peak_rss_growth_mib",
-                json!(round3(growth as f64 / (1 << 20) as f64)),
-            ),
+            ("peak_rss_growth_mib", mib(growth as i64)),
+            ("local_partitions_rss_growth_mib", mib(local_growth as i64)),
+            ("mirror_rss_overhead_mib", mib(overhead)),
             ("rss_bound_mib", json!(bound >> 20)),
             (
                 "rss_ratio_to_bound",
                 json!(round3(growth as f64 / bound as f64)),
+            ),
+            (
+                "overhead_ratio_to_bound",
+                json!(round3(overhead as f64 / bound as f64)),
             ),
         ],
     })
@@ -515,6 +568,10 @@ fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
 pub fn run(opts: Opts) -> Result<Vec<Report>> {
     if let Ok(spec) = std::env::var(SOURCE_ENV) {
         serve_source(&spec)?;
+        return Ok(vec![]);
+    }
+    if let Ok(spec) = std::env::var(LOCAL_ENV) {
+        local_partitions(&spec)?;
         return Ok(vec![]);
     }
     let need: u64 = if opts.quick { 64 << 20 } else { 5 << 30 };

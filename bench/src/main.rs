@@ -41,6 +41,9 @@ scenarios:
                    16 KiB fdatasync's p99
   consume          a fresh librdkafka consumer reading 256 MiB from the beginning, mirrorlog vs
                    each installed peer (MIRRORLOG_BENCH_PEERS=none|all|tansu,noida-db picks them)
+  mirror           a mirror between two in-process brokers over loopback: catch-up of 2 GiB vs
+                   raw TCP on one connection, steady-state lag at 64 MB/s, peak RSS with 10,000
+                   mirrored partitions vs threads × response bytes + 64 MiB
   all              every scenario above, each beside its baseline; with --skip-network, without
                    the ones that need a Kafka client over TCP and peers (produce, consume)";
 
@@ -63,6 +66,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("log-peers", scenarios::log_peers::run),
     ("produce", scenarios::produce_consume::run_produce),
     ("consume", scenarios::produce_consume::run_consume),
+    ("mirror", scenarios::mirror::run),
 ];
 
 /// Other names accepted for a scenario.

@@ -298,3 +298,38 @@ fn log_peers_quick_runs_every_engine_in_every_phase() {
         }
     }
 }
+
+#[test]
+fn mirror_quick_prints_catch_up_lag_and_peak_rss_beside_their_baselines() {
+    let lines = quick_json("mirror");
+    assert_eq!(
+        variants(&lines),
+        [
+            "catch-up",
+            "catch-up-fetch-8mib",
+            "steady-lag-4mb-s",
+            "many-partitions-200"
+        ]
+    );
+    assert_eq!(lines[0]["baseline"], "raw-tcp-1-connection");
+    assert_eq!(lines[1]["partition_fetch_max_bytes"], 8 << 20);
+    assert_eq!(lines[2]["baseline"], "produce-schedule");
+    for k in ["lag_p50_ms", "lag_p99_ms", "lag_max_ms"] {
+        assert!(lines[2][k].as_f64().unwrap() >= 0.0, "{k} in {}", lines[2]);
+    }
+    let many = &lines[3];
+    assert_eq!(many["partitions"], 200);
+    assert_eq!(many["rss_bound_mib"], 4 + 64);
+    // Measured, not asserted against the bound (timing and memory never decide a test), but it
+    // must be a measurement: the catch-up grows the process at least a little.
+    assert!(
+        many["peak_rss_growth_mib"].as_f64().unwrap() > 0.0,
+        "{many}"
+    );
+    assert!(many["rss_ratio_to_bound"].as_f64().unwrap() > 0.0, "{many}");
+    assert!(
+        many["local_partitions_rss_growth_mib"].as_f64().unwrap() > 0.0,
+        "{many}"
+    );
+    assert!(many["mirror_rss_overhead_mib"].is_number(), "{many}");
+}

@@ -229,9 +229,11 @@ impl Broker {
         })
     }
 
-    /// The partition's current leader epoch: its epoch cache's latest (0 for a fresh partition).
+    /// The partition's current leader epoch
+    /// ([`mirrorlog_engine::log::PartitionLog::leader_epoch`]: its epoch cache's latest, or a
+    /// mirror's higher bump; 0 for a fresh partition).
     pub fn leader_epoch(&self, h: &PartitionHandle) -> i32 {
-        h.read().epoch_cache().latest_epoch().map_or(0, |e| e.get())
+        h.read().leader_epoch().get().max(0)
     }
 
     /// Periodic upkeep: coordinators' timeouts, log maintenance (flush.ms, retention, producer

@@ -336,3 +336,46 @@ fn a_clean_reopen_trusts_the_files_and_an_unclean_one_rebuilds_them() {
     );
     assert_eq!(values(&log, Offset(0)).len(), 80);
 }
+
+#[test]
+fn the_leader_epoch_is_raised_apart_from_the_cache_and_never_lowered() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), small_config(), clock(), Shutdown::Clean);
+    assert_eq!(log.leader_epoch(), LeaderEpoch::NONE, "a new log has none");
+    // Mirrored batches carry the source's epochs; the cache keeps them.
+    log.append_as_follower(
+        replica_batch(0, 5, 4, Compression::None, T0),
+        ReplicaOrigin::Mirror,
+    )
+    .unwrap();
+    assert_eq!(log.leader_epoch(), LeaderEpoch(4), "the cache's latest");
+    // A mirror's bump raises the leader epoch and leaves the cache alone.
+    assert_eq!(log.raise_leader_epoch(LeaderEpoch(14)), LeaderEpoch(14));
+    assert_eq!(log.epoch_cache().latest_epoch(), Some(LeaderEpoch(4)));
+    assert_eq!(
+        log.raise_leader_epoch(LeaderEpoch(9)),
+        LeaderEpoch(14),
+        "never lowered"
+    );
+    // Batches below it append with their own epochs; one above it shows through.
+    log.append_as_follower(
+        replica_batch(5, 5, 6, Compression::None, T0),
+        ReplicaOrigin::Mirror,
+    )
+    .unwrap();
+    assert_eq!(log.leader_epoch(), LeaderEpoch(14));
+    assert_eq!(log.epoch_cache().latest_epoch(), Some(LeaderEpoch(6)));
+    log.append_as_follower(
+        replica_batch(10, 5, 20, Compression::None, T0),
+        ReplicaOrigin::Mirror,
+    )
+    .unwrap();
+    assert_eq!(log.leader_epoch(), LeaderEpoch(20));
+    // Truncations trim the cache but keep the leader epoch (the controller's, not the data's).
+    log.truncate_to(Offset(5)).unwrap();
+    assert_eq!(log.epoch_cache().latest_epoch(), Some(LeaderEpoch(4)));
+    assert_eq!(log.leader_epoch(), LeaderEpoch(20));
+    log.truncate_fully_and_start_at(Offset(0)).unwrap();
+    assert_eq!(log.epoch_cache().latest_epoch(), None);
+    assert_eq!(log.leader_epoch(), LeaderEpoch(20));
+}

@@ -14,12 +14,17 @@
 //! - **Sync** (every `metadata_refresh_interval_ms`): source leaders and epochs, a changed source
 //!   cluster id, deleted source topics (missing on two consecutive syncs), partition-count
 //!   increases, and retries of FAILED partitions whose backoff elapsed.
+//! - **Leader epochs** (DLE ≥ SLE, KIP-1279 §7): the destination partition's leader epoch is
+//!   bumped to the source's + 10 once the source's comes within 3 of it — on a fetched batch
+//!   before it is appended (reactive, proactive), on every sync (periodic) — through
+//!   EPOCH_FENCING, and persisted in `__mirror_state`, from which a restart raises it again.
 //! - **Failure isolation**: a corrupt batch, a deleted source topic, a changed cluster id or a
 //!   divergence with unclean-election support off move that partition alone to FAILED.
 
 use crate::group_sync::{GroupOffsetsSink, GroupSyncReport, sync_group_offsets_where};
 use crate::partition::{
-    FetchOutcome, align_to_last_mirror_epoch, apply_fetched, fetch_position, stop_partition,
+    FetchOutcome, align_to_last_mirror_epoch, apply_fetched, epoch_bump_target, fetch_position,
+    stop_partition,
 };
 use crate::source::{FetchRequest, PartitionFetch, SourceCluster, SourceError};
 use crate::state::{
@@ -512,6 +517,11 @@ impl MirrorManager {
                     "a __mirror_state record names a topic id with no local topic; skipped");
                 continue;
             };
+            // The leader epoch the destination partition was bumped to lives in memory in the
+            // engine; raise it again (DLE ≥ SLE survives a restart).
+            if let Some(dest) = self.logs.get(&tp(&topic, st.partition)) {
+                dest.write().raise_leader_epoch(st.destination_leader_epoch);
+            }
             {
                 let mut topics = self.topics.lock();
                 let info = topics.entry(topic.clone()).or_insert(TopicInfo {
@@ -642,7 +652,7 @@ impl MirrorManager {
     /// The state cannot be persisted.
     pub fn recover_topic(&self, topic: &str) -> Result<usize, MirrorError> {
         let mut n = 0;
-        for (_, entry) in self.topic_entries(topic)? {
+        for (key, entry) in self.topic_entries(topic)? {
             let mut e = entry.lock();
             if e.state.state != S::Failed {
                 continue;
@@ -659,6 +669,7 @@ impl MirrorManager {
             next.transition(target, epoch, self.now())?;
             self.store.put_if_epoch(&next, epoch)?;
             e.state = next;
+            self.ensure_leader_epoch(&key, &mut e);
             n += 1;
         }
         Ok(n)
@@ -847,6 +858,61 @@ impl MirrorManager {
         Ok(())
     }
 
+    /// Records a leader-epoch bump already applied to the destination log (the reactive and
+    /// proactive bumps of the fetch path): EPOCH_FENCING, then MIRRORING with the new
+    /// destination leader epoch, both persisted.
+    fn record_epoch_bump(&self, key: &TopicPartition, entry: &mut Entry, new_epoch: LeaderEpoch) {
+        // Set first, so whatever is persisted next (a failure included) carries it.
+        entry.state.destination_leader_epoch = new_epoch;
+        let r = self
+            .move_to(entry, S::EpochFencing)
+            .and_then(|_| self.move_to(entry, S::Mirroring));
+        match r {
+            Ok(()) => {
+                tracing::info!(mirror = %self.config.name, partition = %key, epoch = new_epoch.get(), "bumped the destination leader epoch");
+            }
+            Err(err) => self.fail(
+                key,
+                entry,
+                &format!("recording a leader-epoch bump failed: {err}"),
+                true,
+            ),
+        }
+    }
+
+    /// The periodic bump (KIP-1279 §7): a MIRRORING partition whose leader epoch the source's
+    /// has come within [`LEADER_EPOCH_BUMP_THRESHOLD`](crate::partition::LEADER_EPOCH_BUMP_THRESHOLD)
+    /// of goes through EPOCH_FENCING, where its epoch is raised to the source's + 10, back to
+    /// MIRRORING.
+    fn ensure_leader_epoch(&self, key: &TopicPartition, entry: &mut Entry) {
+        if entry.state.state != S::Mirroring {
+            return;
+        }
+        let Some(dest) = self.logs.get(key) else {
+            return;
+        };
+        let local = dest.read().leader_epoch();
+        let Some(target) = epoch_bump_target(local, entry.source_epoch) else {
+            return;
+        };
+        let r = self.move_to(entry, S::EpochFencing).and_then(|_| {
+            let new_epoch = dest.write().raise_leader_epoch(target);
+            entry.state.destination_leader_epoch = new_epoch;
+            self.move_to(entry, S::Mirroring)
+        });
+        match r {
+            Ok(()) => {
+                tracing::info!(mirror = %self.config.name, partition = %key, source_epoch = entry.source_epoch.get(), epoch = target.get(), "bumped the destination leader epoch above the source's");
+            }
+            Err(err) => self.fail(
+                key,
+                entry,
+                &format!("bumping the leader epoch failed: {err}"),
+                true,
+            ),
+        }
+    }
+
     fn fail(&self, key: &TopicPartition, entry: &mut Entry, reason: &str, retryable: bool) {
         let e = entry.state.state_epoch;
         let mut next = entry.state.clone();
@@ -871,8 +937,10 @@ impl MirrorManager {
             .collect();
         for (key, entry) in entries {
             let mut e = entry.lock();
-            if let Some(target) = e.state.due_retry(self.now()) {
-                let _ = self.move_to(&mut e, target);
+            if let Some(target) = e.state.due_retry(self.now())
+                && self.move_to(&mut e, target).is_ok()
+            {
+                self.ensure_leader_epoch(&key, &mut e);
             }
             if e.state.state == S::LogAlignment {
                 let Some(dest) = self.logs.get(&key) else {
@@ -897,8 +965,11 @@ impl MirrorManager {
                         Ok(())
                     })
                     .and_then(|_| self.move_to(&mut e, S::Mirroring));
-                if let Err(err) = r {
-                    self.fail(&key, &mut e, &format!("log alignment failed: {err}"), true);
+                match r {
+                    Ok(()) => self.ensure_leader_epoch(&key, &mut e),
+                    Err(err) => {
+                        self.fail(&key, &mut e, &format!("log alignment failed: {err}"), true)
+                    }
                 }
             }
         }
@@ -1024,6 +1095,7 @@ impl MirrorManager {
                         let mut e = entry.lock();
                         e.source_leader = p.leader;
                         e.source_epoch = p.leader_epoch;
+                        self.ensure_leader_epoch(&key, &mut e);
                     }
                     None => {
                         self.start_partition(&t.name, id, p.partition, p.leader, p.leader_epoch)?
@@ -1241,10 +1313,14 @@ impl MirrorManager {
                     Ok(FetchOutcome::Appended {
                         bytes,
                         source_high_watermark,
+                        epoch_bump,
                         ..
                     }) => {
                         appended += bytes;
                         e.source_hw = source_high_watermark;
+                        if let Some(new_epoch) = epoch_bump {
+                            self.record_epoch_bump(key, &mut e, new_epoch);
+                        }
                     }
                     Ok(FetchOutcome::Empty {
                         source_high_watermark,
@@ -1425,17 +1501,21 @@ impl MirrorManager {
         Ok(())
     }
 
-    /// Resume: PAUSED → MIRRORING from the local log end, no truncation.
+    /// Resume: PAUSED → MIRRORING from the local log end, no truncation. Only PAUSING/PAUSED
+    /// partitions move; the others are left alone (the table also allows LOG_ALIGNMENT →
+    /// MIRRORING and FAILED → MIRRORING, but resuming those would skip the alignment's
+    /// truncation or a failure's recovery).
     ///
     /// # Errors
-    /// Unknown topic, or a partition that is not paused.
+    /// Unknown topic, or the state cannot be persisted.
     pub fn resume_topic(&self, topic: &str) -> Result<(), MirrorError> {
-        for (_, entry) in self.topic_entries(topic)? {
+        for (key, entry) in self.topic_entries(topic)? {
             let mut e = entry.lock();
-            if e.state.state == S::Mirroring {
+            if !matches!(e.state.state, S::Paused | S::Pausing) {
                 continue;
             }
             self.move_to(&mut e, S::Mirroring)?;
+            self.ensure_leader_epoch(&key, &mut e);
         }
         Ok(())
     }

@@ -49,6 +49,32 @@ pub fn fetch_position(dest: &PartitionHandle) -> (Offset, LeaderEpoch) {
     (leo, epoch)
 }
 
+/// How far above the source's leader epoch a bump puts the destination's
+/// (`LEADER_EPOCH_BUMP_INCREMENT`, KIP-1279 §7).
+pub const LEADER_EPOCH_BUMP_INCREMENT: i32 = 10;
+
+/// How close the source's leader epoch may come to the destination's before a bump
+/// (`LEADER_EPOCH_BUMP_THRESHOLD`, KIP-1279 §7).
+pub const LEADER_EPOCH_BUMP_THRESHOLD: i32 = 3;
+
+/// The leader epoch a destination partition at `local` must be bumped to, given a source epoch
+/// (the source partition's leader epoch, or the epoch of a batch fetched from it): `source + 10`
+/// once `source > local − 3` (so the destination's epoch stays at or above every source epoch,
+/// DLE ≥ SLE, with room for a few source elections between two checks); `None` otherwise, and for
+/// an undefined source epoch.
+pub fn epoch_bump_target(local: LeaderEpoch, source: LeaderEpoch) -> Option<LeaderEpoch> {
+    if source.get() < 0 {
+        return None;
+    }
+    if source.get() > local.get().saturating_sub(LEADER_EPOCH_BUMP_THRESHOLD) {
+        Some(LeaderEpoch(
+            source.get().saturating_add(LEADER_EPOCH_BUMP_INCREMENT),
+        ))
+    } else {
+        None
+    }
+}
+
 /// What applying a fetched partition did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FetchOutcome {
@@ -64,6 +90,11 @@ pub enum FetchOutcome {
         log_end: Offset,
         /// The source's high watermark in that response.
         source_high_watermark: Offset,
+        /// The destination's new leader epoch when a fetched batch's epoch was above it
+        /// (reactive bump) or within [`LEADER_EPOCH_BUMP_THRESHOLD`] of it (proactive bump); the
+        /// bump is atomic with the append (one write lock), so no reader sees a batch epoch
+        /// above the partition's leader epoch.
+        epoch_bump: Option<LeaderEpoch>,
     },
     /// Nothing new.
     Empty {
@@ -151,6 +182,7 @@ pub fn apply_fetched(
     // and the source's disagree on batch boundaries.
     let mut start = None;
     let mut end = 0usize;
+    let mut max_epoch = LeaderEpoch::NONE;
     for b in Batches::new(data.records.clone()).verify(false) {
         let b = match b {
             Ok(b) => b,
@@ -175,6 +207,7 @@ pub fn apply_fetched(
                 dest.write().truncate_fully_and_start_at(b.base_offset())?;
                 start = Some(b.position() as usize);
                 end = b.position() as usize + b.size_bytes();
+                max_epoch = max_epoch.max(b.partition_leader_epoch());
                 continue;
             }
             return Ok(FetchOutcome::Fatal(format!(
@@ -185,6 +218,7 @@ pub fn apply_fetched(
         }
         start.get_or_insert(b.position() as usize);
         end = b.position() as usize + b.size_bytes();
+        max_epoch = max_epoch.max(b.partition_leader_epoch());
     }
     let Some(start) = start else {
         maybe_follow_source_log_start(dest, data.log_start_offset)?;
@@ -193,8 +227,15 @@ pub fn apply_fetched(
         });
     };
     let bytes: Bytes = data.records.slice(start..end);
+    // DLE ≥ SLE (KIP-1279 §7): a batch epoch above the destination's leader epoch, or close to
+    // it, bumps the destination's epoch along with the append (Kafka's followers reject a batch
+    // whose epoch is above their leader's, KAFKA-18723). Both happen under the partition's write
+    // lock, so no reader sees a batch epoch above the leader epoch; the bump follows a successful
+    // append, so a refused (corrupt) batch bumps nothing the state would not record.
+    let mut epoch_bump = None;
     let info = {
         let mut log = dest.write();
+        let target = epoch_bump_target(log.leader_epoch(), max_epoch);
         let info = match log.append_as_follower(bytes, ReplicaOrigin::Mirror) {
             Ok(i) => i,
             Err(EngineError::Corrupt(e)) => {
@@ -212,6 +253,9 @@ pub fn apply_fetched(
             }
             Err(e) => return Err(e),
         };
+        if let Some(t) = target {
+            epoch_bump = Some(log.raise_leader_epoch(t));
+        }
         let leo = log.log_end_offset();
         log.update_high_watermark(leo);
         info
@@ -223,6 +267,7 @@ pub fn apply_fetched(
         bytes: info.bytes,
         log_end: dest.read().log_end_offset(),
         source_high_watermark: data.high_watermark,
+        epoch_bump,
     })
 }
 
@@ -274,7 +319,9 @@ pub fn stop_partition(
         .epoch_cache()
         .latest_epoch()
         .unwrap_or(LeaderEpoch::NONE);
-    let new_epoch = LeaderEpoch(lme.get().max(-1) + 1);
+    // Above everything mirrored and above every bump (so above the source's epoch too: offsets
+    // committed with a source epoch stay valid here).
+    let new_epoch = LeaderEpoch(lme.max(log.leader_epoch()).get().max(-1) + 1);
     log.assign_leader_epoch(new_epoch)?;
     // Each marker carries the producer's epoch and the coordinator epoch of the source's last
     // marker for it, so the engine's epoch checks accept it.
@@ -349,4 +396,54 @@ pub fn align_to_last_mirror_epoch(
         log.truncate_to(target)?;
     }
     Ok(log.log_end_offset())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_epoch_within_three_of_ours_bumps_to_ten_above_it() {
+        // Source epochs at or below local − 3 leave the destination alone.
+        assert_eq!(epoch_bump_target(LeaderEpoch(13), LeaderEpoch(10)), None);
+        assert_eq!(epoch_bump_target(LeaderEpoch(13), LeaderEpoch(0)), None);
+        // Within 3 (proactive), equal, or above (reactive): source + 10.
+        assert_eq!(
+            epoch_bump_target(LeaderEpoch(13), LeaderEpoch(11)),
+            Some(LeaderEpoch(21))
+        );
+        assert_eq!(
+            epoch_bump_target(LeaderEpoch(13), LeaderEpoch(13)),
+            Some(LeaderEpoch(23))
+        );
+        assert_eq!(
+            epoch_bump_target(LeaderEpoch(13), LeaderEpoch(40)),
+            Some(LeaderEpoch(50))
+        );
+    }
+
+    #[test]
+    fn a_destination_without_an_epoch_is_bumped_by_the_first_source_epoch() {
+        assert_eq!(
+            epoch_bump_target(LeaderEpoch::NONE, LeaderEpoch(0)),
+            Some(LeaderEpoch(10))
+        );
+    }
+
+    #[test]
+    fn an_undefined_source_epoch_never_bumps() {
+        assert_eq!(
+            epoch_bump_target(LeaderEpoch::NONE, LeaderEpoch::NONE),
+            None
+        );
+        assert_eq!(epoch_bump_target(LeaderEpoch(5), LeaderEpoch::NONE), None);
+    }
+
+    #[test]
+    fn the_bump_target_never_overflows() {
+        assert_eq!(
+            epoch_bump_target(LeaderEpoch(i32::MAX), LeaderEpoch(i32::MAX)),
+            Some(LeaderEpoch(i32::MAX))
+        );
+    }
 }

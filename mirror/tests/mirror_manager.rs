@@ -4,7 +4,10 @@
 //! support is on, in which case it truncates and continues. Each step is driven explicitly
 //! (`sync`, `drive`, `fetch_round`): no timing decides anything.
 
+mod common;
+
 use bytes::Bytes;
+use common::Dest;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
@@ -13,7 +16,7 @@ use mirrorlog_index::{
     LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
 };
 use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
+use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
 use mirrorlog_segment::io::PwriteStorage;
 use mirrorlog_segment::{BatchBuilder, Compression};
@@ -29,63 +32,6 @@ fn manager(dir: &std::path::Path) -> Arc<LogManager> {
     )
     .unwrap();
     Arc::new(m)
-}
-
-/// Destination topics straight on the log manager.
-#[derive(Debug)]
-struct Dest(Arc<LogManager>);
-
-impl DestinationTopics for Dest {
-    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
-        for p in 0..partitions {
-            let tp = TopicPartition {
-                topic: name.into(),
-                partition: p,
-            };
-            if self.0.get(&tp).is_none() {
-                self.0
-                    .create(
-                        &tp,
-                        TopicId(id),
-                        LogConfig {
-                            read_only: true,
-                            ..LogConfig::default()
-                        },
-                    )
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        Ok(())
-    }
-    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
-        self.0
-            .partitions()
-            .into_iter()
-            .find(|h| h.topic_id() == TopicId(id))
-            .map(|h| h.topic_partition().topic.clone())
-    }
-    fn apply_topic_configs(
-        &self,
-        _name: &str,
-        _configs: &[(String, String)],
-    ) -> Result<(), String> {
-        Ok(())
-    }
-    fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
-        for h in self
-            .0
-            .partitions()
-            .into_iter()
-            .filter(|h| h.topic_partition().topic == name)
-        {
-            let mut cfg = h.read().config().clone();
-            cfg.read_only = read_only;
-            self.0
-                .update_config(h.topic_partition(), cfg)
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    }
 }
 
 struct World {
@@ -517,4 +463,98 @@ fn discovery_starts_matching_source_topics_and_exclude_wins() {
     assert!(!w.mirror.is_included("payouts"));
     assert!(w.mirror.add_patterns(&["(".into()], &[]).is_err());
     assert_eq!(w.mirror.patterns().0, vec!["pay.*", "ord.*"]);
+}
+
+/// A leader change on the in-process source: a new leader epoch, no data.
+fn source_leader_change(w: &World, t: &str, p: i32) -> LeaderEpoch {
+    let h = h(&w.src, t, p);
+    let mut log = h.write();
+    let next = LeaderEpoch(log.leader_epoch().get().max(0) + 1);
+    log.assign_leader_epoch(next).unwrap();
+    next
+}
+
+#[test]
+fn the_destination_epoch_stays_above_a_climbing_source_epoch() {
+    let w = world(MirrorConfig::new("m-epochs"), &[("e", 1)]);
+    produce(
+        &w.src,
+        "e",
+        0,
+        records(3, Compression::None),
+        0,
+        LeaderOrigin::Client,
+    );
+    w.mirror.start_topics(&["e".to_string()]).unwrap();
+    catch_up(&w);
+    let dest = h(&w.dst, "e", 0);
+    assert_eq!(dest.read().leader_epoch(), LeaderEpoch(10), "first bump");
+    let mut bumps = 0;
+    let mut last = dest.read().leader_epoch();
+    for round in 0..30 {
+        let source_epoch = source_leader_change(&w, "e", 0);
+        if round % 3 == 0 {
+            // Sometimes data in the new epoch, fetched before the next sync (reactive and
+            // proactive bumps); otherwise only the sync sees the new epoch (periodic bump).
+            produce(
+                &w.src,
+                "e",
+                0,
+                records(2, Compression::None),
+                source_epoch.get(),
+                LeaderOrigin::Client,
+            );
+            catch_up(&w);
+        }
+        w.mirror.sync().unwrap();
+        let dle = dest.read().leader_epoch();
+        assert!(
+            dle >= source_epoch,
+            "round {round}: destination epoch {dle} below the source's {source_epoch}"
+        );
+        assert!(dle >= last, "the destination epoch went down");
+        if dle > last {
+            bumps += 1;
+            assert_eq!(dle, LeaderEpoch(source_epoch.get() + 10));
+        }
+        last = dle;
+        let st = w.mirror.describe().into_iter().next().unwrap();
+        assert_eq!(st.state, S::Mirroring);
+        assert_eq!(st.destination_leader_epoch, dle, "persisted with the state");
+    }
+    // 30 elections with bumps of 10 once within 3: one bump per 7-8 elections.
+    assert!((3..=5).contains(&bumps), "{bumps} bumps");
+    catch_up(&w);
+    assert_eq!(bytes_of(&dest), bytes_of(&h(&w.src, "e", 0)));
+    // The bumped epoch survives a broker restart: the destination reopens with only its batch
+    // epochs in the cache, and the manager raises the leader epoch from `__mirror_state`.
+    let before = dest.read().leader_epoch();
+    let World {
+        _dirs,
+        src: _src,
+        dst,
+        source,
+        mirror,
+    } = w;
+    mirror.shutdown();
+    drop((mirror, dest, dst));
+    let dst = manager(_dirs.1.path());
+    let reopened = h(&dst, "e", 0);
+    assert_eq!(
+        reopened.read().leader_epoch(),
+        reopened.read().epoch_cache().latest_epoch().unwrap(),
+        "the engine alone only knows the batch epochs"
+    );
+    assert!(reopened.read().leader_epoch() < before);
+    let store = Arc::new(MirrorStateStore::open(dst.clone(), 4).unwrap());
+    let _again = MirrorManager::new(
+        MirrorConfig::new("m-epochs"),
+        source,
+        dst.clone(),
+        Arc::new(Dest(dst.clone())),
+        store,
+        ManualClock::new(T0),
+    )
+    .unwrap();
+    assert_eq!(reopened.read().leader_epoch(), before);
 }

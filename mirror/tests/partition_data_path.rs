@@ -201,7 +201,9 @@ fn failover_mid_transaction_aborts_it_and_forgets_mirrored_producers() {
     assert_eq!(dest.read().last_stable_offset(), Offset(5));
     let report = stop_partition(&dest, "source-cluster", T0).unwrap();
     assert_eq!(report.last_mirror_epoch, LeaderEpoch(3));
-    assert_eq!(report.new_leader_epoch, LeaderEpoch(4));
+    // Above the leader epoch the fetch bumped the destination to (its highest batch epoch, 3,
+    // plus 10) before appending.
+    assert_eq!(report.new_leader_epoch, LeaderEpoch(14));
     let mut aborted = report.aborted_producers.clone();
     aborted.sort();
     assert_eq!(aborted, vec![7, 8]);
@@ -234,7 +236,11 @@ fn failover_mid_transaction_aborts_it_and_forgets_mirrored_producers() {
         .record(TimestampMs(T0), None, Some(b"local"))
         .build();
     dest.write()
-        .append_as_leader(local.into_bytes(), LeaderEpoch(4), LeaderOrigin::Client)
+        .append_as_leader(
+            local.into_bytes(),
+            report.new_leader_epoch,
+            LeaderOrigin::Client,
+        )
         .unwrap();
 }
 
@@ -402,11 +408,12 @@ fn log_alignment_truncates_to_the_end_of_the_last_mirror_epoch() {
     let (_d, dest) = side(true);
     produce(&src, data(5, Compression::None), 3, LeaderOrigin::Client); // 0..4 epoch 3
     sync(&src, &dest);
-    let report = stop_partition(&dest, "src", T0).unwrap(); // LME 3, then epoch 4
+    let report = stop_partition(&dest, "src", T0).unwrap(); // LME 3, then epoch 14
+    assert_eq!(report.new_leader_epoch, LeaderEpoch(14));
     dest.write()
         .append_as_leader(
             data(4, Compression::None),
-            LeaderEpoch(4),
+            report.new_leader_epoch,
             LeaderOrigin::Client,
         )
         .unwrap();
@@ -417,4 +424,44 @@ fn log_alignment_truncates_to_the_end_of_the_last_mirror_epoch() {
         align_to_last_mirror_epoch(&dest, LeaderEpoch::NONE).unwrap(),
         Offset(0)
     );
+}
+
+#[test]
+fn a_batch_epoch_above_the_destination_epoch_bumps_it_before_the_append() {
+    let (_s, src) = side(false);
+    let (_d, dest) = side(true);
+    produce(&src, data(3, Compression::None), 4, LeaderOrigin::Client);
+    let (offset, d) = fetch(&src, &dest);
+    // The destination has no epoch yet; the batch's epoch 4 is above it: bumped to 14 first.
+    match apply_fetched(&dest, offset, &d).unwrap() {
+        FetchOutcome::Appended { epoch_bump, .. } => assert_eq!(epoch_bump, Some(LeaderEpoch(14))),
+        other => panic!("{other:?}"),
+    }
+    {
+        let log = dest.read();
+        assert_eq!(log.leader_epoch(), LeaderEpoch(14));
+        // The cache keeps the source's epochs, so divergence detection still speaks its language.
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(LeaderEpoch(4)));
+        assert_eq!(fetch_position(&dest), (Offset(3), LeaderEpoch(4)));
+    }
+    // Batches well below the bumped epoch append without another bump.
+    produce(&src, data(2, Compression::None), 9, LeaderOrigin::Client);
+    let (offset, d) = fetch(&src, &dest);
+    match apply_fetched(&dest, offset, &d).unwrap() {
+        FetchOutcome::Appended { epoch_bump, .. } => assert_eq!(epoch_bump, None),
+        other => panic!("{other:?}"),
+    }
+    // Within 3 of it (proactive): bumped again, before the append.
+    produce(&src, data(2, Compression::None), 12, LeaderOrigin::Client);
+    let (offset, d) = fetch(&src, &dest);
+    match apply_fetched(&dest, offset, &d).unwrap() {
+        FetchOutcome::Appended { epoch_bump, .. } => assert_eq!(epoch_bump, Some(LeaderEpoch(22))),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(all_bytes(&dest), all_bytes(&src));
+    // The stop draws its line above the bumped epoch, not just above the mirrored ones.
+    let report = stop_partition(&dest, "src", T0).unwrap();
+    assert_eq!(report.last_mirror_epoch, LeaderEpoch(12));
+    assert_eq!(report.new_leader_epoch, LeaderEpoch(23));
+    assert_eq!(dest.read().leader_epoch(), LeaderEpoch(23));
 }

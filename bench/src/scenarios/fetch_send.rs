@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 const CHUNK: usize = 1 << 20;
 
-fn sink() -> std::io::Result<(TcpStream, std::thread::JoinHandle<u64>)> {
+/// A loopback connection whose far end a thread drains; the thread returns the bytes read.
+pub(crate) fn sink() -> std::io::Result<(TcpStream, std::thread::JoinHandle<u64>)> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     let addr = l.local_addr()?;
     let reader = std::thread::spawn(move || {

@@ -8,6 +8,7 @@ pub mod durable_append;
 pub mod fetch_send;
 pub mod index_lookup;
 pub mod log_peers;
+pub mod mirror;
 pub mod produce_consume;
 pub mod recovery;
 pub mod segment_append;

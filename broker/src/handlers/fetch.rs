@@ -784,7 +784,7 @@ fn read_partition(
     }
     let p = spec.params;
     let log = h.read();
-    let ours = log.epoch_cache().latest_epoch().map_or(0, |e| e.get());
+    let ours = log.leader_epoch().get().max(0);
     if p.current_leader_epoch >= 0 {
         if p.current_leader_epoch > ours {
             d.error_code = ResponseError::UnknownLeaderEpoch.code();

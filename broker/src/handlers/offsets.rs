@@ -46,7 +46,7 @@ const CONSUMER_REPLICA_ID: i32 = -1;
 
 /// This node's epoch of the partition, from a guard already held (as [`Broker::leader_epoch`]).
 fn current_epoch(log: &PartitionLog) -> i32 {
-    log.epoch_cache().latest_epoch().map_or(0, |e| e.get())
+    log.leader_epoch().get().max(0)
 }
 
 /// Kafka's leader-epoch fencing of a request's `current_leader_epoch`.

@@ -145,6 +145,10 @@ impl PartitionLog {
             self.epochs.truncate_from_end(leo)?;
             return Ok(false);
         }
+        // The partition's leader epoch is the controller's, not the data's: trimming the cache
+        // must not lower it (consumers holding it would be told it is unknown).
+        let epoch = self.leader_epoch();
+        self.raise_leader_epoch(epoch);
         let first_base = self.segments().next().expect("active").base_offset();
         if target < first_base {
             self.truncate_fully_and_start_at(target)?;
@@ -209,7 +213,7 @@ impl PartitionLog {
 
     /// Kafka's `truncateFullyAndStartAt`: deletes every segment and starts empty at `new_offset`
     /// (which becomes the log start, high watermark and recovery point); the epoch cache and
-    /// producer state are cleared.
+    /// producer state are cleared, the leader epoch ([`PartitionLog::leader_epoch`]) is kept.
     ///
     /// # Errors
     /// Storage failures.
@@ -219,6 +223,8 @@ impl PartitionLog {
             "{}: starting at negative offset {new_offset}",
             self.name
         );
+        let epoch = self.leader_epoch();
+        self.raise_leader_epoch(epoch);
         let now = self.clock.now_ms();
         let seg_config = *self.active.config();
         for (_, s) in std::mem::take(&mut self.sealed) {

@@ -24,7 +24,7 @@ use crate::config::LogConfig;
 use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{EngineError, EngineResult};
 use crate::producer_state::{AppendOrigin, BatchInfo, ProducerStateManager};
-use mirrorlog_index::{AbortedTxn, Offset, offset_from_file_name};
+use mirrorlog_index::{AbortedTxn, LeaderEpoch, Offset, offset_from_file_name};
 use mirrorlog_segment::RecordBatch;
 use mirrorlog_segment::io::Storage;
 use mirrorlog_segment::segment::{
@@ -95,6 +95,10 @@ pub struct PartitionLog {
     high_watermark: Offset,
     recovery_point: Offset,
     epochs: LeaderEpochCache,
+    /// The lowest leader epoch the partition may report, raised by a mirror's epoch bumps
+    /// (KIP-1279 §7); see [`PartitionLog::leader_epoch`]. In memory only: the mirror persists
+    /// it in `__mirror_state` and raises it again when it reopens.
+    leader_epoch_floor: LeaderEpoch,
     producers: ProducerStateManager,
     unflushed_messages: i64,
     last_flush_ms: i64,
@@ -190,6 +194,7 @@ impl PartitionLog {
                 high_watermark: start,
                 recovery_point: start,
                 epochs,
+                leader_epoch_floor: LeaderEpoch::NONE,
                 producers,
                 unflushed_messages: 0,
                 last_flush_ms: now,
@@ -339,6 +344,7 @@ impl PartitionLog {
             high_watermark: hw,
             recovery_point: log_end,
             epochs,
+            leader_epoch_floor: LeaderEpoch::NONE,
             producers,
             unflushed_messages: 0,
             last_flush_ms: now,
@@ -392,6 +398,25 @@ impl PartitionLog {
     /// The leader-epoch cache.
     pub fn epoch_cache(&self) -> &LeaderEpochCache {
         &self.epochs
+    }
+    /// The partition's leader epoch, as the controller would hold it: the latest epoch-cache
+    /// entry, or the floor a mirror raised it to ([`PartitionLog::raise_leader_epoch`]) when
+    /// that is higher; [`LeaderEpoch::NONE`] for a new log never bumped. A mirror keeps the
+    /// source's batch epochs in its cache (so divergence detection works) while its own leader
+    /// epoch stays at or above the source's (KIP-1279 §7). Truncations keep it: it never goes
+    /// down while the log is open.
+    pub fn leader_epoch(&self) -> LeaderEpoch {
+        let latest = self.epochs.latest_epoch().unwrap_or(LeaderEpoch::NONE);
+        latest.max(self.leader_epoch_floor)
+    }
+    /// Raises the partition's leader epoch to at least `min` without touching the epoch cache
+    /// (a controller's leader-epoch bump on a partition whose log holds another cluster's
+    /// epochs). Never lowers it; returns the leader epoch after.
+    pub fn raise_leader_epoch(&mut self, min: LeaderEpoch) -> LeaderEpoch {
+        if min > self.leader_epoch_floor {
+            self.leader_epoch_floor = min;
+        }
+        self.leader_epoch()
     }
     /// The producer state.
     pub fn producer_state(&self) -> &ProducerStateManager {

@@ -1,0 +1,601 @@
+//! `mirror`: the mirror's data path between two brokers over loopback, both `RunningBroker`s in
+//! this process, the mirror created through the broker's `Mirrors` API (as CreateClusterMirror
+//! does) with its own wire client to the source.
+//!
+//! - **catch-up**: a source topic holding N bytes (2 GiB; 8 MiB with `--quick`) in 16 KiB
+//!   batches of incompressible records; each round starts a fresh destination broker, creates the
+//!   mirror, starts the topic and times until the destination's log end equals the source's.
+//!   Baseline, in the same rounds: N bytes sent on one loopback TCP connection in 1 MiB writes
+//!   (target: ratio ≥ 0.5).
+//! - **steady-lag**: a client produces to the source (acks=1, over loopback) at a fixed rate
+//!   (64 MB/s for 10 s; 4 MB/s for 1 s quick) while the mirror follows; each batch's delay from its append on the source to
+//!   the destination's log end passing it is recorded (p50/p99/max in `extra`). Ratio: the
+//!   produce schedule's duration ÷ the time until the destination holds all of it (1.0 = the
+//!   mirror keeps up; the baseline is the schedule itself).
+//! - **many-partitions**: P partitions (10,000; 200 quick) of 64 KiB each caught up in one round
+//!   with 4 fetcher threads and 1 MiB responses; the process's peak RSS growth over the round
+//!   (`VmHWM` after resetting it through `/proc/self/clear_refs`) against the fetcher bound
+//!   threads × response bytes + 64 MiB (`rss_ratio_to_bound` ≤ 1 is the target). The source
+//!   broker is a child process (this binary again, see [`SOURCE_ENV`]), so the growth is the
+//!   destination broker's and its mirror's (including the 10,000 destination partitions' own
+//!   memory). Beside it, from another child process, the peak RSS growth of a broker that
+//!   creates the same partitions and appends the same bytes locally: the difference
+//!   (`mirror_rss_overhead_mib`) is what mirroring adds (`overhead_ratio_to_bound`). Throughput
+//!   ratio against the same bytes over raw TCP.
+//!
+//! Scratch space: both brokers' data under one [`scratch_dir`] (set `TMPDIR` to a tmpfs to keep
+//! the disk out of it).
+
+use crate::harness::{Opts, Report, interleave, percentile_us, round3, scratch_dir, time};
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use mirrorlog_broker::client::Client;
+use mirrorlog_broker::running::RunningBroker;
+use mirrorlog_engine::log::LeaderOrigin;
+use mirrorlog_engine::manager::PartitionHandle;
+use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicPartition};
+use mirrorlog_segment::BatchBuilder;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Records per batch and bytes per record value: 16 KiB batches.
+const RECORDS_PER_BATCH: usize = 16;
+const VALUE_BYTES: usize = 1000;
+/// Hang guard of every wait; never a verdict.
+const DEADLINE: Duration = Duration::from_secs(600);
+const CHUNK: usize = 1 << 20;
+
+/// One 16 KiB batch of incompressible records (the engine assigns its offsets on append).
+fn batch(seed: u64) -> Bytes {
+    let mut x = seed | 1;
+    let mut b = BatchBuilder::new();
+    let mut value = vec![0u8; VALUE_BYTES];
+    for i in 0..RECORDS_PER_BATCH {
+        for v in value.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *v = x as u8;
+        }
+        b.append(
+            TimestampMs(1_700_000_000_000 + i as i64),
+            None,
+            Some(&value),
+            &[],
+        );
+    }
+    b.build().into_bytes()
+}
+
+fn tp(topic: &str, partition: i32) -> TopicPartition {
+    TopicPartition {
+        topic: topic.into(),
+        partition,
+    }
+}
+
+/// Appends `batch` to a source partition as its leader would, moving the high watermark (a
+/// single-node source: everything appended is replicated).
+fn append(h: &PartitionHandle, batch: &Bytes) -> Offset {
+    let mut log = h.write();
+    let epoch = log.leader_epoch().max(LeaderEpoch(0));
+    log.append_as_leader(batch.clone(), epoch, LeaderOrigin::Client)
+        .expect("append to the source");
+    let leo = log.log_end_offset();
+    log.update_high_watermark(leo);
+    leo
+}
+
+/// A source broker holding topic `topic` with `partitions` partitions of `bytes_per_partition`
+/// each.
+fn source(
+    dir: &Path,
+    topic: &str,
+    partitions: i32,
+    bytes_per_partition: u64,
+) -> Result<RunningBroker> {
+    let b = RunningBroker::start_local(dir, 1)?;
+    // Retention off: the maintenance thread must not delete what the mirror is timed copying.
+    Client::connect(&b.addr.to_string())?.create_topic(
+        topic,
+        partitions,
+        &[("retention.ms", "-1"), ("retention.bytes", "-1")],
+    )?;
+    let batches: Vec<Bytes> = (0..8).map(|i| batch(0x9e37_79b9 + i)).collect();
+    let per = bytes_per_partition.div_ceil(batches[0].len() as u64);
+    for p in 0..partitions {
+        let h = b
+            .broker
+            .logs
+            .get(&tp(topic, p))
+            .context("source partition")?;
+        for i in 0..per {
+            append(&h, &batches[i as usize % batches.len()]);
+        }
+    }
+    Ok(b)
+}
+
+/// A fresh destination broker with mirror `m` of `source` mirroring `topic`.
+fn destination(
+    dir: &Path,
+    source: &str,
+    topic: &str,
+    settings: &[(&str, String)],
+) -> Result<RunningBroker> {
+    let d = RunningBroker::start_local(dir, 2)?;
+    let mut configs: BTreeMap<String, String> = BTreeMap::new();
+    configs.insert("bootstrap.servers".into(), source.to_string());
+    for (k, v) in settings {
+        configs.insert((*k).into(), v.clone());
+    }
+    let m = d
+        .broker
+        .mirrors
+        .create_durable(&d.broker, "bench", configs)
+        .map_err(|e| anyhow::anyhow!("create the mirror: {e}"))?;
+    m.start_topics(&[topic.to_string()])
+        .map_err(|e| anyhow::anyhow!("start mirroring {topic}: {e}"))?;
+    Ok(d)
+}
+
+fn log_end(b: &RunningBroker, k: &TopicPartition) -> Offset {
+    b.broker
+        .logs
+        .get(k)
+        .map_or(Offset(-1), |h| h.read().log_end_offset())
+}
+
+/// Waits until every partition of `topic` on `dst` has the source's log end.
+fn wait_caught_up(src: &RunningBroker, dst: &RunningBroker, topic: &str, partitions: i32) {
+    let targets: Vec<(TopicPartition, Offset)> = (0..partitions)
+        .map(|p| (tp(topic, p), log_end(src, &tp(topic, p))))
+        .collect();
+    wait_for(dst, &targets);
+}
+
+/// Waits until each partition on `dst` reaches its log end in `targets`, and checks that it
+/// holds everything from offset 0 (nothing skipped by a moved log start).
+fn wait_for(dst: &RunningBroker, targets: &[(TopicPartition, Offset)]) {
+    let start = Instant::now();
+    for (k, _) in targets {
+        while dst.broker.logs.get(k).is_none() {
+            assert!(start.elapsed() < DEADLINE, "the mirror never created {k}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let mut i = 0;
+    while i < targets.len() {
+        let (k, end) = &targets[i];
+        if log_end(dst, k) >= *end {
+            i += 1;
+            continue;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{k} did not catch up: {} of {end}",
+            log_end(dst, k)
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for (k, _) in targets {
+        let start = dst
+            .broker
+            .logs
+            .get(k)
+            .map_or(Offset(-1), |h| h.read().log_start_offset());
+        assert_eq!(start, Offset(0), "{k} starts at {start}: not a full copy");
+    }
+}
+
+/// The baseline: `len` bytes on one loopback TCP connection, 1 MiB writes, until the reader got
+/// them all.
+fn raw_tcp(len: u64) -> Duration {
+    let (mut s, reader) = crate::scenarios::fetch_send::sink().expect("loopback");
+    let buf = vec![0x5au8; CHUNK];
+    let t = Instant::now();
+    let mut sent = 0u64;
+    while sent < len {
+        let k = CHUNK.min((len - sent) as usize);
+        s.write_all(&buf[..k]).expect("write");
+        sent += k as u64;
+    }
+    drop(s);
+    let got = reader.join().expect("reader");
+    let d = t.elapsed();
+    assert_eq!(got, len);
+    d
+}
+
+fn source_bytes(b: &RunningBroker, topic: &str, partitions: i32) -> u64 {
+    (0..partitions)
+        .map(|p| {
+            b.broker
+                .logs
+                .get(&tp(topic, p))
+                .map_or(0, |h| h.read().size_bytes())
+        })
+        .sum()
+}
+
+/// One catch-up round: a fresh destination with `settings`, timed until it holds the source.
+fn catch_up_round(
+    root: &Path,
+    round: &mut u32,
+    src: &RunningBroker,
+    topic: &str,
+    settings: &[(&str, String)],
+) -> Duration {
+    *round += 1;
+    let dir = root.join(format!("dest-{round}"));
+    let mut dst = None;
+    let d = time(|| {
+        let b = destination(&dir, &src.addr.to_string(), topic, settings).expect("destination");
+        wait_caught_up(src, &b, topic, 1);
+        dst = Some(b);
+    });
+    if let Some(b) = dst {
+        b.shutdown().expect("destination shutdown");
+    }
+    std::fs::remove_dir_all(&dir).expect("remove the destination");
+    d
+}
+
+/// `catch-up` with the default fetch sizes (1 MiB per partition, 16 MiB per response) and
+/// `catch-up-fetch-8mib` with 8 MiB per partition: a one-partition catch-up sends one partition's
+/// worth per round trip.
+fn catch_up(opts: Opts, root: &Path) -> Result<Vec<Report>> {
+    let n: u64 = if opts.quick { 8 << 20 } else { 2 << 30 };
+    let topic = "catch-up";
+    let src = source(&root.join("source"), topic, 1, n)?;
+    let bytes = source_bytes(&src, topic, 1);
+    let rounds = 3;
+    let round = std::cell::RefCell::new(0u32);
+    let big = [("fetch.max.bytes", (8u32 << 20).to_string())];
+    let mut default = || catch_up_round(root, &mut round.borrow_mut(), &src, topic, &[]);
+    let mut larger = || catch_up_round(root, &mut round.borrow_mut(), &src, topic, &big);
+    let mut base = || raw_tcp(bytes);
+    let t = interleave(rounds, &mut [&mut base, &mut default, &mut larger]);
+    src.shutdown()?;
+    let report = |variant: &str, ours: Duration, fetch: u32| Report {
+        scenario: "mirror",
+        variant: variant.into(),
+        baseline: "raw-tcp-1-connection",
+        bytes,
+        ours,
+        base: t[0],
+        extra: vec![
+            ("partitions", json!(1)),
+            ("partition_fetch_max_bytes", json!(fetch)),
+            ("target_ratio", json!(0.5)),
+        ],
+    };
+    Ok(vec![
+        report("catch-up", t[1], 1 << 20),
+        report("catch-up-fetch-8mib", t[2], 8 << 20),
+    ])
+}
+
+fn steady_lag(opts: Opts, root: &Path) -> Result<Report> {
+    let (rate, seconds): (u64, u64) = if opts.quick {
+        (4_000_000, 1)
+    } else {
+        (64_000_000, 10)
+    };
+    let topic = "steady";
+    let src = source(&root.join("lag-source"), topic, 1, 0)?;
+    let dst = destination(&root.join("lag-dest"), &src.addr.to_string(), topic, &[])?;
+    // Wait for the mirror to be fetching (the partition exists and is caught up on nothing).
+    let k = tp(topic, 0);
+    let start = Instant::now();
+    while dst.broker.logs.get(&k).is_none() {
+        assert!(start.elapsed() < DEADLINE, "the mirror never created {k}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Produced over the wire (acks=1), so the source's fetch long-poll wakes up as it would for
+    // a client's produce.
+    let mut client = Client::connect(&src.addr.to_string())?;
+    let b = batch(0x51ed);
+    let total_batches = rate * seconds / b.len() as u64;
+    let interval = Duration::from_secs_f64(b.len() as f64 / rate as f64);
+    // The watcher records, for each batch, when the destination's log end passed it.
+    let appended = Arc::new(Appended::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (appended, done, dst_h) = (appended.clone(), done.clone(), dst.broker.clone());
+        let k = k.clone();
+        std::thread::spawn(move || {
+            let mut delays = vec![];
+            let mut next = 0usize;
+            let start = Instant::now();
+            loop {
+                let leo = dst_h
+                    .logs
+                    .get(&k)
+                    .map_or(Offset(0), |h| h.read().log_end_offset());
+                let now = Instant::now();
+                let list = appended.snapshot_from(next);
+                for (end, at) in list {
+                    if leo < end {
+                        break;
+                    }
+                    delays.push(now - at);
+                    next += 1;
+                }
+                if done.load(Ordering::Acquire) && next as u64 == total_batches {
+                    return (delays, now);
+                }
+                assert!(
+                    start.elapsed() < DEADLINE,
+                    "the mirror fell behind for good"
+                );
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        })
+    };
+    let t0 = Instant::now();
+    for i in 0..total_batches {
+        let due = t0 + interval * i as u32;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let base = client.produce(topic, 0, b.clone(), 1, None)?;
+        appended.push(Offset(base + RECORDS_PER_BATCH as i64), Instant::now());
+    }
+    let produced = t0.elapsed();
+    done.store(true, Ordering::Release);
+    let (delays, last) = watcher.join().expect("watcher");
+    let delivered = last - t0;
+    drop(client);
+    dst.shutdown()?;
+    src.shutdown()?;
+    let max_ms = delays.iter().max().map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    Ok(Report {
+        scenario: "mirror",
+        variant: format!("steady-lag-{}mb-s", rate / 1_000_000),
+        baseline: "produce-schedule",
+        bytes: total_batches * b.len() as u64,
+        ours: delivered,
+        base: produced,
+        extra: vec![
+            ("rate_mb_per_s", json!(rate / 1_000_000)),
+            (
+                "lag_p50_ms",
+                json!(round3(percentile_us(&delays, 0.5) / 1e3)),
+            ),
+            (
+                "lag_p99_ms",
+                json!(round3(percentile_us(&delays, 0.99) / 1e3)),
+            ),
+            ("lag_max_ms", json!(round3(max_ms))),
+        ],
+    })
+}
+
+/// `VmHWM` and `VmRSS` of this process, in bytes.
+fn memory() -> Result<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let field = |name: &str| -> Result<u64> {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .with_context(|| format!("no {name} in /proc/self/status"))?;
+        let kb: u64 = line
+            .split_whitespace()
+            .nth(1)
+            .context("no value")?
+            .parse()?;
+        Ok(kb * 1024)
+    };
+    Ok((field("VmHWM:")?, field("VmRSS:")?))
+}
+
+/// Resets `VmHWM` to the current RSS (Linux ≥ 4.0).
+fn reset_peak_rss() -> Result<()> {
+    std::fs::write("/proc/self/clear_refs", b"5").context("resetting VmHWM")?;
+    Ok(())
+}
+
+/// The environment variable that makes `mirrorlog-bench mirror` a source broker for
+/// many-partitions instead (`dir<TAB>topic<TAB>partitions<TAB>bytes per partition`): it prints
+/// `address log-end bytes` on one line and serves until its stdin closes. A separate process:
+/// 10,000 partitions on each side do not fit one process's file descriptors, and the
+/// destination's RSS is then the mirror's alone.
+const SOURCE_ENV: &str = "MIRRORLOG_BENCH_MIRROR_SOURCE";
+
+/// The environment variable that makes `mirrorlog-bench mirror` measure the memory of the same
+/// partitions without a mirror (`dir<TAB>partitions<TAB>bytes per partition`): a fresh broker
+/// creates them and appends the same bytes to each locally; it prints its peak RSS growth in
+/// bytes. A separate process, so no memory the allocator kept from an earlier phase hides it.
+const LOCAL_ENV: &str = "MIRRORLOG_BENCH_MIRROR_LOCAL";
+
+fn local_partitions(spec: &str) -> Result<()> {
+    let f: Vec<&str> = spec.split('\t').collect();
+    let [dir, partitions, per] = f[..] else {
+        bail!("{LOCAL_ENV}={spec:?}: want dir, partitions, bytes per partition");
+    };
+    reset_peak_rss()?;
+    let (_, before) = memory()?;
+    let b = source(Path::new(dir), "many", partitions.parse()?, per.parse()?)?;
+    let (peak, _) = memory()?;
+    println!("{}", peak.saturating_sub(before));
+    std::io::stdout().flush()?;
+    b.shutdown()
+}
+
+/// Runs this binary's `mirror` scenario with `env` set and returns its first line of output.
+fn child(env: &str, value: String) -> Result<(std::process::Child, String)> {
+    let mut c = std::process::Command::new(std::env::current_exe()?)
+        .arg("mirror")
+        .env(env, value)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting a {env} process"))?;
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(c.stdout.take().context("stdout")?),
+        &mut line,
+    )?;
+    Ok((c, line))
+}
+
+fn finish(mut c: std::process::Child) -> Result<()> {
+    drop(c.stdin.take());
+    let status = c.wait()?;
+    anyhow::ensure!(status.success(), "a child process failed: {status}");
+    Ok(())
+}
+
+fn serve_source(spec: &str) -> Result<()> {
+    let f: Vec<&str> = spec.split('\t').collect();
+    let [dir, topic, partitions, per] = f[..] else {
+        bail!("{SOURCE_ENV}={spec:?}: want dir, topic, partitions, bytes per partition");
+    };
+    let partitions: i32 = partitions.parse()?;
+    let src = source(Path::new(dir), topic, partitions, per.parse()?)?;
+    let end = log_end(&src, &tp(topic, 0));
+    for p in 1..partitions {
+        anyhow::ensure!(log_end(&src, &tp(topic, p)) == end, "uneven partitions");
+    }
+    println!(
+        "{} {} {}",
+        src.addr,
+        end.get(),
+        source_bytes(&src, topic, partitions)
+    );
+    std::io::stdout().flush()?;
+    let mut rest = String::new();
+    std::io::stdin().read_to_string(&mut rest)?;
+    src.shutdown()
+}
+
+fn many_partitions(opts: Opts, root: &Path) -> Result<Report> {
+    let partitions: i32 = if opts.quick { 200 } else { 10_000 };
+    let per_partition: u64 = 64 << 10;
+    let threads = 4u64;
+    let response = 1u64 << 20;
+    let topic = "many";
+    let (local, line) = child(
+        LOCAL_ENV,
+        format!(
+            "{}\t{partitions}\t{per_partition}",
+            root.join("many-local").display()
+        ),
+    )?;
+    let local_growth: u64 = line
+        .trim()
+        .parse()
+        .with_context(|| format!("the local-partitions process said {line:?}"))?;
+    finish(local)?;
+    std::fs::remove_dir_all(root.join("many-local"))?;
+    let (source_process, line) = child(
+        SOURCE_ENV,
+        format!(
+            "{}\t{topic}\t{partitions}\t{per_partition}",
+            root.join("many-source").display()
+        ),
+    )?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [addr, end, bytes] = f[..] else {
+        bail!("the source process said {line:?}");
+    };
+    let (addr, end, bytes) = (
+        addr.to_string(),
+        Offset(end.parse()?),
+        bytes.parse::<u64>()?,
+    );
+    let base = raw_tcp(bytes);
+    reset_peak_rss()?;
+    let (_, rss_before) = memory()?;
+    let settings = [
+        ("mirror.num.replica.fetchers", threads.to_string()),
+        ("fetch.response.max.bytes", response.to_string()),
+    ];
+    let dir = root.join("many-dest");
+    let targets: Vec<(TopicPartition, Offset)> =
+        (0..partitions).map(|p| (tp(topic, p), end)).collect();
+    let mut dst = None;
+    let ours = time(|| {
+        let d = destination(&dir, &addr, topic, &settings).expect("destination");
+        wait_for(&d, &targets);
+        dst = Some(d);
+    });
+    let (peak, _) = memory()?;
+    let growth = peak.saturating_sub(rss_before);
+    let bound = threads * response + (64 << 20);
+    if let Some(d) = dst {
+        d.shutdown()?;
+    }
+    finish(source_process)?;
+    // Signed: at small partition counts the two processes' other allocations dominate.
+    let overhead = growth as i64 - local_growth as i64;
+    let mib = |b: i64| json!(round3(b as f64 / (1 << 20) as f64));
+    Ok(Report {
+        scenario: "mirror",
+        variant: format!("many-partitions-{partitions}"),
+        baseline: "raw-tcp-1-connection",
+        bytes,
+        ours,
+        base,
+        extra: vec![
+            ("partitions", json!(partitions)),
+            ("peak_rss_growth_mib", mib(growth as i64)),
+            ("local_partitions_rss_growth_mib", mib(local_growth as i64)),
+            ("mirror_rss_overhead_mib", mib(overhead)),
+            ("rss_bound_mib", json!(bound >> 20)),
+            (
+                "rss_ratio_to_bound",
+                json!(round3(growth as f64 / bound as f64)),
+            ),
+            (
+                "overhead_ratio_to_bound",
+                json!(round3(overhead as f64 / bound as f64)),
+            ),
+        ],
+    })
+}
+
+/// Runs the scenario.
+///
+/// # Errors
+/// Not enough scratch space, or a broker that fails to start.
+pub fn run(opts: Opts) -> Result<Vec<Report>> {
+    if let Ok(spec) = std::env::var(SOURCE_ENV) {
+        serve_source(&spec)?;
+        return Ok(vec![]);
+    }
+    if let Ok(spec) = std::env::var(LOCAL_ENV) {
+        local_partitions(&spec)?;
+        return Ok(vec![]);
+    }
+    let need: u64 = if opts.quick { 64 << 20 } else { 5 << 30 };
+    let dir = scratch_dir("mirror", need)?;
+    if !Path::new("/proc/self/clear_refs").exists() {
+        bail!("the mirror scenario measures peak RSS through /proc/self/clear_refs (Linux)");
+    }
+    let mut reports = catch_up(opts, dir.path())?;
+    reports.push(steady_lag(opts, dir.path())?);
+    reports.push(many_partitions(opts, dir.path())?);
+    Ok(reports)
+}
+
+/// An append-only list of `(batch end offset, append time)` shared by the producer and the
+/// watcher (a mutex: the producer appends a few thousand times a second at most).
+#[derive(Debug, Default)]
+struct Appended(std::sync::Mutex<Vec<(Offset, Instant)>>);
+
+impl Appended {
+    fn push(&self, end: Offset, at: Instant) {
+        self.0.lock().expect("lock").push((end, at));
+    }
+    fn snapshot_from(&self, from: usize) -> Vec<(Offset, Instant)> {
+        let v = self.0.lock().expect("lock");
+        v.get(from..).map_or(vec![], <[_]>::to_vec)
+    }
+}

@@ -1,0 +1,75 @@
+//! Shared by the mirror's integration tests.
+
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::manager::{LogManager, PartitionHandle};
+use mirrorlog_index::{TopicId, TopicPartition};
+use mirrorlog_mirror::manager::DestinationTopics;
+use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
+use std::sync::Arc;
+
+/// Destination topics straight on the log manager, as the broker's: created read-only, made
+/// read-only again when a stopped topic is mirrored again, writable when stopped.
+#[derive(Debug)]
+pub struct Dest(pub Arc<LogManager>);
+
+impl Dest {
+    fn handles(&self, name: &str) -> Vec<Arc<PartitionHandle>> {
+        self.0
+            .partitions()
+            .into_iter()
+            .filter(|h| h.topic_partition().topic == name)
+            .collect()
+    }
+}
+
+impl DestinationTopics for Dest {
+    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
+        for p in 0..partitions {
+            let tp = TopicPartition {
+                topic: name.into(),
+                partition: p,
+            };
+            if self.0.get(&tp).is_none() {
+                let cfg = LogConfig {
+                    read_only: true,
+                    ..LogConfig::default()
+                };
+                self.0
+                    .create(&tp, TopicId(id), cfg)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        // A stopped topic mirrored again is read-only again (each config write is synced, so
+        // only when some partition is writable).
+        if self.handles(name).iter().any(|h| !h.read().is_read_only()) {
+            self.set_read_only(name, true)?;
+        }
+        Ok(())
+    }
+    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
+        self.0
+            .partitions()
+            .into_iter()
+            .find(|h| {
+                h.topic_id() == TopicId(id) && h.topic_partition().topic != MIRROR_STATE_TOPIC
+            })
+            .map(|h| h.topic_partition().topic.clone())
+    }
+    fn apply_topic_configs(
+        &self,
+        _name: &str,
+        _configs: &[(String, String)],
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
+        for h in self.handles(name) {
+            let mut cfg = h.read().config().clone();
+            cfg.read_only = read_only;
+            self.0
+                .update_config(h.topic_partition(), cfg)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}

@@ -12,34 +12,10 @@
 
 mod common;
 
-use common::{Serve, free_port, python};
+use common::{Rng, Serve, env_u64, free_port, python, seed_from_env};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// splitmix64: enough randomness for a kill schedule, reproducible from the printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn between_ms(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.next() % (hi - lo))
-    }
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().map(|v| {
-        v.parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number"))
-    })
-}
 
 #[test]
 fn acknowledged_records_transactions_and_group_offsets_survive_repeated_kill_9() {
@@ -48,12 +24,7 @@ fn acknowledged_records_transactions_and_group_offsets_survive_repeated_kill_9()
         return;
     };
     let rounds = env_u64("MIRRORLOG_TORTURE_ROUNDS").unwrap_or(5);
-    let seed = env_u64("MIRRORLOG_TORTURE_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64
-    });
+    let seed = seed_from_env("MIRRORLOG_TORTURE_SEED");
     eprintln!("crash torture: {rounds} rounds, MIRRORLOG_TORTURE_SEED={seed}");
     let mut rng = Rng(seed);
 

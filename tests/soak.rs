@@ -22,7 +22,7 @@
 mod common;
 
 use common::mirrors::{batches, create_mirror, find, ok, partitions, reader};
-use common::{Serve, free_port, python};
+use common::{Rng, Serve, env_u64, free_port, python, seed_from_env};
 use mirrorlog_broker::client::Client;
 use mirrorlog_index::TimestampMs;
 use mirrorlog_mirror::source::{OffsetSpec, SourceCluster};
@@ -40,30 +40,6 @@ const PARTITIONS: i32 = 3;
 const GROUP: &str = "soak-group";
 const RECORDS_PER_BATCH: usize = 10;
 const REFRESH_MS: u64 = 500;
-
-/// splitmix64, for a crash schedule reproducible from the printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn ms(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.next() % (hi - lo))
-    }
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().map(|v| {
-        v.parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number"))
-    })
-}
 
 fn value(n: u64, i: usize) -> String {
     format!("b{n:08}-r{i}-{}", "s".repeat(64 + (n % 200) as usize))
@@ -187,12 +163,7 @@ fn mirroring_under_load_with_crashes_on_both_sides_loses_nothing() {
         return;
     };
     let secs = env_u64("MIRRORLOG_SOAK_SECS").unwrap_or(20);
-    let seed = env_u64("MIRRORLOG_SOAK_SEED").unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64
-    });
+    let seed = seed_from_env("MIRRORLOG_SOAK_SEED");
     eprintln!("soak: {secs} s of crashes, MIRRORLOG_SOAK_SEED={seed}");
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().unwrap();
@@ -240,8 +211,8 @@ fn mirroring_under_load_with_crashes_on_both_sides_loses_nothing() {
     let (mut src_kills, mut dst_kills) = (0, 0);
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(secs) {
-        std::thread::sleep(rng.ms(1000, 3000));
-        let down = rng.ms(0, 500);
+        std::thread::sleep(rng.between_ms(1000, 3000));
+        let down = rng.between_ms(0, 500);
         if rng.next().is_multiple_of(2) {
             src.kill();
             std::thread::sleep(down);

@@ -7,10 +7,10 @@
 mod common;
 
 use bytes::Bytes;
-use common::Dest;
+use common::{Dest, log_bytes};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
+use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
 use mirrorlog_index::{
     LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
@@ -109,20 +109,6 @@ fn records(n: usize, codec: Compression) -> Bytes {
     b.build().into_bytes()
 }
 
-fn bytes_of(h: &PartitionHandle) -> Bytes {
-    let log = h.read();
-    log.read(
-        log.log_start_offset(),
-        i32::MAX as u32,
-        FetchIsolation::LogEnd,
-        true,
-    )
-    .unwrap()
-    .records
-    .map(|r| r.slice.read_all().unwrap())
-    .unwrap_or_default()
-}
-
 /// Drives the mirror until two rounds in a row append nothing (a truncation round appends
 /// nothing but is followed by one that does).
 fn catch_up(w: &World) {
@@ -169,8 +155,8 @@ fn a_mirror_catches_up_byte_for_byte_and_fails_over_mid_transaction() {
     assert_eq!(state(&w, "orders", 0), S::Mirroring);
     for p in 0..2 {
         assert_eq!(
-            bytes_of(&h(&w.dst, "orders", p)),
-            bytes_of(&h(&w.src, "orders", p)),
+            log_bytes(&h(&w.dst, "orders", p)),
+            log_bytes(&h(&w.src, "orders", p)),
             "partition {p}"
         );
     }
@@ -205,8 +191,8 @@ fn a_mirror_catches_up_byte_for_byte_and_fails_over_mid_transaction() {
     w.mirror.resume_topic("orders").unwrap();
     catch_up(&w);
     assert_eq!(
-        bytes_of(&h(&w.dst, "orders", 0)),
-        bytes_of(&h(&w.src, "orders", 0))
+        log_bytes(&h(&w.dst, "orders", 0)),
+        log_bytes(&h(&w.src, "orders", 0))
     );
     w.mirror.stop_topic("orders").unwrap();
     assert_eq!(state(&w, "orders", 0), S::Stopped);
@@ -360,7 +346,7 @@ fn divergence_fails_without_ule_support_and_recovers_with_it() {
         catch_up(&w);
         if ule {
             assert_eq!(state(&w, "d", 0), S::Mirroring);
-            assert_eq!(bytes_of(&h(&w.dst, "d", 0)), bytes_of(&h(&w.src, "d", 0)));
+            assert_eq!(log_bytes(&h(&w.dst, "d", 0)), log_bytes(&h(&w.src, "d", 0)));
         } else {
             assert_eq!(state(&w, "d", 0), S::Failed);
             let f = w.mirror.describe()[0].failure.clone().unwrap();
@@ -432,8 +418,8 @@ fn a_manager_reopened_over_the_same_store_resumes_each_partition_in_its_state() 
     };
     catch_up(&w2);
     assert_eq!(
-        bytes_of(&h(&w2.dst, "orders", 0)),
-        bytes_of(&h(&w2.src, "orders", 0))
+        log_bytes(&h(&w2.dst, "orders", 0)),
+        log_bytes(&h(&w2.src, "orders", 0))
     );
     // Resumed from the log end: no LOG_ALIGNMENT round trip (which truncates and bumps the
     // state epoch) happened.
@@ -525,7 +511,7 @@ fn the_destination_epoch_stays_above_a_climbing_source_epoch() {
     // 30 elections with bumps of 10 once within 3: one bump per 7-8 elections.
     assert!((3..=5).contains(&bumps), "{bumps} bumps");
     catch_up(&w);
-    assert_eq!(bytes_of(&dest), bytes_of(&h(&w.src, "e", 0)));
+    assert_eq!(log_bytes(&dest), log_bytes(&h(&w.src, "e", 0)));
     // The bumped epoch survives a broker restart: the destination reopens with only its batch
     // epochs in the cache, and the manager raises the leader epoch from `__mirror_state`.
     let before = dest.read().leader_epoch();

@@ -4,7 +4,10 @@
 //! nothing), divergence after an unclean election on the source, a fetch below the source's log
 //! start, and a corrupt batch from the source.
 
+mod common;
+
 use bytes::Bytes;
+use common::log_bytes;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
@@ -146,20 +149,6 @@ fn sync(src: &PartitionHandle, dest: &PartitionHandle) {
     panic!("did not converge");
 }
 
-fn all_bytes(h: &PartitionHandle) -> Bytes {
-    let log = h.read();
-    log.read(
-        log.log_start_offset(),
-        i32::MAX as u32,
-        FetchIsolation::LogEnd,
-        true,
-    )
-    .unwrap()
-    .records
-    .map(|r| r.slice.read_all().unwrap())
-    .unwrap_or_default()
-}
-
 #[test]
 fn mirrored_batches_are_byte_identical_at_identical_offsets() {
     let (_s, src) = side(false);
@@ -179,7 +168,7 @@ fn mirrored_batches_are_byte_identical_at_identical_offsets() {
     produce(&src, txn(7, 0, 3), 5, LeaderOrigin::Client);
     produce(&src, marker(7, true, 3), 5, LeaderOrigin::Coordinator);
     sync(&src, &dest);
-    assert_eq!(all_bytes(&dest), all_bytes(&src));
+    assert_eq!(log_bytes(&dest), log_bytes(&src));
     let (s, d) = (src.read(), dest.read());
     assert_eq!(d.log_end_offset(), s.log_end_offset());
     assert_eq!(
@@ -324,7 +313,7 @@ fn divergence_after_an_unclean_election_on_the_source_truncates_and_continues() 
     assert_eq!(truncate_to, Offset(10));
     dest.write().truncate_to(truncate_to).unwrap();
     sync(&src, &dest);
-    assert_eq!(all_bytes(&dest), all_bytes(&src));
+    assert_eq!(log_bytes(&dest), log_bytes(&src));
 }
 
 #[test]
@@ -458,7 +447,7 @@ fn a_batch_epoch_above_the_destination_epoch_bumps_it_before_the_append() {
         FetchOutcome::Appended { epoch_bump, .. } => assert_eq!(epoch_bump, Some(LeaderEpoch(22))),
         other => panic!("{other:?}"),
     }
-    assert_eq!(all_bytes(&dest), all_bytes(&src));
+    assert_eq!(log_bytes(&dest), log_bytes(&src));
     // The stop draws its line above the bumped epoch, not just above the mirrored ones.
     let report = stop_partition(&dest, "src", T0).unwrap();
     assert_eq!(report.last_mirror_epoch, LeaderEpoch(12));

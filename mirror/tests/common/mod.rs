@@ -1,4 +1,5 @@
 //! Shared by the mirror's integration tests.
+#![allow(dead_code)]
 
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::{LogManager, PartitionHandle};
@@ -6,6 +7,21 @@ use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_mirror::manager::DestinationTopics;
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
 use std::sync::Arc;
+
+/// Every byte of a partition's log from its log start to its end, as one buffer.
+pub fn log_bytes(h: &PartitionHandle) -> bytes::Bytes {
+    let log = h.read();
+    log.read(
+        log.log_start_offset(),
+        i32::MAX as u32,
+        mirrorlog_engine::log::FetchIsolation::LogEnd,
+        true,
+    )
+    .unwrap()
+    .records
+    .map(|r| r.slice.read_all().unwrap())
+    .unwrap_or_default()
+}
 
 /// Destination topics straight on the log manager, as the broker's: created read-only, made
 /// read-only again when a stopped topic is mirrored again, writable when stopped.

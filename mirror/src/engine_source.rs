@@ -96,6 +96,8 @@ struct Faults {
     fail_with: Option<SourceError>,
     /// Partitions whose next non-empty fetched records get a byte flipped.
     corrupt: BTreeSet<(String, i32)>,
+    /// Partitions the next metadata answer reports with an old (leader, epoch).
+    stale: BTreeMap<(String, i32), (i32, LeaderEpoch)>,
     groups: BTreeMap<String, Group>,
 }
 
@@ -135,6 +137,7 @@ impl EngineSource {
                 fail_calls: 0,
                 fail_with: None,
                 corrupt: BTreeSet::new(),
+                stale: BTreeMap::new(),
                 groups: BTreeMap::new(),
             }),
         })
@@ -172,6 +175,21 @@ impl EngineSource {
             .lock()
             .corrupt
             .insert((topic.to_string(), partition));
+    }
+
+    /// The next metadata answer reports `topic`-`partition` led by `leader` in `epoch`: what a
+    /// broker that has not yet heard of the newest leader answers (stale metadata).
+    pub fn stale_metadata_next(
+        &self,
+        topic: &str,
+        partition: i32,
+        leader: i32,
+        epoch: LeaderEpoch,
+    ) {
+        self.faults
+            .lock()
+            .stale
+            .insert((topic.to_string(), partition), (leader, epoch));
     }
 
     /// From now on metadata reports cluster id `id` (a different cluster behind the same
@@ -323,10 +341,14 @@ fn error_data(topic: &str, partition: i32, error: ErrorCode) -> PartitionData {
 impl SourceCluster for EngineSource {
     fn metadata(&self, topics: Option<&[String]>) -> Result<SourceMetadata, SourceError> {
         self.maybe_fail()?;
+        let stale = std::mem::take(&mut self.faults.lock().stale);
         let mut by_name: BTreeMap<String, SourceTopic> = BTreeMap::new();
         for h in self.logs.partitions() {
             let tp = h.topic_partition();
-            let epoch = leader_epoch(&h.read());
+            let (leader, epoch) = stale
+                .get(&(tp.topic.clone(), tp.partition))
+                .copied()
+                .unwrap_or((self.node_id, leader_epoch(&h.read())));
             let t = by_name
                 .entry(tp.topic.clone())
                 .or_insert_with(|| SourceTopic {
@@ -338,7 +360,7 @@ impl SourceCluster for EngineSource {
                 });
             t.partitions.push(SourcePartition {
                 partition: tp.partition,
-                leader: self.node_id,
+                leader,
                 leader_epoch: epoch,
                 error: codes::NONE,
             });

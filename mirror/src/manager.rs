@@ -24,17 +24,17 @@
 use crate::group_sync::{GroupOffsetsSink, GroupSyncReport, sync_group_offsets_where};
 use crate::partition::{
     FetchOutcome, align_to_last_mirror_epoch, apply_fetched, epoch_bump_target, fetch_position,
-    stop_partition,
+    last_mirrored_epoch, stop_partition_after,
 };
 use crate::source::{FetchRequest, PartitionFetch, SourceCluster, SourceError};
 use crate::state::{
     MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, RetryBackoff, StateError,
 };
 use mirrorlog_engine::clock::Clock;
-use mirrorlog_engine::manager::LogManager;
+use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -652,25 +652,29 @@ impl MirrorManager {
     /// The state cannot be persisted.
     pub fn recover_topic(&self, topic: &str) -> Result<usize, MirrorError> {
         let mut n = 0;
+        let mut stopping = false;
         for (key, entry) in self.topic_entries(topic)? {
             let mut e = entry.lock();
             if e.state.state != S::Failed {
                 continue;
             }
-            let target = match e.state.failure.as_ref().map(|f| f.previous_state) {
-                Some(p) if S::Failed.can_transition_to(p) && p != S::Failed => p,
-                Some(S::Unknown) => S::LogAlignment,
-                Some(S::Stopped) => S::Stopping,
-                _ => S::Mirroring,
-            };
+            let target = e.state.retry_target();
             let epoch = e.state.state_epoch;
             let mut next = e.state.clone();
             next.clear_failure();
             next.transition(target, epoch, self.now())?;
             self.store.put_if_epoch(&next, epoch)?;
             e.state = next;
-            self.ensure_leader_epoch(&key, &mut e);
             n += 1;
+            if e.state.state == S::Stopping {
+                stopping = true;
+                self.finish_stop(&key, &mut e)?;
+            } else {
+                self.ensure_leader_epoch(&key, &mut e);
+            }
+        }
+        if stopping {
+            self.open_if_stopped(topic)?;
         }
         Ok(n)
     }
@@ -935,12 +939,19 @@ impl MirrorManager {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        let mut stopped_topics = BTreeSet::new();
         for (key, entry) in entries {
             let mut e = entry.lock();
             if let Some(target) = e.state.due_retry(self.now())
                 && self.move_to(&mut e, target).is_ok()
             {
                 self.ensure_leader_epoch(&key, &mut e);
+            }
+            // A stop that did not finish: a retry of a failed one, or one a crash interrupted
+            // (restored in STOPPING). Nothing else would ever finish it, and the topic stays
+            // read-only until it does.
+            if e.state.state == S::Stopping && self.finish_stop(&key, &mut e).is_ok() {
+                stopped_topics.insert(key.topic.clone());
             }
             if e.state.state == S::LogAlignment {
                 let Some(dest) = self.logs.get(&key) else {
@@ -971,6 +982,11 @@ impl MirrorManager {
                         self.fail(&key, &mut e, &format!("log alignment failed: {err}"), true)
                     }
                 }
+            }
+        }
+        for topic in stopped_topics {
+            if let Err(err) = self.open_if_stopped(&topic) {
+                tracing::warn!(mirror = %self.config.name, topic, "making the stopped topic writable failed: {err}");
             }
         }
     }
@@ -1093,8 +1109,14 @@ impl MirrorManager {
                 match known {
                     Some(entry) => {
                         let mut e = entry.lock();
-                        e.source_leader = p.leader;
-                        e.source_epoch = p.leader_epoch;
+                        // Stale metadata (a broker that has not heard of the newer leader yet)
+                        // never moves the leader back: Kafka's clients keep the newer epoch.
+                        if p.leader_epoch >= e.source_epoch {
+                            e.source_leader = p.leader;
+                            e.source_epoch = p.leader_epoch;
+                        } else {
+                            tracing::debug!(mirror = %self.config.name, partition = %key, known = e.source_epoch.get(), answered = p.leader_epoch.get(), "ignored stale source metadata");
+                        }
                         self.ensure_leader_epoch(&key, &mut e);
                     }
                     None => {
@@ -1456,32 +1478,65 @@ impl MirrorManager {
     /// # Errors
     /// Unknown topic, or a partition whose stop failed (it stays read-only, FAILED).
     pub fn stop_topic(&self, topic: &str) -> Result<(), MirrorError> {
-        let cluster = self.source_cluster_id.lock().clone().unwrap_or_default();
         for (key, entry) in self.topic_entries(topic)? {
             let mut e = entry.lock();
-            if e.state.state == S::Stopped {
-                continue;
+            match e.state.state {
+                S::Stopped => continue,
+                // An interrupted stop (a crash, or a failure then a retry or recover): its last
+                // mirror epoch was recorded when it entered STOPPING.
+                S::Stopping => {}
+                _ => {
+                    let dest = self.dest_log(&key)?;
+                    // Recorded with STOPPING, before the sequence writes anything, so a re-run
+                    // after a crash knows what was mirrored.
+                    e.state.last_mirror_epoch = last_mirrored_epoch(&dest);
+                    self.move_to(&mut e, S::Stopping)?;
+                }
             }
-            self.move_to(&mut e, S::Stopping)?;
-            let dest = self
-                .logs
-                .get(&key)
-                .ok_or_else(|| MirrorError::Invalid(format!("{key} has no destination log")))?;
-            match stop_partition(&dest, &cluster, self.now()) {
-                Ok(report) => {
-                    e.state.last_mirror_epoch = report.last_mirror_epoch;
-                    e.state.destination_leader_epoch = report.new_leader_epoch;
-                    self.move_to(&mut e, S::Stopped)?;
-                }
-                Err(err) => {
-                    self.fail(&key, &mut e, &format!("stop failed: {err}"), true);
-                    return Err(err.into());
-                }
+            self.finish_stop(&key, &mut e)?;
+        }
+        self.open_if_stopped(topic)
+    }
+
+    fn dest_log(&self, key: &TopicPartition) -> Result<Arc<PartitionHandle>, MirrorError> {
+        self.logs
+            .get(key)
+            .ok_or_else(|| MirrorError::Invalid(format!("{key} has no destination log")))
+    }
+
+    /// Runs the stop sequence for a partition in STOPPING with the last mirror epoch its state
+    /// recorded, then STOPPED. A failure moves it to FAILED (retryable: the retry comes back to
+    /// STOPPING and [`drive`](Self::drive) finishes the stop).
+    fn finish_stop(&self, key: &TopicPartition, e: &mut Entry) -> Result<(), MirrorError> {
+        debug_assert_eq!(e.state.state, S::Stopping);
+        let cluster = self.source_cluster_id.lock().clone().unwrap_or_default();
+        let r = self.dest_log(key).and_then(|dest| {
+            stop_partition_after(&dest, e.state.last_mirror_epoch, &cluster, self.now())
+                .map_err(MirrorError::from)
+        });
+        match r {
+            Ok(report) => {
+                e.state.destination_leader_epoch = report.new_leader_epoch;
+                self.move_to(e, S::Stopped)
+            }
+            Err(err) => {
+                self.fail(key, e, &format!("stop failed: {err}"), true);
+                Err(err)
             }
         }
-        self.topics_api
-            .set_read_only(topic, false)
-            .map_err(MirrorError::Invalid)?;
+    }
+
+    /// Makes `topic` writable once every one of its mirrored partitions is STOPPED.
+    fn open_if_stopped(&self, topic: &str) -> Result<(), MirrorError> {
+        let all_stopped = self
+            .topic_entries(topic)?
+            .iter()
+            .all(|(_, e)| e.lock().state.state == S::Stopped);
+        if all_stopped {
+            self.topics_api
+                .set_read_only(topic, false)
+                .map_err(MirrorError::Invalid)?;
+        }
         Ok(())
     }
 

@@ -304,8 +304,9 @@ pub struct StopReport {
 /// record the last mirror epoch, bump the local leader epoch above everything mirrored, append an
 /// ABORT marker for every open transaction (so READ_COMMITTED consumers never see a partial
 /// one), append one MIRROR_PID_RESET barrier (so no producer learned from the source survives),
-/// make everything durable and the partition writable. Idempotent in effect: running it again
-/// bumps the epoch again and writes another barrier, never loses data.
+/// make everything durable and the partition writable. The last mirror epoch is read from the
+/// log ([`last_mirrored_epoch`]) first; a caller that may be re-running an interrupted stop uses
+/// [`stop_partition_after`] with the epoch it recorded before the first attempt.
 ///
 /// # Errors
 /// Storage failures; the partition then stays read-only.
@@ -314,11 +315,35 @@ pub fn stop_partition(
     source_cluster_id: &str,
     now_ms: i64,
 ) -> Result<StopReport, EngineError> {
-    let mut log = dest.write();
-    let lme = log
+    let lme = last_mirrored_epoch(dest);
+    stop_partition_after(dest, lme, source_cluster_id, now_ms)
+}
+
+/// The latest leader epoch in the partition's epoch cache: before a stop, the epoch of the
+/// newest mirrored data (mirror appends keep the source's epochs; the destination's own bumps
+/// only raise the epoch it stamps, they add no cache entry). −1 for an empty cache.
+pub fn last_mirrored_epoch(dest: &PartitionHandle) -> LeaderEpoch {
+    dest.read()
         .epoch_cache()
         .latest_epoch()
-        .unwrap_or(LeaderEpoch::NONE);
+        .unwrap_or(LeaderEpoch::NONE)
+}
+
+/// The stop sequence of [`stop_partition`] with the last mirror epoch `lme` given: what a re-run
+/// of an interrupted stop needs (a crash or a storage failure after the first attempt assigned
+/// the stop's own epoch, so the cache no longer says what was mirrored). Running it again is
+/// safe: it bumps the epoch again, aborts whatever is still open, writes another barrier (a
+/// second MIRROR_PID_RESET with no producer between the two changes nothing), never loses data.
+///
+/// # Errors
+/// Storage failures; the partition then stays read-only.
+pub fn stop_partition_after(
+    dest: &PartitionHandle,
+    lme: LeaderEpoch,
+    source_cluster_id: &str,
+    now_ms: i64,
+) -> Result<StopReport, EngineError> {
+    let mut log = dest.write();
     // Above everything mirrored and above every bump (so above the source's epoch too: offsets
     // committed with a source epoch stay valid here).
     let new_epoch = LeaderEpoch(lme.max(log.leader_epoch()).get().max(-1) + 1);

@@ -651,12 +651,19 @@ impl PartitionMirrorState {
         if f.next_retry_ms < 0 || now_ms < f.next_retry_ms {
             return None;
         }
-        Some(match f.previous_state {
-            p if S::Failed.can_transition_to(p) && p != S::Failed => p,
-            S::Unknown => S::LogAlignment,
-            S::Stopped => S::Stopping,
+        Some(self.retry_target())
+    }
+
+    /// The state a retry (automatic, or an operator's recover) of this `FAILED` partition moves
+    /// to, by the rule [`due_retry`](Self::due_retry) describes; `MIRRORING` when no failure is
+    /// recorded.
+    pub fn retry_target(&self) -> MirrorPartitionState {
+        match self.failure.as_ref().map(|f| f.previous_state) {
+            Some(p) if S::Failed.can_transition_to(p) && p != S::Failed => p,
+            Some(S::Unknown) => S::LogAlignment,
+            Some(S::Stopped) => S::Stopping,
             _ => S::Mirroring,
-        })
+        }
     }
 }
 

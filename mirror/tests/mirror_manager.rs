@@ -109,6 +109,24 @@ fn records(n: usize, codec: Compression) -> Bytes {
     b.build().into_bytes()
 }
 
+/// Appends a transactional batch of producer 9 to the source's orders-0 in leader epoch `epoch`
+/// and leaves the transaction open.
+fn open_txn(w: &World, epoch: i32) {
+    let txn = BatchBuilder::new()
+        .producer(ProducerId(9), ProducerEpoch(0), Sequence(0))
+        .transactional(true)
+        .record(TimestampMs(T0), None, Some(b"partial"))
+        .build();
+    produce(
+        &w.src,
+        "orders",
+        0,
+        txn.into_bytes(),
+        epoch,
+        LeaderOrigin::Client,
+    );
+}
+
 /// Drives the mirror until two rounds in a row append nothing (a truncation round appends
 /// nothing but is followed by one that does).
 fn catch_up(w: &World) {
@@ -169,19 +187,7 @@ fn a_mirror_catches_up_byte_for_byte_and_fails_over_mid_transaction() {
     );
     assert!(refused.is_err());
     // More data, including an open transaction, then pause/resume, then failover.
-    let txn = BatchBuilder::new()
-        .producer(ProducerId(9), ProducerEpoch(0), Sequence(0))
-        .transactional(true)
-        .record(TimestampMs(T0), None, Some(b"partial"))
-        .build();
-    produce(
-        &w.src,
-        "orders",
-        0,
-        txn.into_bytes(),
-        1,
-        LeaderOrigin::Client,
-    );
+    open_txn(&w, 1);
     w.mirror.pause_topic("orders").unwrap();
     assert_eq!(
         w.mirror.fetch_round(0),
@@ -543,4 +549,154 @@ fn the_destination_epoch_stays_above_a_climbing_source_epoch() {
     )
     .unwrap();
     assert_eq!(reopened.read().leader_epoch(), before);
+}
+
+/// A source with an open transaction at epoch 3, caught up; returns the world.
+fn mirrored_with_open_txn(name: &str) -> World {
+    let w = world(MirrorConfig::new(name), &[("orders", 1)]);
+    produce(
+        &w.src,
+        "orders",
+        0,
+        records(4, Compression::None),
+        3,
+        LeaderOrigin::Client,
+    );
+    open_txn(&w, 3);
+    w.mirror.start_topics(&["orders".to_string()]).unwrap();
+    catch_up(&w);
+    assert_eq!(state(&w, "orders", 0), S::Mirroring);
+    w
+}
+
+/// The manager `w`'s broker would build on a restart over the same `__mirror_state`.
+fn restarted(w: &World, name: &str, clock: Arc<ManualClock>) -> Arc<MirrorManager> {
+    w.mirror.shutdown();
+    let store = Arc::new(MirrorStateStore::open(w.dst.clone(), 4).unwrap());
+    MirrorManager::new(
+        MirrorConfig::new(name),
+        w.source.clone(),
+        w.dst.clone(),
+        Arc::new(Dest(w.dst.clone())),
+        store,
+        clock,
+    )
+    .unwrap()
+}
+
+/// Moves the stored state of orders-0 as `f` says, the way the manager would have persisted it.
+fn rewrite_state(w: &World, f: impl FnOnce(&mut mirrorlog_mirror::state::PartitionMirrorState)) {
+    let store = MirrorStateStore::open(w.dst.clone(), 4).unwrap();
+    let mut st = store.all().into_iter().find(|s| s.partition == 0).unwrap();
+    let epoch = st.state_epoch;
+    f(&mut st);
+    store.put_if_epoch(&st, epoch).unwrap();
+}
+
+fn assert_stopped_cleanly(w: &World, m: &MirrorManager) {
+    let st = m.describe().into_iter().find(|s| s.partition == 0).unwrap();
+    assert_eq!(st.state, S::Stopped);
+    assert_eq!(
+        st.last_mirror_epoch,
+        LeaderEpoch(3),
+        "the epoch of the mirrored data, not the interrupted stop's own"
+    );
+    let d = h(&w.dst, "orders", 0);
+    let log = d.read();
+    assert!(!log.is_read_only(), "the finished stop opens the topic");
+    assert_eq!(log.last_stable_offset(), log.log_end_offset());
+    assert_eq!(log.producer_state().producer_count(), 0);
+    assert!(log.leader_epoch() > LeaderEpoch(3));
+}
+
+#[test]
+fn a_stop_interrupted_by_a_crash_is_finished_after_the_restart() {
+    let w = mirrored_with_open_txn("m-crash");
+    // The crash: STOPPING (with the last mirror epoch) persisted, the sequence half done (its
+    // epoch assigned, the abort and barrier written), STOPPED never persisted.
+    rewrite_state(&w, |st| {
+        st.last_mirror_epoch = LeaderEpoch(3);
+        st.transition(S::Stopping, st.state_epoch, T0).unwrap();
+    });
+    mirrorlog_mirror::partition::stop_partition(&h(&w.dst, "orders", 0), "source-cluster", T0)
+        .unwrap();
+    h(&w.dst, "orders", 0).write().set_read_only(true);
+
+    let again = restarted(&w, "m-crash", ManualClock::new(T0));
+    assert_eq!(again.topic_states("orders"), vec![S::Stopping]);
+    assert!(h(&w.dst, "orders", 0).read().is_read_only());
+    again.drive();
+    assert_stopped_cleanly(&w, &again);
+    // Finished once: another pass changes nothing.
+    let end = h(&w.dst, "orders", 0).read().log_end_offset();
+    again.drive();
+    assert_eq!(h(&w.dst, "orders", 0).read().log_end_offset(), end);
+}
+
+#[test]
+fn a_failed_stop_is_finished_by_its_retry_and_by_a_manual_recover() {
+    for manual in [false, true] {
+        let w = mirrored_with_open_txn("m-fail");
+        // The stop failed before writing anything: FAILED, retryable, previous state STOPPING.
+        rewrite_state(&w, |st| {
+            st.last_mirror_epoch = LeaderEpoch(3);
+            st.transition(S::Stopping, st.state_epoch, T0).unwrap();
+            st.fail(
+                "stop failed: injected",
+                true,
+                st.state_epoch,
+                T0,
+                &Default::default(),
+            )
+            .unwrap();
+        });
+        let clock = ManualClock::new(T0);
+        let again = restarted(&w, "m-fail", clock.clone());
+        assert_eq!(again.topic_states("orders"), vec![S::Failed]);
+        if manual {
+            assert_eq!(again.recover_topic("orders").unwrap(), 1);
+        } else {
+            again.drive();
+            assert_eq!(again.topic_states("orders"), vec![S::Failed], "backoff");
+            clock.advance(3_600_000);
+            again.drive();
+        }
+        assert_stopped_cleanly(&w, &again);
+    }
+}
+
+#[test]
+fn stale_source_metadata_does_not_move_the_leader_back() {
+    let w = world(MirrorConfig::new("m-stale"), &[("s", 1)]);
+    for _ in 0..3 {
+        source_leader_change(&w, "s", 0);
+    }
+    produce(
+        &w.src,
+        "s",
+        0,
+        records(3, Compression::None),
+        3,
+        LeaderOrigin::Client,
+    );
+    w.mirror.start_topics(&["s".to_string()]).unwrap();
+    w.mirror.sync().unwrap();
+    catch_up(&w);
+    // A broker that has not heard of the last two elections answers metadata: node 7, epoch 1.
+    w.source.stale_metadata_next("s", 0, 7, LeaderEpoch(1));
+    w.mirror.sync().unwrap();
+    produce(
+        &w.src,
+        "s",
+        0,
+        records(2, Compression::None),
+        3,
+        LeaderOrigin::Client,
+    );
+    // Still fetching from the real leader (node 1): a fetch to node 7 would come back
+    // NOT_LEADER_OR_FOLLOWER and append nothing.
+    w.mirror.drive();
+    assert!(w.mirror.fetch_round(0) > 0, "fetched from the newer leader");
+    catch_up(&w);
+    assert_eq!(log_bytes(&h(&w.dst, "s", 0)), log_bytes(&h(&w.src, "s", 0)));
 }

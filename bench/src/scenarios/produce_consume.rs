@@ -49,7 +49,9 @@
 //!
 //! mirrorlog runs in-process ([`RunningBroker::start_local`]) unless
 //! `$MIRRORLOG_BENCH_BROKER_BIN` names a `mirrorlog` binary, which is then spawned as
-//! `mirrorlog serve` (a separate process, as the peers are); `ours_server` says which.
+//! `mirrorlog serve` (a separate process, as the peers are), with `--config
+//! $MIRRORLOG_BENCH_BROKER_CONFIG` when that is set (e.g. a file saying `log.io.mode=direct`);
+//! `ours_server` says which.
 
 use crate::harness::{Opts, Report, interleave, median, percentile_us, round3, scratch_dir};
 use crate::peers::{self, PeerKind, ServerProcess};
@@ -181,6 +183,9 @@ impl OursServer {
                     .arg(data_dir)
                     .arg("--listen")
                     .arg(format!("127.0.0.1:{port}"));
+                if let Some(config) = std::env::var_os("MIRRORLOG_BENCH_BROKER_CONFIG") {
+                    cmd.arg("--config").arg(config);
+                }
                 let log = data_dir.with_extension("log");
                 Ok(OursServer::Process(ServerProcess::spawn(
                     "mirrorlog",

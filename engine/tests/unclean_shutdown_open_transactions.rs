@@ -5,10 +5,8 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};
+use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, OpenOffsets, Shutdown};
 use mirrorlog_index::{LeaderEpoch, Offset, ProducerId};
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
 
 #[test]
 fn open_transactions_survive_an_unclean_shutdown() {
@@ -46,16 +44,7 @@ fn open_transactions_survive_an_unclean_shutdown() {
         high_watermark: Offset(8),
         ..Default::default()
     };
-    let (mut log, _) = PartitionLog::open(
-        Arc::new(PwriteStorage::new()),
-        dir.path(),
-        "t-0",
-        small_config(),
-        clock,
-        Shutdown::Unclean,
-        offsets,
-    )
-    .unwrap();
+    let (mut log, _) = reopen_unclean(dir.path(), clock, offsets);
     assert_eq!(log.high_watermark(), Offset(8));
     assert_eq!(log.last_stable_offset(), Offset(2));
     let aborted = log.collect_aborted_txns(Offset(0), Offset(8)).unwrap();

@@ -174,6 +174,17 @@ impl FileSlice {
         self.file.read_exact_at(&mut v, self.position.as_u64())?;
         Ok(Bytes::from(v))
     }
+
+    /// Reads the slice into `buf`, which ends up exactly the slice's length. The buffer's memory
+    /// is reused: a reader that keeps one buffer for every read pays no allocation and no
+    /// zero-fill (only bytes beyond the buffer's previous length are zeroed before the read).
+    ///
+    /// # Errors
+    /// The read failed or the file ended first; `buf`'s content is then unspecified.
+    pub fn read_into(&self, buf: &mut Vec<u8>) -> Result<(), IoError> {
+        buf.resize(self.length as usize, 0);
+        self.file.read_exact_at(buf, self.position.as_u64())
+    }
 }
 
 impl fmt::Debug for FileSlice {
@@ -967,12 +978,19 @@ impl ActiveSegment {
 
     /// Makes everything appended so far durable: `fdatasync` of the log, `msync` of the indexes.
     pub fn flush(&mut self) -> SegmentResult<()> {
-        self.check_usable()?;
-        self.io(|r| r.log.sync_data())?;
+        self.sync_log()?;
         self.r.offset_index.flush()?;
         self.r.time_index.flush()?;
         self.r.txn_index.flush()?;
         Ok(())
+    }
+
+    /// Makes the appended batches durable (`fdatasync` of the `.log`) but not the indexes: enough
+    /// for a segment that a reopen after a crash always scans and re-indexes (the engine's active
+    /// segment). [`flush`](Self::flush) syncs the indexes too.
+    pub fn sync_log(&mut self) -> SegmentResult<()> {
+        self.check_usable()?;
+        self.io(|r| r.log.sync_data())
     }
 
     /// Kafka's `LogSegment.truncateTo`: removes every batch whose last offset is ≥ `offset`

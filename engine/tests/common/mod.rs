@@ -54,6 +54,25 @@ pub fn open_with(
         .0
 }
 
+/// Reopens the log in `dir` after a crash (`Shutdown::Unclean`) with `small_config` and the
+/// checkpointed `offsets`, with the load report.
+pub fn reopen_unclean(
+    dir: &Path,
+    clock: Arc<dyn Clock>,
+    offsets: OpenOffsets,
+) -> (PartitionLog, mirrorlog_engine::log::LoadReport) {
+    PartitionLog::open(
+        Arc::new(PwriteStorage::new()),
+        dir,
+        "t-0",
+        small_config(),
+        clock,
+        Shutdown::Unclean,
+        offsets,
+    )
+    .unwrap()
+}
+
 /// A client batch (base offset 0) of `n` records `v{i}`.
 pub fn client_batch(n: usize, ts: i64) -> Bytes {
     let mut b = BatchBuilder::new();

@@ -107,6 +107,13 @@ fn reads_return_file_slices_bounded_by_bytes_and_position() {
         assert_eq!(d.first_batch_offset, Offset(2));
         assert_eq!(d.slice.position, FilePosition(size0));
         assert_eq!(&d.slice.read_all().unwrap()[..], &all[size0 as usize..]);
+        // Into a reused buffer, longer and then shorter than the slice: exactly the slice.
+        let mut buf = vec![7u8; all.len() + 100];
+        d.slice.read_into(&mut buf).unwrap();
+        assert_eq!(&buf[..], &all[size0 as usize..]);
+        let small = seg.read(Offset(0), size0, None, false).unwrap().unwrap();
+        small.slice.read_into(&mut buf).unwrap();
+        assert_eq!(&buf[..], &all[..size0 as usize]);
         assert!(
             d.slice.file.raw_fd().is_some(),
             "real backends expose a descriptor for sendfile"

@@ -7,20 +7,26 @@
 //!   the same bytes with 16 KiB `pwrite`s and one `fdatasync`);
 //! - `*-sync-per-batch`: a sync after every batch (baseline `raw_pwrite+fdatasync_per_batch`);
 //! - `*-read`: everything read back, warm, from a log written beforehand (baseline `raw_pread`:
-//!   1 MiB `pread`s of a file of the same bytes).
+//!   1 MiB `pread`s of a file of the same bytes);
+//! - `*-read-cold`: the same, after every file of each log (and the baseline's file) was dropped
+//!   from the page cache (`posix_fadvise(DONTNEED)` after its `fdatasync`, untimed) at the start
+//!   of every round, so the bytes come from the disk. Pages a log keeps mapped (mirrorlog's and
+//!   commitlog's indexes) stay. raft-engine serves `get` from its memtable, so its cold read is
+//!   still a memory read (its line says so with `reads_from: "memtable"`).
 //!
 //! How each is driven:
 //!
 //! | engine | append | sync | read |
 //! |---|---|---|---|
-//! | mirrorlog | `PartitionLog::append_as_follower` of one Kafka batch (16 records) | `PartitionLog::flush` (`fdatasync` of the active segment) | `PartitionLog::read` of 1 MiB, the slice read out |
+//! | mirrorlog | `PartitionLog::append_as_follower` of one Kafka batch (16 records) | `PartitionLog::flush` (`fdatasync` of the active segment) | `PartitionLog::read` of 1 MiB, the slice read out into one reused buffer (`FileSlice::read_into`), its batch headers walked |
 //! | commitlog | `CommitLog::append` of a `MessageBuf` of 16 messages | `CommitLog::flush` **does not fsync** (it writes out its buffers and msyncs nothing durable), so the scenario then calls `fdatasync` on every segment and index file itself | `CommitLog::read` of 1 MiB at a time |
 //! | raft-engine | `Engine::write` of a `LogBatch` of 16 `put`s (region 1, 8-byte keys) | `write(…, sync = true)`, or `Engine::sync` at the end | `Engine::get` of every key — raft-engine keeps put key-values in its memtable, so this reads memory |
 //!
 //! `ratio` is against the raw baseline; mirrorlog's lines also carry `ratio_vs_commitlog` and
 //! `ratio_vs_raft_engine` (mirrorlog's throughput ÷ the peer's, same phase, same rounds).
-//! Sizes: `sync-end` and `read` 256 MiB (the 1 GiB takes minutes per round here; the
-//! ratios did not move with size in `append`), `sync-per-batch` 32 MiB; `--quick` 1 MiB.
+//! Sizes: 1 GiB per phase (65 536 batches; `sync-per-batch` is 65 536 syncs per engine per
+//! round, several minutes in all), `MIRRORLOG_BENCH_LOG_PEERS_MIB` overrides it; `--quick`
+//! 1 MiB.
 
 use crate::fixtures::{BatchRun, batch_run_in_epoch, batches_for};
 use crate::harness::{Opts, Report, interleave, scratch_dir};
@@ -32,7 +38,6 @@ use mirrorlog_engine::clock::{Clock, SystemClock};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::{FetchIsolation, PartitionLog, ReplicaOrigin};
 use mirrorlog_index::Offset;
-use mirrorlog_segment::batch::Batches;
 use mirrorlog_segment::io::{PwriteStorage, Storage};
 use serde_json::json;
 use std::fs::File;
@@ -65,14 +70,17 @@ fn records(run: &BatchRun, i: usize) -> Vec<&[u8]> {
 
 /// Runs the scenario.
 pub fn run(opts: Opts) -> Result<Vec<Report>> {
-    let (big, small) = if opts.quick {
-        (1 << 20, 1 << 20)
+    let big = if opts.quick {
+        1 << 20
     } else {
-        (256 << 20, 32 << 20)
+        std::env::var("MIRRORLOG_BENCH_LOG_PEERS_MIB")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(1024)
+            << 20
     };
     let rounds = if opts.quick { 2 } else { 3 };
     let run_big = batch_run_in_epoch(Offset(0), batches_for(big), EPOCH);
-    let run_small = batch_run_in_epoch(Offset(0), batches_for(small), EPOCH);
     let scratch = scratch_dir(SCENARIO, 8 * run_big.len_bytes())?;
     let root = scratch.path();
     let storage: Arc<dyn Storage> = Arc::new(PwriteStorage::new());
@@ -80,7 +88,7 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
     let mut reports = Vec::new();
     for (phase, run, sync) in [
         ("sync-end", &run_big, Sync::End),
-        ("sync-per-batch", &run_small, Sync::PerBatch),
+        ("sync-per-batch", &run_big, Sync::PerBatch),
     ] {
         if !opts.quick {
             eprintln!("{SCENARIO}: {phase}, {} batches per round", run.count);
@@ -108,13 +116,59 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
     let ml_log = mirrorlog_write(&storage, &clock, &dir.join("ml"), run, Sync::End);
     let cl_log = commitlog_write(&dir.join("cl"), run, Sync::End);
     let re_log = raft_engine_write(&dir.join("re"), run, Sync::End);
-    let mut base = || raw_read_round(&raw_path, run.len_bytes());
-    let mut ml = || mirrorlog_read_round(&ml_log, run);
-    let mut cl = || commitlog_read_round(&cl_log, run);
-    let mut re = || raft_engine_read_round(&re_log, run);
-    let medians = interleave(rounds, &mut [&mut base, &mut ml, &mut cl, &mut re]);
-    reports.extend(phase_reports("read", "raw_pread", run, &medians));
+    for (phase, cold) in [("read", false), ("read-cold", true)] {
+        let evict = |path: &Path| {
+            if cold {
+                drop_from_page_cache(path);
+            }
+        };
+        let mut base = || {
+            evict(&raw_path);
+            raw_read_round(&raw_path, run.len_bytes())
+        };
+        let mut ml = || {
+            evict(&dir.join("ml"));
+            mirrorlog_read_round(&ml_log, run)
+        };
+        let mut cl = || {
+            evict(&dir.join("cl"));
+            commitlog_read_round(&cl_log, run)
+        };
+        let mut re = || {
+            evict(&dir.join("re"));
+            raft_engine_read_round(&re_log, run)
+        };
+        let medians = interleave(rounds, &mut [&mut base, &mut ml, &mut cl, &mut re]);
+        let mut phase_lines = phase_reports(phase, "raw_pread", run, &medians);
+        if cold && let Some(re_line) = phase_lines.get_mut(2) {
+            re_line.extra.push(("reads_from", json!("memtable")));
+        }
+        reports.extend(phase_lines);
+    }
     Ok(reports)
+}
+
+/// `fdatasync`s and then drops from the page cache every file under `path` (a file or a
+/// directory, recursively): clean pages nobody maps go, so the next read comes from the disk.
+fn drop_from_page_cache(path: &Path) {
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).expect("list a log directory") {
+            drop_from_page_cache(&entry.expect("an entry").path());
+        }
+        return;
+    }
+    let f = File::open(path).expect("open a file to evict");
+    f.sync_data().expect("fdatasync before evicting");
+    // SAFETY: a plain syscall on a descriptor we own; no memory is passed.
+    let r = unsafe {
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            0,
+            0,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    assert_eq!(r, 0, "posix_fadvise(DONTNEED) of {}", path.display());
 }
 
 /// One report per engine of a phase: `medians` = [baseline, mirrorlog, commitlog, raft-engine].
@@ -236,6 +290,7 @@ fn mirrorlog_write_round(
 }
 
 fn mirrorlog_read_round(log: &PartitionLog, run: &BatchRun) -> Duration {
+    let mut buf = Vec::new();
     let t = Instant::now();
     let mut at = Offset(0);
     let mut bytes = 0usize;
@@ -244,11 +299,20 @@ fn mirrorlog_read_round(log: &PartitionLog, run: &BatchRun) -> Duration {
             .read(at, 1 << 20, FetchIsolation::LogEnd, true)
             .expect("mirrorlog read");
         let data = info.records.expect("records below the log end");
-        let buf = data.slice.read_all().expect("read the slice");
-        for b in Batches::new(buf) {
-            let b = b.expect("a whole batch");
-            bytes += b.size_bytes();
-            at = b.next_offset();
+        data.slice.read_into(&mut buf).expect("read the slice");
+        // The batch headers (baseOffset at 0, batchLength at 8, lastOffsetDelta at 23).
+        let mut pos = 0;
+        while pos + 27 <= buf.len() {
+            let be = |at: usize, n: usize| {
+                buf[pos + at..pos + at + n]
+                    .iter()
+                    .fold(0i64, |v, b| (v << 8) | i64::from(*b))
+            };
+            let size = 12 + be(8, 4) as usize;
+            assert!(pos + size <= buf.len(), "a whole batch");
+            bytes += size;
+            at = Offset(be(0, 8) + be(23, 4) + 1);
+            pos += size;
         }
     }
     let d = t.elapsed();

@@ -309,7 +309,10 @@ fn mirrorlog_read_round(log: &PartitionLog, run: &BatchRun) -> Duration {
                     .fold(0i64, |v, b| (v << 8) | i64::from(*b))
             };
             let size = 12 + be(8, 4) as usize;
-            assert!(pos + size <= buf.len(), "a whole batch");
+            if pos + size > buf.len() {
+                // The byte limit cut this batch: the next read starts at it.
+                break;
+            }
             bytes += size;
             at = Offset(be(0, 8) + be(23, 4) + 1);
             pos += size;

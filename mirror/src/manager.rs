@@ -792,7 +792,10 @@ impl MirrorManager {
                     synced_configs: None,
                 },
             );
-            self.sync_topic_configs(&t.name);
+            // Before the first fetch: a partition must never hold mirrored data under the
+            // destination's defaults (a default `retention.ms` deletes old source data as it
+            // lands; the periodic sync would only fix that a refresh interval later).
+            self.copy_topic_configs(&t.name);
             for p in &t.partitions {
                 self.start_partition(&t.name, t.id, p.partition, p.leader, p.leader_epoch)?;
             }
@@ -1207,6 +1210,12 @@ impl MirrorManager {
         if states.is_empty() || states.iter().all(|s| *s == S::Stopped) {
             return;
         }
+        self.copy_topic_configs(topic);
+    }
+
+    /// Copies the source topic's configs (less `mirror.topic.properties.exclude`) to the
+    /// destination topic when they changed since the last copy.
+    fn copy_topic_configs(&self, topic: &str) {
         let configs = match self.source.topic_configs(topic) {
             Ok(c) => c,
             Err(e) => {

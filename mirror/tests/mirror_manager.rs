@@ -16,7 +16,7 @@ use mirrorlog_index::{
     LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
 };
 use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
+use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
 use mirrorlog_segment::io::PwriteStorage;
 use mirrorlog_segment::{BatchBuilder, Compression};
@@ -43,6 +43,19 @@ struct World {
 }
 
 fn world(config: MirrorConfig, topics: &[(&str, i32)]) -> World {
+    world_with(config, topics, LogConfig::default(), |dst| {
+        Arc::new(Dest(dst))
+    })
+}
+
+/// [`world`] with source topics created with `topic_config` and the destination's topics
+/// handled by `dest`.
+fn world_with(
+    config: MirrorConfig,
+    topics: &[(&str, i32)],
+    topic_config: LogConfig,
+    dest: impl FnOnce(Arc<LogManager>) -> Arc<dyn DestinationTopics>,
+) -> World {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let src = manager(a.path());
     let dst = manager(b.path());
@@ -55,7 +68,7 @@ fn world(config: MirrorConfig, topics: &[(&str, i32)]) -> World {
                     partition: p,
                 },
                 id,
-                LogConfig::default(),
+                topic_config.clone(),
             )
             .unwrap();
         }
@@ -66,7 +79,7 @@ fn world(config: MirrorConfig, topics: &[(&str, i32)]) -> World {
         config,
         source.clone(),
         dst.clone(),
-        Arc::new(Dest(dst.clone())),
+        dest(dst.clone()),
         store,
         ManualClock::new(T0),
     )
@@ -543,4 +556,57 @@ fn the_destination_epoch_stays_above_a_climbing_source_epoch() {
     )
     .unwrap();
     assert_eq!(reopened.read().leader_epoch(), before);
+}
+
+/// Destination topics that also apply the source's topic configs (as the broker's do).
+#[derive(Debug)]
+struct ConfigDest(Dest);
+
+impl DestinationTopics for ConfigDest {
+    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
+        self.0.ensure_mirror_topic(name, id, partitions)
+    }
+    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
+        self.0.topic_name_for_id(id)
+    }
+    fn apply_topic_configs(&self, name: &str, configs: &[(String, String)]) -> Result<(), String> {
+        let pairs: Vec<(&str, &str)> = configs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let logs = &self.0.0;
+        for h in logs.partitions() {
+            if h.topic_partition().topic == name {
+                let current = h.read().config().clone();
+                let mut next = current
+                    .with_overrides(pairs.iter().copied())
+                    .map_err(|e| e.to_string())?;
+                next.read_only = current.read_only;
+                logs.update_config(h.topic_partition(), next)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+    fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
+        self.0.set_read_only(name, read_only)
+    }
+}
+
+#[test]
+fn a_started_topic_has_the_source_configs_before_its_first_fetch() {
+    // Retention off on the source: with the destination's default (7 days) old data would be
+    // deleted as it lands, until a metadata sync a refresh interval later copied the setting.
+    let source_config = LogConfig::default()
+        .with_overrides([("retention.ms", "-1")])
+        .unwrap();
+    let w = world_with(
+        MirrorConfig::new("cfg"),
+        &[("old", 1)],
+        source_config,
+        |dst| Arc::new(ConfigDest(Dest(dst))),
+    );
+    w.mirror.start_topics(&["old".to_string()]).unwrap();
+    assert_eq!(state(&w, "old", 0), S::LogAlignment, "nothing fetched yet");
+    assert_eq!(h(&w.dst, "old", 0).read().config().retention_ms, -1);
 }

@@ -558,6 +558,107 @@ fn the_destination_epoch_stays_above_a_climbing_source_epoch() {
     assert_eq!(reopened.read().leader_epoch(), before);
 }
 
+/// Source and destination logs of partition `p` of `t` hold the same bytes.
+fn same_bytes(w: &World, t: &str, p: i32) -> bool {
+    log_bytes(&h(&w.dst, t, p)) == log_bytes(&h(&w.src, t, p))
+}
+
+/// A mirror of topic `t` (`partitions` partitions of `batches` batches each) fetching at most
+/// 1 KiB per partition, so each answer holds a few batches, started and MIRRORING.
+fn small_fetch_world(name: &str, t: &str, partitions: i32, batches: usize) -> World {
+    let mut config = MirrorConfig::new(name);
+    config.partition_fetch_max_bytes = 1024;
+    let w = world(config, &[(t, partitions)]);
+    for i in 0..batches {
+        for p in 0..partitions {
+            let codec = [Compression::None, Compression::Zstd][i % 2];
+            produce(&w.src, t, p, records(8, codec), 0, LeaderOrigin::Client);
+        }
+    }
+    w.mirror.start_topics(&[t.to_string()]).unwrap();
+    w.mirror.drive();
+    for p in 0..partitions {
+        assert_eq!(state(&w, t, p), S::Mirroring);
+    }
+    w
+}
+
+#[test]
+fn a_pipelined_fetcher_asks_past_answers_not_yet_applied_and_keeps_offsets_contiguous() {
+    let w = small_fetch_world("pipe1", "a", 1, 30);
+    let mut f = w.mirror.pipelined_fetcher(0);
+    let mut ahead = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    let mut rounds = 0;
+    while !same_bytes(&w, "a", 0) {
+        // The next fetch goes out before the answer ahead of it is applied.
+        let next = w.mirror.fetch_ahead(&mut f, 1 << 20);
+        let fetched = ahead.record_bytes();
+        let appended = w.mirror.apply_ahead(&f, ahead);
+        // Every answer lands: none was asked at a position the log then did not reach.
+        assert!(
+            fetched == 0 || appended > 0,
+            "round {rounds}: an answer was skipped"
+        );
+        ahead = next;
+        rounds += 1;
+        assert!(rounds < 200, "no convergence");
+    }
+    assert!(rounds > 3, "not pipelined over several answers: {rounds}");
+    // What is left ahead is empty and changes nothing.
+    assert_eq!(w.mirror.apply_ahead(&f, ahead), 0);
+    assert!(same_bytes(&w, "a", 0));
+}
+
+#[test]
+fn a_corrupt_batch_in_a_pipelined_answer_fails_only_its_partition() {
+    let w = small_fetch_world("pipe2", "a", 2, 20);
+    let mut f = w.mirror.pipelined_fetcher(0);
+    w.source.corrupt_next_fetch("a", 1);
+    let first = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    // Asked past the corrupt answer, before it is applied.
+    let mut ahead = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    w.mirror.apply_ahead(&f, first);
+    assert_eq!(state(&w, "a", 1), S::Failed);
+    for _ in 0..200 {
+        if same_bytes(&w, "a", 0) {
+            break;
+        }
+        let next = w.mirror.fetch_ahead(&mut f, 1 << 20);
+        w.mirror.apply_ahead(&f, ahead);
+        ahead = next;
+    }
+    w.mirror.apply_ahead(&f, ahead);
+    assert!(same_bytes(&w, "a", 0));
+    assert_eq!(state(&w, "a", 0), S::Mirroring);
+    assert_eq!(state(&w, "a", 1), S::Failed);
+    assert_eq!(
+        h(&w.dst, "a", 1).read().log_end_offset(),
+        Offset(0),
+        "nothing of the failed partition was written, before or after its corrupt answer"
+    );
+}
+
+#[test]
+fn a_pipelined_answer_past_one_never_applied_is_skipped_not_appended_over_a_gap() {
+    let w = small_fetch_world("pipe3", "a", 1, 20);
+    let mut f = w.mirror.pipelined_fetcher(0);
+    let lost = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    let past = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    assert!(lost.record_bytes() > 0 && past.record_bytes() > 0);
+    drop(lost);
+    assert_eq!(w.mirror.apply_ahead(&f, past), 0);
+    assert_eq!(h(&w.dst, "a", 0).read().log_end_offset(), Offset(0));
+    // The fetcher was told: it asks from the log end again and copies everything.
+    for _ in 0..200 {
+        if same_bytes(&w, "a", 0) {
+            break;
+        }
+        let got = w.mirror.fetch_ahead(&mut f, 1 << 20);
+        w.mirror.apply_ahead(&f, got);
+    }
+    assert!(same_bytes(&w, "a", 0));
+}
+
 /// Destination topics that also apply the source's topic configs (as the broker's do).
 #[derive(Debug)]
 struct ConfigDest(Dest);

@@ -135,8 +135,10 @@ const COORDINATOR_GROUP: i8 = 0;
 const CONSUMER_REPLICA_ID: i32 = -1;
 
 /// Read responses in chunks of at most this many bytes, so that a peer announcing a large frame
-/// and sending little costs little memory.
-const READ_CHUNK_BYTES: usize = 1 << 20;
+/// and sending little costs little memory. The default response size (16 MiB) and the records
+/// of a default fetch answer (1 MiB plus its fields) fit one chunk: the buffer is not regrown
+/// (and copied) under the answer.
+const READ_CHUNK_BYTES: usize = 16 << 20;
 
 const UNKNOWN_TOPIC_OR_PARTITION: ErrorCode = ResponseError::UnknownTopicOrPartition.code();
 const LEADER_NOT_AVAILABLE: ErrorCode = ResponseError::LeaderNotAvailable.code();

@@ -7,9 +7,9 @@
 //!   `partition_fetch_max_bytes` per partition), so fetcher memory stays within
 //!   threads × response bytes whatever the partition count (DESIGN invariant 7). Fetched batches
 //!   go to the engine's mirror append as they arrived ([`crate::partition::apply_fetched`]).
-//!   Each fetcher thread is pipelined with an applier thread: it asks for the next answer (past
+//!   Each fetcher thread is pipelined with an applier thread: it asks for the next answers (past
 //!   the last whole batch of the one before, [`crate::partition::next_fetch_position`]) while the
-//!   applier appends the last one, within what that answer leaves of the response bytes; an
+//!   applier appends earlier ones, within what those leave of the response bytes; an
 //!   answer is applied only at the fetch offset it was asked for, so a skipped, failed or
 //!   diverging answer never leaves a gap, and its partition is fetched from its log end again.
 //! - **State machine**: every move goes through [`PartitionMirrorState::transition`] (the table
@@ -388,6 +388,9 @@ type EntryRef = Arc<Mutex<Entry>>;
 /// A partition in a fetch: its entry, what was asked, and the state epoch when it was asked.
 type InFlight = (TopicPartition, EntryRef, PartitionFetch, i32);
 
+/// Fetch rounds a pipelined fetcher may hand its applier ahead of it (beside the byte bound).
+const PIPELINED_ANSWERS_MAX: usize = 16;
+
 /// One source leader's answer to a fetch, not applied yet.
 struct Answer {
     parts: Vec<InFlight>,
@@ -412,23 +415,52 @@ struct Pipeline {
     /// Partitions whose answer the applier skipped or did not apply as the fetcher guessed:
     /// their cursors go, and the next fetch asks from the log end.
     resync: Mutex<Vec<TopicPartition>>,
-    /// Answers (one per fetch round) applied so far; `u64::MAX` once the applier is gone.
-    applied: Mutex<u64>,
+    applied: Mutex<Applied>,
     applied_changed: parking_lot::Condvar,
 }
 
+#[derive(Default)]
+struct Applied {
+    /// Answers (one per fetch round) applied so far; `u64::MAX` once the applier is gone.
+    rounds: u64,
+    /// Record bytes handed to the applier and not applied yet.
+    outstanding_bytes: usize,
+}
+
 impl Pipeline {
-    fn applied_one(&self) {
-        *self.applied.lock() += 1;
+    fn handed(&self, bytes: usize) {
+        self.applied.lock().outstanding_bytes += bytes;
+    }
+
+    fn applied_one(&self, bytes: usize) {
+        let mut a = self.applied.lock();
+        a.rounds = a.rounds.saturating_add(1);
+        a.outstanding_bytes = a.outstanding_bytes.saturating_sub(bytes);
+        drop(a);
         self.applied_changed.notify_all();
     }
 
     /// Waits until `handed` rounds of answers are applied (or the mirror stops).
     fn wait_applied(&self, handed: u64, stop: &AtomicBool) {
-        let mut applied = self.applied.lock();
-        while *applied < handed && !stop.load(Ordering::Relaxed) {
+        let mut a = self.applied.lock();
+        while a.rounds < handed && !stop.load(Ordering::Relaxed) {
             self.applied_changed
-                .wait_for(&mut applied, Duration::from_millis(100));
+                .wait_for(&mut a, Duration::from_millis(100));
+        }
+    }
+
+    /// What `max_bytes` leaves for the next request beside the answers not applied yet, once it
+    /// is at least half of `max_bytes` (waiting for the applier until then; all of it once the
+    /// mirror stops or the applier is gone).
+    fn wait_budget(&self, max_bytes: usize, stop: &AtomicBool) -> usize {
+        let mut a = self.applied.lock();
+        loop {
+            let budget = max_bytes.saturating_sub(a.outstanding_bytes);
+            if budget >= max_bytes / 2 || a.rounds == u64::MAX || stop.load(Ordering::Relaxed) {
+                return budget.max(1);
+            }
+            self.applied_changed
+                .wait_for(&mut a, Duration::from_millis(100));
         }
     }
 }
@@ -479,7 +511,10 @@ struct AppliedAll<'a>(&'a Pipeline);
 
 impl Drop for AppliedAll<'_> {
     fn drop(&mut self) {
-        *self.0.applied.lock() = u64::MAX;
+        *self.0.applied.lock() = Applied {
+            rounds: u64::MAX,
+            outstanding_bytes: 0,
+        };
         self.0.applied_changed.notify_all();
     }
 }
@@ -1403,12 +1438,13 @@ impl MirrorManager {
     }
 
     fn apply_fetched_ahead(&self, shared: &Pipeline, fetched: FetchedAhead) -> u64 {
+        let bytes = fetched.record_bytes();
         let n = fetched
             .0
             .into_iter()
             .map(|a| self.apply_answer(a, Some(shared)))
             .sum();
-        shared.applied_one();
+        shared.applied_one(bytes);
         n
     }
 
@@ -1647,14 +1683,14 @@ impl MirrorManager {
     pub fn run(self: &Arc<Self>) {
         let mut threads = self.threads.lock();
         for i in 0..self.config.fetcher_threads {
-            // Pipelined: the fetcher asks for the next answer while its applier appends the
-            // last one (checking CRCs and writing the log took as long as the source's read
-            // and the transfer, one after the other). A rendezvous channel: one answer being
-            // applied, one being received, and the request asks for at most what the answer
-            // being applied leaves of `response_max_bytes`, so a thread holds at most that
-            // bound. When that is less than half of it, the fetcher waits for the applier and
-            // asks for all of it (no overlap: many partitions filling whole responses).
-            let (answers, applier_rx) = std::sync::mpsc::sync_channel::<FetchedAhead>(0);
+            // Pipelined: the fetcher asks for the next answers while its applier appends the
+            // ones before (checking CRCs and writing the log took as long as the source's read
+            // and the transfer, one after the other). Each request asks for at most what the
+            // answers not applied yet leave of `response_max_bytes`, so a thread holds at most
+            // that bound; when that is less than half of it, the fetcher waits for the applier
+            // (many partitions filling whole responses: no overlap, full-size fetches).
+            let (answers, applier_rx) =
+                std::sync::mpsc::sync_channel::<FetchedAhead>(PIPELINED_ANSWERS_MAX);
             let mut fetcher = self.pipelined_fetcher(i);
             let shared = fetcher.shared.clone();
             let response_max_bytes = self.config.response_max_bytes.max(1) as usize;
@@ -1665,23 +1701,17 @@ impl MirrorManager {
                     .spawn(move || {
                         let p = fetcher.shared.clone();
                         let mut handed = 0u64;
-                        // Record bytes of the answers the applier may still be applying.
-                        let mut applying = 0usize;
                         while !me.stop.load(Ordering::Relaxed) {
-                            let mut budget = response_max_bytes.saturating_sub(applying);
-                            if budget < response_max_bytes / 2 {
-                                p.wait_applied(handed, &me.stop);
-                                budget = response_max_bytes;
-                            }
+                            let budget = p.wait_budget(response_max_bytes, &me.stop);
                             let settle = || p.wait_applied(handed, &me.stop);
                             let got = me.fetch_ahead_settling(&mut fetcher, &settle, budget as i32);
                             let bytes = got.record_bytes();
                             if !got.0.is_empty() {
+                                p.handed(bytes);
                                 if answers.send(got).is_err() {
                                     return;
                                 }
                                 handed += 1;
-                                applying = bytes;
                             }
                             if bytes == 0 {
                                 std::thread::sleep(Duration::from_millis(20));
@@ -1897,6 +1927,39 @@ fn stable_hash(tp: &TopicPartition) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pipelined_fetcher_asks_only_for_what_unapplied_answers_leave_of_the_response_bound() {
+        let p = Arc::new(Pipeline::default());
+        let stop = AtomicBool::new(false);
+        let max = 16 << 20;
+        assert_eq!(p.wait_budget(max, &stop), max);
+        p.handed(1 << 20);
+        p.handed(1 << 20);
+        assert_eq!(p.wait_budget(max, &stop), max - (2 << 20));
+        // Past half the bound, the fetcher waits for the applier.
+        p.handed(10 << 20);
+        let applier = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                p.applied_one(1 << 20);
+                p.applied_one(1 << 20);
+                p.applied_one(10 << 20);
+            })
+        };
+        assert_eq!(
+            p.wait_budget(max, &stop),
+            max,
+            "returns once all is applied"
+        );
+        applier.join().unwrap();
+        p.wait_applied(3, &stop);
+        // A gone applier leaves nothing to wait for.
+        p.handed(max);
+        drop(AppliedAll(&p));
+        assert_eq!(p.wait_budget(max, &stop), max);
+        p.wait_applied(u64::MAX - 1, &stop);
+    }
 
     #[test]
     fn settings_parse_by_their_kip_names_and_entries_round_trip() {

@@ -135,8 +135,10 @@ const COORDINATOR_GROUP: i8 = 0;
 const CONSUMER_REPLICA_ID: i32 = -1;
 
 /// Read responses in chunks of at most this many bytes, so that a peer announcing a large frame
-/// and sending little costs little memory.
-const READ_CHUNK_BYTES: usize = 1 << 20;
+/// and sending little costs little memory. The default response size (16 MiB) and the records
+/// of a default fetch answer (1 MiB plus its fields) fit one chunk: the buffer is not regrown
+/// (and copied) under the answer.
+const READ_CHUNK_BYTES: usize = 16 << 20;
 
 const UNKNOWN_TOPIC_OR_PARTITION: ErrorCode = ResponseError::UnknownTopicOrPartition.code();
 const LEADER_NOT_AVAILABLE: ErrorCode = ResponseError::LeaderNotAvailable.code();
@@ -648,14 +650,69 @@ impl Connection {
             )));
         }
         let total = size as usize;
+        // Received straight into the buffer's spare capacity: a fetch response is mostly record
+        // bytes, and zero-filling them first cost the fetcher as much as the copy out of the
+        // socket. The buffer grows a chunk at a time, as the bytes arrive.
         let mut body = Vec::with_capacity(total.min(READ_CHUNK_BYTES));
         while body.len() < total {
-            let start = body.len();
-            body.resize(start + (total - start).min(READ_CHUNK_BYTES), 0);
-            let n = self.read_some(&mut body[start..], deadline)?;
-            body.truncate(start + n);
+            let want = (total - body.len()).min(READ_CHUNK_BYTES);
+            body.reserve(want);
+            self.read_into_spare(&mut body, want, deadline)?;
         }
         Ok(Bytes::from(body))
+    }
+
+    /// One `recv` of at least one and at most `want` bytes, appended to `body` (which has room
+    /// for them), before `deadline`.
+    fn read_into_spare(
+        &mut self,
+        body: &mut Vec<u8>,
+        want: usize,
+        deadline: Instant,
+    ) -> Result<usize, SourceError> {
+        use std::os::fd::AsRawFd;
+        loop {
+            let left = remaining(deadline, &self.addr)?;
+            self.stream
+                .set_read_timeout(Some(left))
+                .map_err(|e| io_error(&self.addr, "configuring", &e))?;
+            let spare = body.spare_capacity_mut();
+            let len = want.min(spare.len());
+            assert!(len > 0, "no room to receive into");
+            // SAFETY: `recv` writes at most `len` bytes at the start of `spare`, memory `body`
+            // owns and nothing else refers to; it reads none of it. Through a raw pointer, so no
+            // reference to uninitialised bytes is ever made.
+            let n = unsafe {
+                libc::recv(
+                    self.stream.as_raw_fd(),
+                    spare.as_mut_ptr().cast::<libc::c_void>(),
+                    len,
+                    0,
+                )
+            };
+            match n {
+                0 => {
+                    return Err(SourceError::Unreachable(format!(
+                        "{} closed the connection",
+                        self.addr
+                    )));
+                }
+                n if n > 0 => {
+                    let n = n as usize;
+                    debug_assert!(n <= len);
+                    // SAFETY: `recv` initialised the first `n` (≤ `len` ≤ spare capacity) bytes
+                    // past the length.
+                    unsafe { body.set_len(body.len() + n) };
+                    return Ok(n);
+                }
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(io_error(&self.addr, "reading from", &e));
+                    }
+                }
+            }
+        }
     }
 
     fn read_fully(&mut self, mut buf: &mut [u8], deadline: Instant) -> Result<(), SourceError> {

@@ -7,6 +7,11 @@
 //!   `partition_fetch_max_bytes` per partition), so fetcher memory stays within
 //!   threads × response bytes whatever the partition count (DESIGN invariant 7). Fetched batches
 //!   go to the engine's mirror append as they arrived ([`crate::partition::apply_fetched`]).
+//!   Each fetcher thread is pipelined with an applier thread: it asks for the next answers (past
+//!   the last whole batch of the one before, [`crate::partition::next_fetch_position`]) while the
+//!   applier appends earlier ones, within what those leave of the response bytes; an
+//!   answer is applied only at the fetch offset it was asked for, so a skipped, failed or
+//!   diverging answer never leaves a gap, and its partition is fetched from its log end again.
 //! - **State machine**: every move goes through [`PartitionMirrorState::transition`] (the table
 //!   of `state.rs`) and is persisted in `__mirror_state` before it takes effect; a per-partition
 //!   lock serialises the fetcher and operator actions (stop, pause) on a partition, so no
@@ -23,10 +28,10 @@
 
 use crate::group_sync::{GroupOffsetsSink, GroupSyncReport, sync_group_offsets_where};
 use crate::partition::{
-    FetchOutcome, align_to_last_mirror_epoch, apply_fetched, epoch_bump_target, fetch_position,
-    last_mirrored_epoch, stop_partition_after,
+    FetchOutcome, NextFetch, align_to_last_mirror_epoch, apply_fetched, epoch_bump_target,
+    fetch_position, last_mirrored_epoch, next_fetch_position, stop_partition_after,
 };
-use crate::source::{FetchRequest, PartitionFetch, SourceCluster, SourceError};
+use crate::source::{FetchRequest, FetchResponse, PartitionFetch, SourceCluster, SourceError};
 use crate::state::{
     MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, RetryBackoff, StateError,
 };
@@ -382,6 +387,137 @@ type EntryRef = Arc<Mutex<Entry>>;
 
 /// A partition in a fetch: its entry, what was asked, and the state epoch when it was asked.
 type InFlight = (TopicPartition, EntryRef, PartitionFetch, i32);
+
+/// Fetch rounds a pipelined fetcher may hand its applier ahead of it (beside the byte bound).
+const PIPELINED_ANSWERS_MAX: usize = 16;
+
+/// One source leader's answer to a fetch, not applied yet.
+struct Answer {
+    parts: Vec<InFlight>,
+    response: FetchResponse,
+}
+
+/// Where a pipelined fetcher asks next for each partition: past the last answer it received,
+/// which its applier may not have appended yet. Only used while the partition's state epoch is
+/// the one it was made under.
+#[derive(Default)]
+struct FetchCursors(HashMap<TopicPartition, FetchCursor>);
+
+struct FetchCursor {
+    offset: Offset,
+    last_epoch: LeaderEpoch,
+    state_epoch: i32,
+}
+
+/// What a pipelined fetcher thread shares with its applier.
+#[derive(Default)]
+struct Pipeline {
+    /// Partitions whose answer the applier skipped or did not apply as the fetcher guessed:
+    /// their cursors go, and the next fetch asks from the log end.
+    resync: Mutex<Vec<TopicPartition>>,
+    applied: Mutex<Applied>,
+    applied_changed: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct Applied {
+    /// Answers (one per fetch round) applied so far; `u64::MAX` once the applier is gone.
+    rounds: u64,
+    /// Record bytes handed to the applier and not applied yet.
+    outstanding_bytes: usize,
+}
+
+impl Pipeline {
+    fn handed(&self, bytes: usize) {
+        self.applied.lock().outstanding_bytes += bytes;
+    }
+
+    fn applied_one(&self, bytes: usize) {
+        let mut a = self.applied.lock();
+        a.rounds = a.rounds.saturating_add(1);
+        a.outstanding_bytes = a.outstanding_bytes.saturating_sub(bytes);
+        drop(a);
+        self.applied_changed.notify_all();
+    }
+
+    /// Waits until `handed` rounds of answers are applied (or the mirror stops).
+    fn wait_applied(&self, handed: u64, stop: &AtomicBool) {
+        let mut a = self.applied.lock();
+        while a.rounds < handed && !stop.load(Ordering::Relaxed) {
+            self.applied_changed
+                .wait_for(&mut a, Duration::from_millis(100));
+        }
+    }
+
+    /// What `max_bytes` leaves for the next request beside the answers not applied yet, once it
+    /// is at least half of `max_bytes` (waiting for the applier until then; all of it once the
+    /// mirror stops or the applier is gone).
+    fn wait_budget(&self, max_bytes: usize, stop: &AtomicBool) -> usize {
+        let mut a = self.applied.lock();
+        loop {
+            let budget = max_bytes.saturating_sub(a.outstanding_bytes);
+            if budget >= max_bytes / 2 || a.rounds == u64::MAX || stop.load(Ordering::Relaxed) {
+                return budget.max(1);
+            }
+            self.applied_changed
+                .wait_for(&mut a, Duration::from_millis(100));
+        }
+    }
+}
+
+/// A pipelined fetcher's own state, for driving one a step at a time
+/// ([`MirrorManager::fetch_ahead`], [`MirrorManager::apply_ahead`]); the fetcher threads of
+/// [`MirrorManager::run`] do the same in a loop, on two threads.
+pub struct PipelinedFetcher {
+    thread: usize,
+    cursors: FetchCursors,
+    shared: Arc<Pipeline>,
+}
+
+impl fmt::Debug for PipelinedFetcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PipelinedFetcher")
+            .field("thread", &self.thread)
+            .field("cursors", &self.cursors.0.len())
+            .finish()
+    }
+}
+
+/// Answers fetched by a [`PipelinedFetcher`], not applied yet.
+pub struct FetchedAhead(Vec<Answer>);
+
+impl FetchedAhead {
+    /// Record bytes in these answers.
+    pub fn record_bytes(&self) -> usize {
+        self.0
+            .iter()
+            .flat_map(|a| &a.response.partitions)
+            .map(|d| d.records.len())
+            .sum()
+    }
+}
+
+impl fmt::Debug for FetchedAhead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FetchedAhead")
+            .field("answers", &self.0.len())
+            .field("record_bytes", &self.record_bytes())
+            .finish()
+    }
+}
+
+/// Marks every answer applied when dropped: the applier is gone, nothing is left to wait for.
+struct AppliedAll<'a>(&'a Pipeline);
+
+impl Drop for AppliedAll<'_> {
+    fn drop(&mut self) {
+        *self.0.applied.lock() = Applied {
+            rounds: u64::MAX,
+            outstanding_bytes: 0,
+        };
+        self.0.applied_changed.notify_all();
+    }
+}
 
 struct Entry {
     state: PartitionMirrorState,
@@ -796,7 +932,10 @@ impl MirrorManager {
                     synced_configs: None,
                 },
             );
-            self.sync_topic_configs(&t.name);
+            // Before the first fetch: a partition must never hold mirrored data under the
+            // destination's defaults (a default `retention.ms` deletes old source data as it
+            // lands; the periodic sync would only fix that a refresh interval later).
+            self.copy_topic_configs(&t.name);
             for p in &t.partitions {
                 self.start_partition(&t.name, t.id, p.partition, p.leader, p.leader_epoch)?;
             }
@@ -1229,6 +1368,12 @@ impl MirrorManager {
         if states.is_empty() || states.iter().all(|s| *s == S::Stopped) {
             return;
         }
+        self.copy_topic_configs(topic);
+    }
+
+    /// Copies the source topic's configs (less `mirror.topic.properties.exclude`) to the
+    /// destination topic when they changed since the last copy.
+    fn copy_topic_configs(&self, topic: &str) {
         let configs = match self.source.topic_configs(topic) {
             Ok(c) => c,
             Err(e) => {
@@ -1266,6 +1411,79 @@ impl MirrorManager {
     /// One round of one fetcher thread: fetches for its MIRRORING partitions, one request per
     /// source leader, and applies the answers. Returns the bytes appended.
     pub fn fetch_round(&self, thread: usize) -> u64 {
+        self.fetch_answers(thread, None, &|| {}, self.config.response_max_bytes)
+            .into_iter()
+            .map(|a| self.apply_answer(a, None))
+            .sum()
+    }
+
+    /// A pipelined fetcher for fetcher thread `thread`, to drive by hand.
+    pub fn pipelined_fetcher(&self, thread: usize) -> PipelinedFetcher {
+        PipelinedFetcher {
+            thread,
+            cursors: FetchCursors::default(),
+            shared: Arc::default(),
+        }
+    }
+
+    /// One fetch round of `fetcher`, ahead of what is applied: each partition is fetched where
+    /// the last answer fetched for it ended (its destination log end when there is none, or the
+    /// applier reported that answer as not applied as guessed). The caller applies the answers
+    /// in the order fetched with [`apply_ahead`](Self::apply_ahead); an answer whose fetch offset
+    /// the log end has not reached by then is skipped, so no order of calls can append over a
+    /// gap. Asks for at most `max_bytes`.
+    pub fn fetch_ahead(&self, fetcher: &mut PipelinedFetcher, max_bytes: i32) -> FetchedAhead {
+        self.fetch_ahead_settling(fetcher, &|| {}, max_bytes)
+    }
+
+    /// [`fetch_ahead`](Self::fetch_ahead), running `settle` before the first log end is read.
+    fn fetch_ahead_settling(
+        &self,
+        fetcher: &mut PipelinedFetcher,
+        settle: &dyn Fn(),
+        max_bytes: i32,
+    ) -> FetchedAhead {
+        for key in std::mem::take(&mut *fetcher.shared.resync.lock()) {
+            fetcher.cursors.0.remove(&key);
+        }
+        FetchedAhead(self.fetch_answers(
+            fetcher.thread,
+            Some(&mut fetcher.cursors),
+            settle,
+            max_bytes,
+        ))
+    }
+
+    /// Applies answers of [`fetch_ahead`](Self::fetch_ahead). Returns the bytes appended.
+    pub fn apply_ahead(&self, fetcher: &PipelinedFetcher, fetched: FetchedAhead) -> u64 {
+        self.apply_fetched_ahead(&fetcher.shared, fetched)
+    }
+
+    fn apply_fetched_ahead(&self, shared: &Pipeline, fetched: FetchedAhead) -> u64 {
+        let bytes = fetched.record_bytes();
+        let n = fetched
+            .0
+            .into_iter()
+            .map(|a| self.apply_answer(a, Some(shared)))
+            .sum();
+        shared.applied_one(bytes);
+        n
+    }
+
+    /// Sends one fetch per source leader for `thread`'s MIRRORING partitions, each at most
+    /// `max_bytes`, and returns the answers, not applied. Each partition is fetched at its
+    /// destination log end, or with `cursors` (a pipelined fetcher) where the last answer ended,
+    /// which may not be appended yet; the cursors are moved past each answer. `settle` runs
+    /// before the first log end is read (a pipelined fetcher waits there for its applier, so
+    /// the log end is not one an answer being applied is about to move).
+    fn fetch_answers(
+        &self,
+        thread: usize,
+        mut cursors: Option<&mut FetchCursors>,
+        settle: &dyn Fn(),
+        max_bytes: i32,
+    ) -> Vec<Answer> {
+        let mut settled = false;
         let threads = self.config.fetcher_threads;
         let mine: Vec<(TopicPartition, EntryRef)> = self
             .partitions
@@ -1283,7 +1501,21 @@ impl MirrorManager {
             let Some(dest) = self.logs.get(&key) else {
                 continue;
             };
-            let (offset, last_epoch) = fetch_position(&dest);
+            let (leader, epoch) = (e.source_leader, e.state.state_epoch);
+            let cursor = cursors
+                .as_deref()
+                .and_then(|c| c.0.get(&key))
+                .filter(|c| c.state_epoch == epoch);
+            let (offset, last_epoch) = match cursor {
+                Some(c) => (c.offset, c.last_epoch),
+                None => {
+                    if !settled {
+                        settle();
+                        settled = true;
+                    }
+                    fetch_position(&dest)
+                }
+            };
             let topic_id = self.topics.lock().get(&key.topic).map_or([0; 16], |t| t.id);
             let pf = PartitionFetch {
                 topic: key.topic.clone(),
@@ -1294,113 +1526,176 @@ impl MirrorManager {
                 current_leader_epoch: LeaderEpoch::NONE,
                 max_bytes: self.config.partition_fetch_max_bytes,
             };
-            let (leader, epoch) = (e.source_leader, e.state.state_epoch);
             drop(e);
             by_leader
                 .entry(leader)
                 .or_default()
                 .push((key, entry, pf, epoch));
         }
-        let mut appended = 0;
+        let mut answers = vec![];
         for (leader, parts) in by_leader {
             let req = FetchRequest {
                 partitions: parts.iter().map(|p| p.2.clone()).collect(),
                 max_wait_ms: self.config.max_wait_ms,
                 min_bytes: 1,
-                max_bytes: self.config.response_max_bytes,
+                max_bytes,
             };
-            let resp = match self.source.fetch(leader, &req) {
+            let response = match self.source.fetch(leader, &req) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(mirror = %self.config.name, leader, "fetch failed: {e}");
                     continue;
                 }
             };
-            for data in resp.partitions {
-                let Some((key, entry, pf, epoch)) = parts
-                    .iter()
-                    .find(|p| p.0.topic == data.topic && p.0.partition == data.partition)
-                else {
-                    continue;
-                };
-                let mut e = entry.lock();
-                // A stop, pause or failure since the request went out: drop the answer.
-                if e.state.state != S::Mirroring || e.state.state_epoch != *epoch {
-                    continue;
+            if let Some(c) = cursors.as_deref_mut() {
+                for data in &response.partitions {
+                    let Some((key, _, pf, epoch)) = parts
+                        .iter()
+                        .find(|p| p.0.topic == data.topic && p.0.partition == data.partition)
+                    else {
+                        continue;
+                    };
+                    let (offset, last_epoch) = match next_fetch_position(data, pf.fetch_offset) {
+                        NextFetch::After(offset, last_epoch) => (offset, last_epoch),
+                        NextFetch::Same => (pf.fetch_offset, pf.last_fetched_epoch),
+                        NextFetch::FromLog => {
+                            c.0.remove(key);
+                            continue;
+                        }
+                    };
+                    c.0.insert(
+                        key.clone(),
+                        FetchCursor {
+                            offset,
+                            last_epoch,
+                            state_epoch: *epoch,
+                        },
+                    );
                 }
-                let Some(dest) = self.logs.get(key) else {
-                    continue;
-                };
-                match apply_fetched(&dest, pf.fetch_offset, &data) {
-                    Ok(FetchOutcome::Appended {
-                        bytes,
-                        source_high_watermark,
-                        epoch_bump,
-                        ..
-                    }) => {
-                        appended += bytes;
-                        e.source_hw = source_high_watermark;
-                        if let Some(new_epoch) = epoch_bump {
-                            self.record_epoch_bump(key, &mut e, new_epoch);
-                        }
+            }
+            answers.push(Answer { parts, response });
+        }
+        answers
+    }
+
+    /// Applies one answer of [`fetch_answers`](Self::fetch_answers) to the destination
+    /// partitions. A partition whose log end is not where its fetch started (an earlier answer
+    /// of a pipelined fetcher failed, diverged or was dropped) skips the answer and, with
+    /// `resync`, is named there so its fetcher asks again from the log end. Returns the bytes
+    /// appended.
+    fn apply_answer(&self, answer: Answer, resync: Option<&Pipeline>) -> u64 {
+        let Answer {
+            parts,
+            response: resp,
+        } = answer;
+        let mut appended = 0;
+        let resync_later = |key: &TopicPartition| {
+            if let Some(p) = resync {
+                p.resync.lock().push(key.clone());
+            }
+        };
+        for data in resp.partitions {
+            let Some((key, entry, pf, epoch)) = parts
+                .iter()
+                .find(|p| p.0.topic == data.topic && p.0.partition == data.partition)
+            else {
+                continue;
+            };
+            let mut e = entry.lock();
+            // A stop, pause or failure since the request went out: drop the answer.
+            if e.state.state != S::Mirroring || e.state.state_epoch != *epoch {
+                continue;
+            }
+            let Some(dest) = self.logs.get(key) else {
+                continue;
+            };
+            if dest.read().log_end_offset() != pf.fetch_offset {
+                // Never append past a gap or over what is there: this answer was asked for
+                // at a position the log did not reach.
+                resync_later(key);
+                continue;
+            }
+            let outcome = apply_fetched(&dest, pf.fetch_offset, &data);
+            // The fetcher guessed where this answer leaves the log; anything else (a refused
+            // batch, a divergence, an error) and it must ask from the log end again.
+            let as_guessed = match (&outcome, next_fetch_position(&data, pf.fetch_offset)) {
+                (Ok(FetchOutcome::Appended { log_end, .. }), NextFetch::After(next, _)) => {
+                    *log_end == next
+                }
+                (Ok(FetchOutcome::Empty { .. }), NextFetch::Same) => true,
+                _ => false,
+            };
+            if !as_guessed {
+                resync_later(key);
+            }
+            match outcome {
+                Ok(FetchOutcome::Appended {
+                    bytes,
+                    source_high_watermark,
+                    epoch_bump,
+                    ..
+                }) => {
+                    appended += bytes;
+                    e.source_hw = source_high_watermark;
+                    if let Some(new_epoch) = epoch_bump {
+                        self.record_epoch_bump(key, &mut e, new_epoch);
                     }
-                    Ok(FetchOutcome::Empty {
-                        source_high_watermark,
-                    }) => e.source_hw = source_high_watermark,
-                    Ok(FetchOutcome::Diverged {
-                        truncate_to,
-                        source,
-                        ..
-                    }) => {
-                        if self.config.support_unclean_leader_election {
-                            let r = self
-                                .move_to(&mut e, S::UleRecovery)
-                                .and_then(|_| {
-                                    dest.write()
-                                        .truncate_to(truncate_to)
-                                        .map_err(MirrorError::from)
-                                })
-                                .and_then(|_| self.move_to(&mut e, S::Mirroring));
-                            if let Err(err) = r {
-                                self.fail(
-                                    key,
-                                    &mut e,
-                                    &format!("unclean-election recovery failed: {err}"),
-                                    true,
-                                );
-                            }
-                        } else {
-                            let reason = format!(
-                                "detected log truncation on the source (unclean leader election): it answered epoch {} ends at {}, \
-                                 below our log end {}; mirror.support.unclean.leader.election is disabled — set it to true to \
-                                 truncate and continue, accepting the loss of the source's truncated records",
-                                source.0, source.1, pf.fetch_offset
-                            );
-                            self.fail(key, &mut e, &reason, false);
-                        }
-                    }
-                    Ok(FetchOutcome::BelowSourceLogStart { source_log_start }) => {
-                        if let Err(err) = dest.write().truncate_fully_and_start_at(source_log_start)
-                        {
+                }
+                Ok(FetchOutcome::Empty {
+                    source_high_watermark,
+                }) => e.source_hw = source_high_watermark,
+                Ok(FetchOutcome::Diverged {
+                    truncate_to,
+                    source,
+                    ..
+                }) => {
+                    if self.config.support_unclean_leader_election {
+                        let r = self
+                            .move_to(&mut e, S::UleRecovery)
+                            .and_then(|_| {
+                                dest.write()
+                                    .truncate_to(truncate_to)
+                                    .map_err(MirrorError::from)
+                            })
+                            .and_then(|_| self.move_to(&mut e, S::Mirroring));
+                        if let Err(err) = r {
                             self.fail(
                                 key,
                                 &mut e,
-                                &format!("restarting at the source's log start failed: {err}"),
+                                &format!("unclean-election recovery failed: {err}"),
                                 true,
                             );
                         }
+                    } else {
+                        let reason = format!(
+                            "detected log truncation on the source (unclean leader election): it answered epoch {} ends at {}, \
+                             below our log end {}; mirror.support.unclean.leader.election is disabled — set it to true to \
+                             truncate and continue, accepting the loss of the source's truncated records",
+                            source.0, source.1, pf.fetch_offset
+                        );
+                        self.fail(key, &mut e, &reason, false);
                     }
-                    Ok(FetchOutcome::Retriable(code)) => {
-                        tracing::debug!(mirror = %self.config.name, partition = %key, code, "retriable fetch error");
-                    }
-                    Ok(FetchOutcome::Fatal(reason)) => self.fail(key, &mut e, &reason, true),
-                    Err(err) => self.fail(
-                        key,
-                        &mut e,
-                        &format!("destination storage failed: {err}"),
-                        true,
-                    ),
                 }
+                Ok(FetchOutcome::BelowSourceLogStart { source_log_start }) => {
+                    if let Err(err) = dest.write().truncate_fully_and_start_at(source_log_start) {
+                        self.fail(
+                            key,
+                            &mut e,
+                            &format!("restarting at the source's log start failed: {err}"),
+                            true,
+                        );
+                    }
+                }
+                Ok(FetchOutcome::Retriable(code)) => {
+                    tracing::debug!(mirror = %self.config.name, partition = %key, code, "retriable fetch error");
+                }
+                Ok(FetchOutcome::Fatal(reason)) => self.fail(key, &mut e, &reason, true),
+                Err(err) => self.fail(
+                    key,
+                    &mut e,
+                    &format!("destination storage failed: {err}"),
+                    true,
+                ),
             }
         }
         appended
@@ -1410,18 +1705,56 @@ impl MirrorManager {
     pub fn run(self: &Arc<Self>) {
         let mut threads = self.threads.lock();
         for i in 0..self.config.fetcher_threads {
+            // Pipelined: the fetcher asks for the next answers while its applier appends the
+            // ones before (checking CRCs and writing the log took as long as the source's read
+            // and the transfer, one after the other). Each request asks for at most what the
+            // answers not applied yet leave of `response_max_bytes`, so a thread holds at most
+            // that bound; when that is less than half of it, the fetcher waits for the applier
+            // (many partitions filling whole responses: no overlap, full-size fetches).
+            let (answers, applier_rx) =
+                std::sync::mpsc::sync_channel::<FetchedAhead>(PIPELINED_ANSWERS_MAX);
+            let mut fetcher = self.pipelined_fetcher(i);
+            let shared = fetcher.shared.clone();
+            let response_max_bytes = self.config.response_max_bytes.max(1) as usize;
             let me = self.clone();
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("mirror-{}-fetcher-{i}", self.config.name))
                     .spawn(move || {
+                        let p = fetcher.shared.clone();
+                        let mut handed = 0u64;
                         while !me.stop.load(Ordering::Relaxed) {
-                            if me.fetch_round(i) == 0 {
+                            let budget = p.wait_budget(response_max_bytes, &me.stop);
+                            let settle = || p.wait_applied(handed, &me.stop);
+                            let got = me.fetch_ahead_settling(&mut fetcher, &settle, budget as i32);
+                            let bytes = got.record_bytes();
+                            if !got.0.is_empty() {
+                                p.handed(bytes);
+                                if answers.send(got).is_err() {
+                                    return;
+                                }
+                                handed += 1;
+                            }
+                            if bytes == 0 {
                                 std::thread::sleep(Duration::from_millis(20));
                             }
                         }
                     })
                     .expect("spawn a fetcher thread"),
+            );
+            let me = self.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("mirror-{}-applier-{i}", self.config.name))
+                    .spawn(move || {
+                        // Tells the fetcher the applier is gone, even on a panic.
+                        let _gone = AppliedAll(&shared);
+                        // Ends when the fetcher does (the channel closes).
+                        for got in applier_rx {
+                            me.apply_fetched_ahead(&shared, got);
+                        }
+                    })
+                    .expect("spawn an applier thread"),
             );
         }
         let me = self.clone();
@@ -1649,6 +1982,39 @@ fn stable_hash(tp: &TopicPartition) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pipelined_fetcher_asks_only_for_what_unapplied_answers_leave_of_the_response_bound() {
+        let p = Arc::new(Pipeline::default());
+        let stop = AtomicBool::new(false);
+        let max = 16 << 20;
+        assert_eq!(p.wait_budget(max, &stop), max);
+        p.handed(1 << 20);
+        p.handed(1 << 20);
+        assert_eq!(p.wait_budget(max, &stop), max - (2 << 20));
+        // Past half the bound, the fetcher waits for the applier.
+        p.handed(10 << 20);
+        let applier = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                p.applied_one(1 << 20);
+                p.applied_one(1 << 20);
+                p.applied_one(10 << 20);
+            })
+        };
+        assert_eq!(
+            p.wait_budget(max, &stop),
+            max,
+            "returns once all is applied"
+        );
+        applier.join().unwrap();
+        p.wait_applied(3, &stop);
+        // A gone applier leaves nothing to wait for.
+        p.handed(max);
+        drop(AppliedAll(&p));
+        assert_eq!(p.wait_budget(max, &stop), max);
+        p.wait_applied(u64::MAX - 1, &stop);
+    }
 
     #[test]
     fn settings_parse_by_their_kip_names_and_entries_round_trip() {

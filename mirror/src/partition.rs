@@ -49,6 +49,41 @@ pub fn fetch_position(dest: &PartitionHandle) -> (Offset, LeaderEpoch) {
     (leo, epoch)
 }
 
+/// Where a pipelined fetcher asks next for a partition, from the source's answer to a fetch at
+/// some offset, before that answer is applied (see [`next_fetch_position`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextFetch {
+    /// Past the answer's last whole batch: its next offset, and its epoch as `LastFetchedEpoch`
+    /// (what [`fetch_position`] will say once the answer is appended).
+    After(Offset, LeaderEpoch),
+    /// The answer holds no whole batch at or past the fetch offset: ask at the same position.
+    Same,
+    /// An error, a divergence or an unreadable batch header: applying the answer decides what
+    /// the log becomes, so ask from the destination log once it is applied.
+    FromLog,
+}
+
+/// [`NextFetch`] for `data`, the answer to a fetch at `fetch_offset`: the batches that
+/// [`apply_fetched`] would append are those whose last offset is at or past `fetch_offset`, so
+/// the next fetch starts after the last of them. Only batch headers are read (no CRC): this is
+/// a guess about where the log will end, and [`apply_fetched`] runs only on an answer whose
+/// fetch offset the destination log end has reached.
+pub fn next_fetch_position(data: &PartitionData, fetch_offset: Offset) -> NextFetch {
+    if data.error != 0 || data.diverging_epoch.is_some() {
+        return NextFetch::FromLog;
+    }
+    let mut next = NextFetch::Same;
+    for b in Batches::new(data.records.clone()).verify(false) {
+        let Ok(b) = b else {
+            return NextFetch::FromLog;
+        };
+        if b.last_offset() >= fetch_offset {
+            next = NextFetch::After(b.next_offset(), b.partition_leader_epoch());
+        }
+    }
+    next
+}
+
 /// How far above the source's leader epoch a bump puts the destination's
 /// (`LEADER_EPOCH_BUMP_INCREMENT`, KIP-1279 §7).
 pub const LEADER_EPOCH_BUMP_INCREMENT: i32 = 10;

@@ -16,7 +16,7 @@ use mirrorlog_index::{
     LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
 };
 use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
+use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
 use mirrorlog_segment::io::PwriteStorage;
 use mirrorlog_segment::{BatchBuilder, Compression};
@@ -43,6 +43,19 @@ struct World {
 }
 
 fn world(config: MirrorConfig, topics: &[(&str, i32)]) -> World {
+    world_with(config, topics, LogConfig::default(), |dst| {
+        Arc::new(Dest(dst))
+    })
+}
+
+/// [`world`] with source topics created with `topic_config` and the destination's topics
+/// handled by `dest`.
+fn world_with(
+    config: MirrorConfig,
+    topics: &[(&str, i32)],
+    topic_config: LogConfig,
+    dest: impl FnOnce(Arc<LogManager>) -> Arc<dyn DestinationTopics>,
+) -> World {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let src = manager(a.path());
     let dst = manager(b.path());
@@ -55,7 +68,7 @@ fn world(config: MirrorConfig, topics: &[(&str, i32)]) -> World {
                     partition: p,
                 },
                 id,
-                LogConfig::default(),
+                topic_config.clone(),
             )
             .unwrap();
         }
@@ -66,7 +79,7 @@ fn world(config: MirrorConfig, topics: &[(&str, i32)]) -> World {
         config,
         source.clone(),
         dst.clone(),
-        Arc::new(Dest(dst.clone())),
+        dest(dst.clone()),
         store,
         ManualClock::new(T0),
     )
@@ -665,6 +678,142 @@ fn a_failed_stop_is_finished_by_its_retry_and_by_a_manual_recover() {
     }
 }
 
+/// Source and destination logs of partition `p` of `t` hold the same bytes.
+fn same_bytes(w: &World, t: &str, p: i32) -> bool {
+    log_bytes(&h(&w.dst, t, p)) == log_bytes(&h(&w.src, t, p))
+}
+
+/// A mirror of topic `t` (`partitions` partitions of `batches` batches each) fetching at most
+/// 1 KiB per partition, so each answer holds a few batches, started and MIRRORING.
+fn small_fetch_world(name: &str, t: &str, partitions: i32, batches: usize) -> World {
+    let mut config = MirrorConfig::new(name);
+    config.partition_fetch_max_bytes = 1024;
+    let w = world(config, &[(t, partitions)]);
+    for i in 0..batches {
+        for p in 0..partitions {
+            let codec = [Compression::None, Compression::Zstd][i % 2];
+            produce(&w.src, t, p, records(8, codec), 0, LeaderOrigin::Client);
+        }
+    }
+    w.mirror.start_topics(&[t.to_string()]).unwrap();
+    w.mirror.drive();
+    for p in 0..partitions {
+        assert_eq!(state(&w, t, p), S::Mirroring);
+    }
+    w
+}
+
+#[test]
+fn a_pipelined_fetcher_asks_past_answers_not_yet_applied_and_keeps_offsets_contiguous() {
+    let w = small_fetch_world("pipe1", "a", 1, 30);
+    let mut f = w.mirror.pipelined_fetcher(0);
+    let mut ahead = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    let mut rounds = 0;
+    while !same_bytes(&w, "a", 0) {
+        // The next fetch goes out before the answer ahead of it is applied.
+        let next = w.mirror.fetch_ahead(&mut f, 1 << 20);
+        let fetched = ahead.record_bytes();
+        let appended = w.mirror.apply_ahead(&f, ahead);
+        // Every answer lands: none was asked at a position the log then did not reach.
+        assert!(
+            fetched == 0 || appended > 0,
+            "round {rounds}: an answer was skipped"
+        );
+        ahead = next;
+        rounds += 1;
+        assert!(rounds < 200, "no convergence");
+    }
+    assert!(rounds > 3, "not pipelined over several answers: {rounds}");
+    // What is left ahead is empty and changes nothing.
+    assert_eq!(w.mirror.apply_ahead(&f, ahead), 0);
+    assert!(same_bytes(&w, "a", 0));
+}
+
+#[test]
+fn a_corrupt_batch_in_a_pipelined_answer_fails_only_its_partition() {
+    let w = small_fetch_world("pipe2", "a", 2, 20);
+    let mut f = w.mirror.pipelined_fetcher(0);
+    w.source.corrupt_next_fetch("a", 1);
+    let first = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    // Asked past the corrupt answer, before it is applied.
+    let mut ahead = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    w.mirror.apply_ahead(&f, first);
+    assert_eq!(state(&w, "a", 1), S::Failed);
+    for _ in 0..200 {
+        if same_bytes(&w, "a", 0) {
+            break;
+        }
+        let next = w.mirror.fetch_ahead(&mut f, 1 << 20);
+        w.mirror.apply_ahead(&f, ahead);
+        ahead = next;
+    }
+    w.mirror.apply_ahead(&f, ahead);
+    assert!(same_bytes(&w, "a", 0));
+    assert_eq!(state(&w, "a", 0), S::Mirroring);
+    assert_eq!(state(&w, "a", 1), S::Failed);
+    assert_eq!(
+        h(&w.dst, "a", 1).read().log_end_offset(),
+        Offset(0),
+        "nothing of the failed partition was written, before or after its corrupt answer"
+    );
+}
+
+#[test]
+fn a_pipelined_answer_past_one_never_applied_is_skipped_not_appended_over_a_gap() {
+    let w = small_fetch_world("pipe3", "a", 1, 20);
+    let mut f = w.mirror.pipelined_fetcher(0);
+    let lost = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    let past = w.mirror.fetch_ahead(&mut f, 1 << 20);
+    assert!(lost.record_bytes() > 0 && past.record_bytes() > 0);
+    drop(lost);
+    assert_eq!(w.mirror.apply_ahead(&f, past), 0);
+    assert_eq!(h(&w.dst, "a", 0).read().log_end_offset(), Offset(0));
+    // The fetcher was told: it asks from the log end again and copies everything.
+    for _ in 0..200 {
+        if same_bytes(&w, "a", 0) {
+            break;
+        }
+        let got = w.mirror.fetch_ahead(&mut f, 1 << 20);
+        w.mirror.apply_ahead(&f, got);
+    }
+    assert!(same_bytes(&w, "a", 0));
+}
+
+/// Destination topics that also apply the source's topic configs (as the broker's do).
+#[derive(Debug)]
+struct ConfigDest(Dest);
+
+impl DestinationTopics for ConfigDest {
+    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
+        self.0.ensure_mirror_topic(name, id, partitions)
+    }
+    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
+        self.0.topic_name_for_id(id)
+    }
+    fn apply_topic_configs(&self, name: &str, configs: &[(String, String)]) -> Result<(), String> {
+        let pairs: Vec<(&str, &str)> = configs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let logs = &self.0.0;
+        for h in logs.partitions() {
+            if h.topic_partition().topic == name {
+                let current = h.read().config().clone();
+                let mut next = current
+                    .with_overrides(pairs.iter().copied())
+                    .map_err(|e| e.to_string())?;
+                next.read_only = current.read_only;
+                logs.update_config(h.topic_partition(), next)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+    fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
+        self.0.set_read_only(name, read_only)
+    }
+}
+
 #[test]
 fn stale_source_metadata_does_not_move_the_leader_back() {
     let w = world(MirrorConfig::new("m-stale"), &[("s", 1)]);
@@ -699,4 +848,22 @@ fn stale_source_metadata_does_not_move_the_leader_back() {
     assert!(w.mirror.fetch_round(0) > 0, "fetched from the newer leader");
     catch_up(&w);
     assert_eq!(log_bytes(&h(&w.dst, "s", 0)), log_bytes(&h(&w.src, "s", 0)));
+}
+
+#[test]
+fn a_started_topic_has_the_source_configs_before_its_first_fetch() {
+    // Retention off on the source: with the destination's default (7 days) old data would be
+    // deleted as it lands, until a metadata sync a refresh interval later copied the setting.
+    let source_config = LogConfig::default()
+        .with_overrides([("retention.ms", "-1")])
+        .unwrap();
+    let w = world_with(
+        MirrorConfig::new("cfg"),
+        &[("old", 1)],
+        source_config,
+        |dst| Arc::new(ConfigDest(Dest(dst))),
+    );
+    w.mirror.start_topics(&["old".to_string()]).unwrap();
+    assert_eq!(state(&w, "old", 0), S::LogAlignment, "nothing fetched yet");
+    assert_eq!(h(&w.dst, "old", 0).read().config().retention_ms, -1);
 }

@@ -506,6 +506,25 @@ impl Connection {
                 }
             },
         };
+        if let ResponseKind::Fetch(fetch) = &response {
+            // Record bytes go out from the buffers they were read into, not copied again.
+            let pieces = match frame::encode_fetch_response_pieces(
+                out.correlation_id,
+                out.version,
+                fetch,
+            ) {
+                Ok(pieces) => pieces,
+                Err(e) => {
+                    error!(connection_id = id, %peer, error = %ErrorChain(&e), "closing connection");
+                    return false;
+                }
+            };
+            if let Err(e) = frame::write_all_pieces(&self.stream, &pieces) {
+                debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
+                return false;
+            }
+            return true;
+        }
         let bytes = match frame::encode_response(
             out.correlation_id,
             out.api_key,

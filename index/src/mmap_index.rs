@@ -39,7 +39,10 @@
 //! ([`MmapIndex::reserve`], in [`RESERVE_CHUNK_BYTES`] steps): the segment reserves room for
 //! the entries an append may add *before* writing the log, and a full disk then fails that
 //! append with `ENOSPC` before any byte is written. File systems without `fallocate` are
-//! not protected (the reservation is skipped, as before).
+//! not protected (the reservation is skipped, as before). A newly created index reserves its
+//! first chunk and faults its first page in right away (best effort, see
+//! `prepare_first_chunk`), so that the first appends of a segment make no system call and take
+//! no fault for their index entries.
 //!
 //! This scan is why truncation zeroes the slots it drops: "written slots, then zeros" must hold
 //! for every untrimmed file we leave behind. Recovery after an unclean shutdown still rebuilds
@@ -143,6 +146,13 @@ fn map_file(file: &File, path: &Path, length: u64, writable: bool) -> Result<Map
     }
 }
 
+/// The system's page size (what one write fault makes resident).
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).unwrap_or(4096)
+}
+
 /// Bytes of index file reserved at a time by [`MmapIndex::reserve`] (8192 offset-index entries,
 /// about 32 MiB of log at the default `index.interval.bytes`).
 pub const RESERVE_CHUNK_BYTES: u64 = 64 * 1024;
@@ -163,6 +173,10 @@ pub struct MmapIndex<E: IndexEntry> {
     /// The file's leading bytes known to have blocks allocated (written or reserved); the rest
     /// of a preallocated file may be a hole. `u64::MAX` once `fallocate` proved unsupported.
     reserved_bytes: u64,
+    /// The last valid entry, kept beside the mapping: every append checks its order against it,
+    /// and reading it here spares a touch of the mapped page (with many partitions, a cache and
+    /// TLB miss per append).
+    last: Option<E>,
     _entry: PhantomData<E>,
 }
 
@@ -279,7 +293,7 @@ impl<E: IndexEntry> MmapIndex<E> {
         } else {
             count_written_slots(map.bytes(), E::SIZE)
         };
-        Ok(MmapIndex {
+        let mut index = MmapIndex {
             path,
             base_offset,
             map,
@@ -289,8 +303,14 @@ impl<E: IndexEntry> MmapIndex<E> {
             writable,
             // Written slots have their blocks; anything after may be a hole.
             reserved_bytes: (entries * E::SIZE) as u64,
+            last: None,
             _entry: PhantomData,
-        })
+        };
+        index.last = index.entries.checked_sub(1).map(|i| index.slot(i));
+        if newly_created {
+            index.prepare_first_chunk(&file);
+        }
+        Ok(index)
     }
 
     /// The index file's path.
@@ -346,7 +366,8 @@ impl<E: IndexEntry> MmapIndex<E> {
 
     /// The last valid entry as stored.
     pub fn raw_last_entry(&self) -> Option<E> {
-        self.entries.checked_sub(1).map(|i| self.slot(i))
+        debug_assert_eq!(self.last, self.entries.checked_sub(1).map(|i| self.slot(i)));
+        self.last
     }
 
     /// The offset of the last entry, or the base offset when empty (Kafka's `lastOffset`).
@@ -405,12 +426,19 @@ impl<E: IndexEntry> MmapIndex<E> {
             .write(true)
             .open(&self.path)
             .map_err(Error::io("open", &self.path))?;
+        self.allocate(&file, end)
+            .map_err(Error::io("fallocate", &self.path))
+    }
+
+    /// Allocates the blocks of `reserved_bytes..end` of `file` (this index's file) and records
+    /// them as reserved; on a file system without `fallocate`, records that nothing can be.
+    fn allocate(&mut self, file: &File, end: u64) -> io::Result<()> {
         let start = self.reserved_bytes;
         // SAFETY: fallocate on an fd we own with a range inside the file; mode 0 only
         // allocates blocks (the length is already `length_bytes`).
         let rc = unsafe {
             libc::fallocate(
-                std::os::fd::AsRawFd::as_raw_fd(&file),
+                std::os::fd::AsRawFd::as_raw_fd(file),
                 0,
                 start as libc::off_t,
                 (end - start) as libc::off_t,
@@ -426,7 +454,32 @@ impl<E: IndexEntry> MmapIndex<E> {
                 self.reserved_bytes = u64::MAX;
                 Ok(())
             }
-            _ => Err(Error::io("fallocate", &self.path)(e)),
+            _ => Err(e),
+        }
+    }
+
+    /// Readies a newly created index for its first appends, while the segment is being created
+    /// (which already costs file creations and a directory sync): reserves the first
+    /// [`RESERVE_CHUNK_BYTES`] and faults the first page in writable. Without this the first
+    /// append of every segment pays an `open`, a `fallocate`, a `close` and a write fault per
+    /// index — measured at ~6% of appends spread round-robin over 1000 fresh partitions.
+    ///
+    /// Best effort: on a full disk (or any failure) nothing is prefaulted and the first append's
+    /// [`reserve`](Self::reserve) allocates, or refuses, as it would have. The page is touched
+    /// only once its blocks are allocated, so this cannot fault on a full disk either.
+    fn prepare_first_chunk(&mut self, file: &File) {
+        let end = RESERVE_CHUNK_BYTES.min(self.length_bytes);
+        if self.allocate(file, end).is_err() {
+            return;
+        }
+        if self.reserved_bytes == u64::MAX {
+            return; // no fallocate: a fault could not be made safe, so leave it to the store
+        }
+        if let Map::ReadWrite(map) = &self.map {
+            let page = page_size().min(map.len());
+            // Failure (a kernel before 5.14 knows no MADV_POPULATE_WRITE) only leaves the page
+            // to the first store's fault.
+            let _ = map.advise_range(memmap2::Advice::PopulateWrite, 0, page);
         }
     }
 
@@ -451,6 +504,7 @@ impl<E: IndexEntry> MmapIndex<E> {
         };
         entry.encode(&mut map[start..start + E::SIZE]);
         self.entries += 1;
+        self.last = Some(entry);
         debug_assert_eq!(self.raw_last_entry(), Some(entry));
         Ok(())
     }
@@ -505,6 +559,8 @@ impl<E: IndexEntry> MmapIndex<E> {
         if keep >= self.entries {
             return Ok(());
         }
+        // The kept slots do not change: read the new last one while it is surely mapped.
+        self.last = keep.checked_sub(1).map(|i| self.slot(i));
         match &mut self.map {
             Map::ReadWrite(map) => {
                 map[keep * E::SIZE..self.entries * E::SIZE].fill(0);

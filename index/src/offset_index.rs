@@ -124,22 +124,30 @@ mod tests {
 
     #[test]
     fn reserve_allocates_blocks_ahead_of_the_entries_without_growing_the_file() {
+        use crate::mmap_index::RESERVE_CHUNK_BYTES;
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let max = 1024 * 1024;
         let (mut idx, path) = new_index(dir.path(), 0, max);
         let allocated = || fs::metadata(&path).unwrap().blocks() * 512;
+        // Creation reserved the first chunk (see `prepare_first_chunk`), and no more.
         let before = allocated();
-        idx.reserve(1).unwrap();
         assert!(
-            allocated() >= before + crate::mmap_index::RESERVE_CHUNK_BYTES,
-            "one chunk reserved: {} -> {} bytes",
-            before,
-            allocated()
+            (RESERVE_CHUNK_BYTES..2 * RESERVE_CHUNK_BYTES).contains(&before),
+            "the first chunk reserved at creation: {before} bytes"
         );
         // Within the reserved chunk: no further allocation needed, entries land in it.
         idx.reserve(100).unwrap();
+        assert_eq!(allocated(), before);
         idx.append(Offset(1), FilePosition(0)).unwrap();
+        // One entry past the first chunk: the next chunk is reserved.
+        idx.reserve(RESERVE_CHUNK_BYTES as usize / 8).unwrap();
+        assert!(
+            allocated() >= before + RESERVE_CHUNK_BYTES,
+            "the second chunk reserved: {} -> {} bytes",
+            before,
+            allocated()
+        );
         // A reservation past the end is clamped to the file's length.
         idx.reserve(10 * max as usize).unwrap();
         assert_eq!(fs::metadata(&path).unwrap().len(), max);
@@ -333,6 +341,61 @@ mod tests {
         assert_eq!(idx.entries(), 2);
         assert_eq!(idx.max_entries(), 10);
         assert_eq!(idx.lookup(Offset(9)), (Offset(3), FilePosition(300)));
+    }
+
+    #[test]
+    fn a_prepared_index_left_by_a_crash_reopens_with_kafkas_bytes() {
+        // A full-size index: creation reserved its first chunk and made its first page
+        // resident; entries written through that page survive an unclean drop as Kafka's bytes,
+        // followed by zeros, and a clean close trims to exactly Kafka's file.
+        let dir = tempfile::tempdir().unwrap();
+        let max = 1024 * 1024;
+        let (mut idx, path) = new_index(dir.path(), 100, max);
+        idx.append(Offset(157), FilePosition(4154)).unwrap();
+        idx.append(Offset(214), FilePosition(8258)).unwrap();
+        drop(idx); // no close, no flush: like a crash of the process (the page cache stays)
+        let kafka = [
+            0, 0, 0, 57, 0, 0, 0x10, 0x3a, //
+            0, 0, 0, 114, 0, 0, 0x20, 0x42,
+        ];
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(bytes.len() as u64, max);
+        assert_eq!(bytes[..16], kafka);
+        assert!(bytes[16..].iter().all(|&b| b == 0));
+        let mut idx = OffsetIndex::open(&path, Offset(100), max, true).unwrap();
+        assert_eq!(idx.entries(), 2);
+        assert_eq!(idx.last_offset(), Offset(214));
+        idx.append(Offset(300), FilePosition(12000)).unwrap();
+        idx.close().unwrap();
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(bytes[..16], kafka);
+        assert_eq!(bytes[16..], [0, 0, 0, 200, 0, 0, 0x2e, 0xe0]);
+    }
+
+    #[test]
+    fn the_last_entry_follows_appends_truncations_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut idx, path) = new_index(dir.path(), 0, MAX);
+        assert_eq!(idx.raw_last_entry(), None);
+        for (o, p) in [(1, 10), (2, 20), (3, 30)] {
+            idx.append(Offset(o), FilePosition(p)).unwrap();
+            assert_eq!(idx.last_offset(), Offset(o));
+        }
+        idx.truncate_to(Offset(3)).unwrap();
+        assert_eq!(idx.last_offset(), Offset(2));
+        // The order check runs against the new last entry, not the dropped one.
+        idx.append(Offset(3), FilePosition(31)).unwrap();
+        idx.trim_to_valid_size().unwrap();
+        idx.truncate_to(Offset(2)).unwrap(); // sealed: shrinks the file
+        assert_eq!(idx.last_offset(), Offset(1));
+        drop(idx);
+        let mut idx = OffsetIndex::open(&path, Offset(0), MAX, true).unwrap();
+        assert_eq!(idx.last_offset(), Offset(1));
+        idx.resize(MAX).unwrap();
+        idx.truncate().unwrap();
+        assert_eq!(idx.raw_last_entry(), None);
+        idx.append(Offset(1), FilePosition(0)).unwrap();
+        assert_eq!(idx.lookup(Offset(5)), (Offset(1), FilePosition(0)));
     }
 
     #[test]

@@ -291,6 +291,25 @@ mod tests {
     }
 
     #[test]
+    fn after_a_truncation_the_skip_rule_compares_with_the_remaining_last_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut idx, _) = new_index(dir.path(), 0, MAX);
+        idx.maybe_append(TimestampMs(10), Offset(1), false).unwrap();
+        idx.maybe_append(TimestampMs(40), Offset(9), false).unwrap();
+        idx.truncate_to(Offset(5)).unwrap();
+        // 20 is below the dropped 40 but above the remaining 10: appended.
+        idx.maybe_append(TimestampMs(20), Offset(5), false).unwrap();
+        assert_eq!(idx.entries(), 2);
+        assert_eq!(idx.last_entry(), (TimestampMs(20), Offset(5)));
+        idx.maybe_append(TimestampMs(20), Offset(6), false).unwrap();
+        assert_eq!(
+            idx.entries(),
+            2,
+            "a timestamp that does not grow adds nothing"
+        );
+    }
+
+    #[test]
     fn a_last_timestamp_below_the_first_fails_the_sanity_check() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("00000000000000000000.timeindex");

@@ -585,6 +585,9 @@ pub struct ActiveSegment {
     created_ms: i64,
     /// Set by the first failed write or sync; see [`SegmentError::Failed`].
     failed: Option<String>,
+    /// Scratch for `append_inner`: each appended batch's last offset, max timestamp and size,
+    /// kept between appends so that an append allocates nothing.
+    metas: Vec<(Offset, TimestampMs, u32)>,
 }
 
 impl std::ops::Deref for ActiveSegment {
@@ -738,6 +741,7 @@ impl ActiveSegment {
             rolling_based_timestamp: None,
             created_ms: now_ms,
             failed,
+            metas: Vec::new(),
         }
     }
 
@@ -759,6 +763,7 @@ impl ActiveSegment {
             rolling_based_timestamp: rolling,
             created_ms: now_ms,
             failed: None,
+            metas: Vec::new(),
         })
     }
 
@@ -864,12 +869,16 @@ impl ActiveSegment {
 
     fn append_inner(&mut self, batches: Bytes, durable: bool) -> SegmentResult<()> {
         self.check_usable()?;
-        let path = self.r.log.path().to_path_buf();
+        // Per-append work stays allocation-free: the path is copied only into an error, and the
+        // batches' index inputs go to a vector kept across appends.
+        let mut metas = std::mem::take(&mut self.metas);
+        metas.clear();
+        let path = || self.r.log.path().to_path_buf();
         let len = batches.len();
         let new_size = self.r.size as u64 + len as u64;
         if new_size > i32::MAX as u64 {
             return Err(SegmentError::DoesNotFit {
-                path,
+                path: path(),
                 reason: format!(
                     "{len} bytes at position {} would pass the 2 GiB position limit",
                     self.r.size
@@ -877,29 +886,28 @@ impl ActiveSegment {
             });
         }
         // Frame and check every batch before a byte is written.
-        let mut metas = Vec::new();
         let mut expected = self.next_offset;
         for b in crate::batch::Batches::at(batches.clone(), self.r.size as u64).verify(false) {
             let b = b.map_err(|source| SegmentError::Corrupt {
-                path: path.clone(),
+                path: path(),
                 source,
             })?;
             b.validate_header()
                 .map_err(|source| SegmentError::Corrupt {
-                    path: path.clone(),
+                    path: path(),
                     source,
                 })?;
             debug_assert_eq!(b.validate(), Ok(()), "append of an unvalidated batch");
             assert!(
                 b.base_offset() >= expected,
                 "{}: batch at offset {} appended after offset {}",
-                path.display(),
+                path().display(),
                 b.base_offset(),
                 expected
             );
             if b.last_offset().relative_to(self.r.base_offset).is_none() {
                 return Err(SegmentError::DoesNotFit {
-                    path,
+                    path: path(),
                     reason: format!(
                         "offset {} is not within i32 of base offset {}: roll first",
                         b.last_offset(),
@@ -913,7 +921,7 @@ impl ActiveSegment {
         let consumed: usize = metas.iter().map(|m| m.2 as usize).sum();
         if consumed != len {
             return Err(SegmentError::Corrupt {
-                path,
+                path: path(),
                 source: BatchError::Truncated {
                     position: self.r.size as u64 + consumed as u64,
                     needed: len - consumed,
@@ -942,11 +950,12 @@ impl ActiveSegment {
             self.rolling_based_timestamp = Some(metas[0].1);
         }
         let mut pos = position;
-        for (last_offset, max_ts, size) in metas {
+        for &(last_offset, max_ts, size) in &metas {
             self.index_batch(last_offset, max_ts, pos)?;
             pos += size;
             self.bytes_since_last_index_entry += size;
         }
+        self.metas = metas;
         self.next_offset = expected;
         Ok(())
     }

@@ -18,7 +18,7 @@ use crate::error::{EngineError, EngineResult};
 use crate::producer_state::{AppendOrigin, BatchInfo, Transition};
 use bytes::{Bytes, BytesMut};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
-use mirrorlog_segment::batch::Batches;
+use mirrorlog_segment::batch::{Batches, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, field};
 use mirrorlog_segment::{BatchBuilder, BatchHeaderMut, Compression, RecordBatch, TimestampType};
 
 /// Who appends as leader.
@@ -81,24 +81,7 @@ impl PartitionLog {
         if origin == LeaderOrigin::Client && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
         }
-        let mut it = Batches::new(records);
-        let batch = match it.next() {
-            None => {
-                return Err(EngineError::InvalidRecord(
-                    "the request holds no complete batch".into(),
-                ));
-            }
-            Some(r) => r?,
-        };
-        if it.next().is_some() || it.truncated_tail().is_some() {
-            return Err(EngineError::InvalidRecord(
-                "a produce request must hold exactly one batch per partition".into(),
-            ));
-        }
-        // The iterator holds a reference to the buffer: let it go, so that the batch is the
-        // buffer's only owner and is stamped in place without a copy.
-        drop(it);
-        let mut batch = batch;
+        let mut batch = single_batch(records)?;
         if origin == LeaderOrigin::Client {
             self.validate_client_batch(&batch, now)?;
             let target = self.config.compression.codec();
@@ -162,26 +145,29 @@ impl PartitionLog {
         let info = BatchInfo::from_batch(&batch)?;
         let transition = self.producers.transition(&info, producer_origin)?;
         debug_assert_eq!(batch.validate(), Ok(()), "a stamped batch stays valid");
-        self.maybe_roll(
+        self.maybe_roll_at(
+            now,
             batch.size_bytes() as u32,
             base,
             batch.last_offset(),
             batch.max_timestamp(),
         )?;
-        let bytes = batch.as_bytes().clone();
-        self.active.append(bytes)?;
-        self.after_batch_written(&batch, &info, transition)?;
+        let (last_offset, max_timestamp) = (batch.last_offset(), batch.max_timestamp());
+        let (size, epoch) = (batch.size_bytes() as u64, batch.partition_leader_epoch());
         let count = batch.records_count().max(0) as u64;
+        // The buffer goes to the segment whole: another handle on it would cost an allocation.
+        self.active.append(batch.into_bytes())?;
+        self.after_written(epoch, base, &info, transition)?;
         self.after_append(count)?;
         Ok(LogAppendInfo {
             first_offset: base,
-            last_offset: batch.last_offset(),
-            max_timestamp: batch.max_timestamp(),
+            last_offset,
+            max_timestamp,
             log_append_time,
             log_start_offset: self.log_start_offset,
             record_count: count,
             batch_count: 1,
-            bytes: batch.size_bytes() as u64,
+            bytes: size,
             duplicate: false,
         })
     }
@@ -392,9 +378,20 @@ impl PartitionLog {
         info: &BatchInfo,
         t: Transition,
     ) -> EngineResult<()> {
-        let epoch = batch.partition_leader_epoch();
+        self.after_written(batch.partition_leader_epoch(), batch.base_offset(), info, t)
+    }
+
+    /// [`after_batch_written`](Self::after_batch_written) given the batch's partition leader
+    /// epoch and base offset.
+    fn after_written(
+        &mut self,
+        epoch: LeaderEpoch,
+        base_offset: Offset,
+        info: &BatchInfo,
+        t: Transition,
+    ) -> EngineResult<()> {
         if epoch.get() >= 0 {
-            self.epochs.assign(epoch, batch.base_offset())?;
+            self.epochs.assign(epoch, base_offset)?;
         }
         if let Some(c) = self.producers.commit(t, info.last_offset) {
             record_completed_txn(&mut self.producers, &mut self.active, &c)?;
@@ -422,6 +419,18 @@ impl PartitionLog {
         max_ts: TimestampMs,
     ) -> EngineResult<()> {
         let now = self.clock.now_ms();
+        self.maybe_roll_at(now, incoming, first_offset, max_offset, max_ts)
+    }
+
+    /// [`maybe_roll`](Self::maybe_roll) at the broker time `now` the caller already read.
+    fn maybe_roll_at(
+        &mut self,
+        now: i64,
+        incoming: u32,
+        first_offset: Offset,
+        max_offset: Offset,
+        max_ts: TimestampMs,
+    ) -> EngineResult<()> {
         if let Some(reason) = self.active.should_roll(incoming, max_offset, max_ts, now) {
             tracing::debug!(log = %self.name, ?reason, at = %first_offset, "rolling segment");
             self.roll(first_offset)?;
@@ -468,6 +477,51 @@ impl PartitionLog {
     }
 }
 
+/// The one batch of a produce request's records, validated (CRC and header).
+///
+/// The usual request — exactly one whole batch — is wrapped as it is. Anything else goes through
+/// [`Batches`] for the precise error; its handle on the buffer is dropped before returning, so
+/// that the batch is the buffer's only owner and is stamped in place without a copy (and, for a
+/// `Bytes` made from a `Vec`, a second handle would also cost an allocation).
+fn single_batch(records: Bytes) -> EngineResult<RecordBatch> {
+    let whole = records.len() >= RECORD_BATCH_OVERHEAD
+        && records[field::MAGIC] as i8 == MAGIC_V2
+        && i32::from_be_bytes(
+            records[field::BATCH_LENGTH..field::BATCH_LENGTH + 4]
+                .try_into()
+                .expect("4 bytes"),
+        ) as i64
+            + LOG_OVERHEAD as i64
+            == records.len() as i64;
+    if whole {
+        // Exactly what the iterator would check of this one batch.
+        let batch = RecordBatch::new(records)?;
+        batch.validate()?;
+        return Ok(batch);
+    }
+    single_batch_by_iteration(records)
+}
+
+/// [`single_batch`] through [`Batches`], for any buffer: the precise error for a request that
+/// is not exactly one whole batch.
+fn single_batch_by_iteration(records: Bytes) -> EngineResult<RecordBatch> {
+    let mut it = Batches::new(records);
+    let batch = match it.next() {
+        None => {
+            return Err(EngineError::InvalidRecord(
+                "the request holds no complete batch".into(),
+            ));
+        }
+        Some(r) => r?,
+    };
+    if it.next().is_some() || it.truncated_tail().is_some() {
+        return Err(EngineError::InvalidRecord(
+            "a produce request must hold exactly one batch per partition".into(),
+        ));
+    }
+    Ok(batch)
+}
+
 /// A unique buffer to stamp: the producer's own when nothing else holds it (no copy), else one
 /// copy.
 fn into_mut(b: Bytes) -> BytesMut {
@@ -503,4 +557,75 @@ fn recompress(batch: &RecordBatch, codec: Compression) -> EngineResult<RecordBat
         );
     }
     Ok(b.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mirrorlog_segment::BatchBuilder;
+
+    fn answer(r: EngineResult<RecordBatch>) -> String {
+        match r {
+            Ok(b) => format!("ok {:?}", &b.as_bytes()[..]),
+            Err(e) => format!("err {e:?}"),
+        }
+    }
+
+    #[test]
+    fn single_batch_answers_every_framing_as_the_iterator_does() {
+        let one = BatchBuilder::new()
+            .record(TimestampMs(1), Some(b"k"), Some(b"v"))
+            .record(TimestampMs(2), None, Some(b"w"))
+            .build()
+            .into_bytes();
+        let two = [&one[..], &one[..]].concat();
+        let with = |at: usize, byte: u8| {
+            let mut b = one.to_vec();
+            b[at] = byte;
+            b
+        };
+        let mut cases: Vec<Vec<u8>> = vec![
+            one.to_vec(),
+            vec![],
+            one[..16].to_vec(),
+            one[..60].to_vec(),
+            one[..one.len() - 1].to_vec(),
+            [&one[..], &[0u8][..]].concat(),
+            two.clone(),
+            two[..two.len() - 5].to_vec(),
+            with(field::MAGIC, 1),                 // wrong magic
+            with(field::BATCH_LENGTH + 3, 10),     // batchLength below the header
+            with(field::BATCH_LENGTH, 0x80),       // negative batchLength
+            with(field::CRC, one[field::CRC] ^ 1), // CRC mismatch
+            with(field::ATTRIBUTES, 0x80),         // unknown attribute bits
+            with(one.len() - 1, one[one.len() - 1] ^ 1),
+        ];
+        // A batchLength that claims the whole buffer of a shorter batch plus garbage.
+        let mut longer = one.to_vec();
+        longer.extend_from_slice(&[0; 8]);
+        let len = (longer.len() - LOG_OVERHEAD) as i32;
+        longer[field::BATCH_LENGTH..field::BATCH_LENGTH + 4].copy_from_slice(&len.to_be_bytes());
+        cases.push(longer);
+        for (i, case) in cases.into_iter().enumerate() {
+            let b = Bytes::from(case);
+            assert_eq!(
+                answer(single_batch(b.clone())),
+                answer(single_batch_by_iteration(b)),
+                "case {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn single_batch_keeps_a_sole_owner_unique_for_stamping_in_place() {
+        let one = BatchBuilder::new()
+            .record(TimestampMs(1), Some(b"k"), Some(b"v"))
+            .build()
+            .into_bytes();
+        let batch = single_batch(Bytes::from(one.to_vec())).unwrap();
+        assert!(
+            batch.into_bytes().try_into_mut().is_ok(),
+            "no other handle on the buffer: stamped without a copy"
+        );
+    }
 }

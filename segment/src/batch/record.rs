@@ -181,11 +181,15 @@ impl Records {
     }
 
     fn offset_and_timestamp(&self, f: &Framed) -> (Offset, TimestampMs) {
+        self.offset_and_timestamp_of(f.ts_delta, f.offset_delta)
+    }
+
+    fn offset_and_timestamp_of(&self, ts_delta: i64, offset_delta: i32) -> (Offset, TimestampMs) {
         (
-            Offset(self.base_offset.wrapping_add(f.offset_delta as i64)),
+            Offset(self.base_offset.wrapping_add(offset_delta as i64)),
             TimestampMs(
                 self.log_append_time
-                    .unwrap_or(self.base_timestamp.wrapping_add(f.ts_delta)),
+                    .unwrap_or(self.base_timestamp.wrapping_add(ts_delta)),
             ),
         )
     }
@@ -222,9 +226,17 @@ impl Records {
     }
 
     fn read_meta(&mut self) -> Result<RecordMeta, String> {
-        let f = self.frame(None)?;
-        let (offset, timestamp) = self.offset_and_timestamp(&f);
-        self.pos = f.body_end;
+        // The lean walk accepts only what `frame` accepts; anything it cannot take (a malformed
+        // record, or one it does not bother with) goes through `frame`, which says what is wrong.
+        let (ts_delta, offset_delta, body_end) = match skim(&self.data, self.pos) {
+            Some(m) => m,
+            None => {
+                let f = self.frame(None)?;
+                (f.ts_delta, f.offset_delta, f.body_end)
+            }
+        };
+        let (offset, timestamp) = self.offset_and_timestamp_of(ts_delta, offset_delta);
+        self.pos = body_end;
         Ok(RecordMeta { offset, timestamp })
     }
 
@@ -283,6 +295,73 @@ fn varint_reason(field: &str, e: VarintError) -> String {
         VarintError::Eof => format!("{field}: varint runs past the end"),
         VarintError::TooLong => format!("{field}: varint is too long"),
     }
+}
+
+/// The record at `pos` of `data` framed for its timestamp delta, offset delta and end, with
+/// every check of [`Records::frame`] but no error text: `None` when any check fails (the caller
+/// then asks `frame` why). This is the leader's per-record validation, so it is kept to plain
+/// byte loads with a one-byte fast path for varints (record lengths below 64 bytes aside, the
+/// length is the only multi-byte varint of a typical record).
+#[inline]
+fn skim(data: &[u8], pos: usize) -> Option<(i64, i32, usize)> {
+    let (length, n) = read_varint(data.get(pos..)?).ok()?;
+    if length < (MIN_RECORD_SIZE - 1) as i32 {
+        return None;
+    }
+    let body_start = pos + n;
+    let body_end = body_start.checked_add(length as usize)?;
+    let body = data.get(body_start..body_end)?;
+    let mut at = 1; // attributes: the body holds at least 6 bytes
+    let ts_delta = skim_varlong(body, &mut at)?;
+    let offset_delta = skim_varint(body, &mut at)?;
+    skim_bytes(body, &mut at)?; // key
+    skim_bytes(body, &mut at)?; // value
+    let header_count = skim_varint(body, &mut at)?;
+    if header_count < 0 || header_count as usize > (body.len() - at) / 2 {
+        return None;
+    }
+    for _ in 0..header_count {
+        skim_bytes(body, &mut at)?.then_some(())?; // a header key may not be null
+        skim_bytes(body, &mut at)?;
+    }
+    (at == body.len()).then_some((ts_delta, offset_delta, body_end))
+}
+
+#[inline(always)]
+fn skim_varint(buf: &[u8], at: &mut usize) -> Option<i32> {
+    let b = *buf.get(*at)?;
+    if b < 0x80 {
+        *at += 1;
+        return Some(((b >> 1) as i32) ^ -((b & 1) as i32));
+    }
+    let (v, n) = read_varint(&buf[*at..]).ok()?;
+    *at += n;
+    Some(v)
+}
+
+#[inline(always)]
+fn skim_varlong(buf: &[u8], at: &mut usize) -> Option<i64> {
+    let b = *buf.get(*at)?;
+    if b < 0x80 {
+        *at += 1;
+        return Some(((b >> 1) as i64) ^ -((b & 1) as i64));
+    }
+    let (v, n) = read_varlong(&buf[*at..]).ok()?;
+    *at += n;
+    Some(v)
+}
+
+/// Skips a nullable byte field; `Some(false)` when it was null (any negative length, as Kafka
+/// reads it).
+#[inline(always)]
+fn skim_bytes(buf: &[u8], at: &mut usize) -> Option<bool> {
+    let len = skim_varint(buf, at)?;
+    if len < 0 {
+        return Some(false);
+    }
+    let end = at.checked_add(len as usize).filter(|&e| e <= buf.len())?;
+    *at = end;
+    Some(true)
 }
 
 struct Cursor<'a> {

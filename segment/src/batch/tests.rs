@@ -587,6 +587,39 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The metadata walk's lean path must accept exactly the records the full decode accepts:
+    /// bytes of the records area overwritten at random, both walks agree record by record,
+    /// errors included.
+    #[test]
+    fn the_metadata_walk_agrees_with_the_full_decode_on_damaged_records(
+        spec in spec_strategy(),
+        damage in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+    ) {
+        let spec = Spec { codec: Compression::None, ..spec };
+        let mut bytes = build(&spec).as_bytes().to_vec();
+        let area = bytes.len() - field::RECORDS;
+        prop_assume!(area > 0);
+        for (at, byte) in damage {
+            bytes[field::RECORDS + at.index(area)] = byte;
+        }
+        let batch = RecordBatch::new(bytes.into()).unwrap();
+        let full: Vec<_> = batch
+            .records()
+            .unwrap()
+            .map(|r| r.map(|r| (r.offset, r.timestamp)))
+            .collect();
+        let mut records = batch.records().unwrap();
+        let mut meta = vec![];
+        while let Some(m) = records.next_meta() {
+            meta.push(m.map(|m| (m.offset, m.timestamp)));
+        }
+        prop_assert_eq!(meta, full);
+    }
+}
+
 #[test]
 fn the_metadata_walk_reports_corruption_like_the_full_decode() {
     let mut bytes = simple_batch(Compression::None).as_bytes().to_vec();

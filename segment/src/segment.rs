@@ -170,8 +170,9 @@ pub struct FileSlice {
 impl FileSlice {
     /// Reads the slice into memory (for backends without a descriptor, and for tests).
     pub fn read_all(&self) -> Result<Bytes, IoError> {
-        let mut v = vec![0u8; self.length as usize];
-        self.file.read_exact_at(&mut v, self.position.as_u64())?;
+        let v = self
+            .file
+            .read_exact_vec(self.length as usize, self.position.as_u64())?;
         Ok(Bytes::from(v))
     }
 

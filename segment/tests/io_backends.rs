@@ -211,6 +211,15 @@ mod suite {
         let err = f.read_exact_at(&mut buf, 6).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
         assert_names(&err, IoOp::ReadAt, &fx.path("a"));
+        // Into a fresh buffer (uninitialised on backends with a descriptor): the same answers.
+        assert_eq!(f.read_exact_vec(4, 6).unwrap(), b"6789");
+        assert_eq!(f.read_exact_vec(0, 10).unwrap(), b"");
+        let err = f.read_exact_vec(8, 6).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        assert_names(&err, IoOp::ReadAt, &fx.path("a"));
+        let big = pattern(3, 3 << 20);
+        f.write_at(Bytes::from(big.clone()), 10).unwrap();
+        assert_eq!(f.read_exact_vec(big.len(), 10).unwrap(), big);
     }
 
     pub fn write_all_at_lays_many_buffers_back_to_back(fx: &Fixture) {

@@ -199,6 +199,18 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn create_dir_all(&self, dir: &Path) -> IoResult<()>;
 }
 
+/// The error of a read that met the end of `path` after `done` of `len` bytes at `pos`.
+pub(crate) fn short_read(path: &Path, len: usize, pos: u64, done: usize) -> IoError {
+    IoError::new(
+        IoOp::ReadAt,
+        path,
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("file ends before {len} bytes at position {pos} (read {done})"),
+        ),
+    )
+}
+
 /// Positioned operations on one open file. Shared as `Arc<dyn StorageFile>` across threads: every
 /// method takes `&self` and is safe to call concurrently (writes to overlapping ranges race as
 /// they would with `pwrite`).
@@ -228,21 +240,21 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
         while done < buf.len() {
             let n = self.read_at(&mut buf[done..], pos + done as u64)?;
             if n == 0 {
-                return Err(IoError::new(
-                    IoOp::ReadAt,
-                    self.path(),
-                    io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        format!(
-                            "file ends before {} bytes at position {pos} (read {done})",
-                            buf.len()
-                        ),
-                    ),
-                ));
+                return Err(short_read(self.path(), buf.len(), pos, done));
             }
             done += n;
         }
         Ok(())
+    }
+
+    /// Reads exactly `len` bytes at `pos` into a new buffer; `UnexpectedEof` if the file ends
+    /// first. The default zero-fills the buffer and calls
+    /// [`read_exact_at`](Self::read_exact_at); a backend with a descriptor reads straight into
+    /// the uninitialised allocation instead (a fetch answer's read then costs no memset).
+    fn read_exact_vec(&self, len: usize, pos: u64) -> IoResult<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        self.read_exact_at(&mut v, pos)?;
+        Ok(v)
     }
 
     /// `fdatasync`: the bytes written so far (and the length) become durable.

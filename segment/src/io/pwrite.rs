@@ -120,6 +120,39 @@ impl StorageFile for PwriteFile {
         }
     }
 
+    fn read_exact_vec(&self, len: usize, pos: u64) -> IoResult<Vec<u8>> {
+        let mut v: Vec<u8> = Vec::with_capacity(len);
+        while v.len() < len {
+            let done = v.len();
+            let at = to_off_t(pos + done as u64).map_err(|e| self.err(IoOp::ReadAt, e))?;
+            let want = (len - done).min(MAX_IO_BYTES);
+            // SAFETY: the allocation has room for `len` bytes and `done < len`, so `want` bytes
+            // from `done` on are inside it; `pread` writes at most `want` bytes there, and the
+            // length grows only by the count it reports written, so every byte below the length
+            // is initialised.
+            let n = unsafe {
+                libc::pread(
+                    self.file.as_raw_fd(),
+                    v.as_mut_ptr().add(done).cast(),
+                    want,
+                    at,
+                )
+            };
+            match n {
+                0 => return Err(super::short_read(&self.path, len, pos, done)),
+                n if n < 0 => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(self.err(IoOp::ReadAt, e));
+                    }
+                }
+                // SAFETY: see above: `done + n` bytes are initialised and within capacity.
+                n => unsafe { v.set_len(done + n as usize) },
+            }
+        }
+        Ok(v)
+    }
+
     fn sync_data(&self) -> IoResult<()> {
         self.file
             .sync_data()

@@ -6,17 +6,9 @@ mod common;
 
 use common::{Serve, free_port, python, scenario};
 
-fn py() -> Option<std::path::PathBuf> {
-    let p = python();
-    if p.is_none() {
-        eprintln!("MIRRORLOG_PYTHON unset: run scripts/test.sh to install confluent-kafka");
-    }
-    p
-}
-
 #[test]
 fn idempotent_codecs_admin_offsets_for_times_and_transactions() {
-    let Some(py) = py() else { return };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut broker = Serve::start(dir.path(), free_port());
     let bs = broker.addr.clone();
@@ -29,7 +21,7 @@ fn idempotent_codecs_admin_offsets_for_times_and_transactions() {
 
 #[test]
 fn a_consumer_group_rebalances_and_resumes_after_a_restart() {
-    let Some(py) = py() else { return };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let mut broker = Serve::start(dir.path(), port);
@@ -44,7 +36,7 @@ fn a_consumer_group_rebalances_and_resumes_after_a_restart() {
 
 #[test]
 fn no_acknowledged_record_is_lost_when_the_broker_is_killed_mid_produce() {
-    let Some(py) = py() else { return };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let mut broker = Serve::start(dir.path(), port);

@@ -34,10 +34,7 @@ fn wait_committed(dest: &str, group: &str, want: i64) {
 
 #[test]
 fn a_consumer_that_ran_ahead_fails_over_without_skipping_a_record() {
-    let Some(py) = python() else {
-        eprintln!("MIRRORLOG_PYTHON unset: run scripts/test.sh to install confluent-kafka");
-        return;
-    };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut src = Serve::start(&dir.path().join("src"), free_port());
     let dst = Serve::start(&dir.path().join("dst"), free_port());

@@ -66,10 +66,7 @@ fn read(py: &std::path::Path, addr: &str, isolation: &str) -> (Vec<String>, Valu
 
 #[test]
 fn a_failover_with_a_transaction_open_leaves_read_committed_readers_only_whole_transactions() {
-    let Some(py) = python() else {
-        eprintln!("MIRRORLOG_PYTHON unset: run scripts/test.sh to install confluent-kafka");
-        return;
-    };
+    let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = Serve::start(&dir.path().join("src"), free_port());
     let dst = Serve::start(&dir.path().join("dst"), free_port());

@@ -158,10 +158,7 @@ fn consumed(file: &Path) -> Vec<(i32, i64, String)> {
 
 #[test]
 fn mirroring_under_load_with_crashes_on_both_sides_loses_nothing() {
-    let Some(py) = python() else {
-        eprintln!("MIRRORLOG_PYTHON unset: run scripts/test.sh to install confluent-kafka");
-        return;
-    };
+    let Some(py) = python() else { return };
     let secs = env_u64("MIRRORLOG_SOAK_SECS").unwrap_or(20);
     let seed = seed_from_env("MIRRORLOG_SOAK_SEED");
     eprintln!("soak: {secs} s of crashes, MIRRORLOG_SOAK_SEED={seed}");

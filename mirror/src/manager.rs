@@ -1056,6 +1056,21 @@ impl MirrorManager {
         }
     }
 
+    /// Fails, not retryable, every partition of `topic` that is neither STOPPED nor FAILED.
+    fn fail_topic(&self, topic: &str, reason: &str) {
+        for (key, entry) in self
+            .partitions
+            .lock()
+            .iter()
+            .filter(|(k, _)| k.topic == topic)
+        {
+            let mut e = entry.lock();
+            if !matches!(e.state.state, S::Stopped | S::Failed) {
+                self.fail(key, &mut e, reason, false);
+            }
+        }
+    }
+
     fn fail(&self, key: &TopicPartition, entry: &mut Entry, reason: &str, retryable: bool) {
         let e = entry.state.state_epoch;
         let mut next = entry.state.clone();
@@ -1190,17 +1205,7 @@ impl MirrorManager {
                         "source topic {} was deleted (missing on two consecutive syncs)",
                         t.name
                     );
-                    for (key, entry) in self
-                        .partitions
-                        .lock()
-                        .iter()
-                        .filter(|(k, _)| k.topic == t.name)
-                    {
-                        let mut e = entry.lock();
-                        if !matches!(e.state.state, S::Stopped | S::Failed) {
-                            self.fail(key, &mut e, &reason, false);
-                        }
-                    }
+                    self.fail_topic(&t.name, &reason);
                 }
                 continue;
             }
@@ -1218,17 +1223,7 @@ impl MirrorManager {
                     mirrorlog_index::TopicId(t.id)
                 );
                 drop(topics);
-                for (key, entry) in self
-                    .partitions
-                    .lock()
-                    .iter()
-                    .filter(|(k, _)| k.topic == t.name)
-                {
-                    let mut e = entry.lock();
-                    if !matches!(e.state.state, S::Stopped | S::Failed) {
-                        self.fail(key, &mut e, &reason, false);
-                    }
-                }
+                self.fail_topic(&t.name, &reason);
                 continue;
             }
             let grown = t.partitions.len() as i32 > info.partitions;

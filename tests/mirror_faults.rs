@@ -14,7 +14,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{Serve, free_port};
+use common::{Serve, free_port, reconnecting};
 use mirrorlog_broker::client::Client;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_broker::source_client::{KafkaSource, KafkaSourceConfig};
@@ -159,15 +159,8 @@ impl Producer {
             let mut client = None;
             let mut n = 0u64;
             while !s.load(Ordering::SeqCst) {
-                let c = match &mut client {
-                    Some(c) => c,
-                    None => match Client::connect(&addr) {
-                        Ok(c) => client.insert(c),
-                        Err(_) => {
-                            std::thread::sleep(Duration::from_millis(50));
-                            continue;
-                        }
-                    },
+                let Some(c) = reconnecting(&mut client, &addr) else {
+                    continue;
                 };
                 match c.produce(TOPIC, (n % PARTITIONS as u64) as i32, batch(n), -1, None) {
                     Ok(_) => {

@@ -20,8 +20,8 @@ use serde_json::Value;
 
 const TOPIC: &str = "ledger";
 
-fn plain(c: &mut Client, tag: &str) -> i64 {
-    let mut b = BatchBuilder::new();
+/// `b` with 3 records `tag-0` … `tag-2`, encoded.
+fn three_records(mut b: BatchBuilder, tag: &str) -> bytes::Bytes {
     for i in 0..3 {
         b.append(
             TimestampMs(1_700_000_000_000),
@@ -30,24 +30,20 @@ fn plain(c: &mut Client, tag: &str) -> i64 {
             &[],
         );
     }
-    c.produce(TOPIC, 0, b.build().into_bytes(), -1, None)
+    b.build().into_bytes()
+}
+
+fn plain(c: &mut Client, tag: &str) -> i64 {
+    c.produce(TOPIC, 0, three_records(BatchBuilder::new(), tag), -1, None)
         .unwrap()
 }
 
 /// Produces one transactional batch of 3 records `tag-i`; returns the next sequence.
 fn txn_batch(c: &mut Client, txn: &str, pid: i64, epoch: i16, seq: i32, tag: &str) -> i32 {
-    let mut b = BatchBuilder::new()
+    let b = BatchBuilder::new()
         .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(seq))
         .transactional(true);
-    for i in 0..3 {
-        b.append(
-            TimestampMs(1_700_000_000_000),
-            None,
-            Some(format!("{tag}-{i}").as_bytes()),
-            &[],
-        );
-    }
-    c.produce(TOPIC, 0, b.build().into_bytes(), -1, Some(txn))
+    c.produce(TOPIC, 0, three_records(b, tag), -1, Some(txn))
         .unwrap();
     seq + 3
 }

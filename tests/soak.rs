@@ -22,7 +22,7 @@
 mod common;
 
 use common::mirrors::{batches, create_mirror, find, ok, partitions, reader};
-use common::{Rng, Serve, env_u64, free_port, python, seed_from_env};
+use common::{Rng, Serve, env_u64, free_port, python, reconnecting, seed_from_env};
 use mirrorlog_broker::client::Client;
 use mirrorlog_index::TimestampMs;
 use mirrorlog_mirror::source::{OffsetSpec, SourceCluster};
@@ -74,15 +74,8 @@ fn produce_until(addr: String, stop: Arc<AtomicBool>) -> Produced {
     let mut client: Option<Client> = None;
     let mut n = 0u64;
     while !stop.load(Ordering::SeqCst) {
-        let c = match &mut client {
-            Some(c) => c,
-            None => match Client::connect(&addr) {
-                Ok(c) => client.insert(c),
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(50));
-                    continue;
-                }
-            },
+        let Some(c) = reconnecting(&mut client, &addr) else {
+            continue;
         };
         let p = (n % PARTITIONS as u64) as i32;
         match c.produce(TOPIC, p, batch(n), -1, None) {

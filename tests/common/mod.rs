@@ -108,6 +108,26 @@ impl Drop for Serve {
     }
 }
 
+/// The client in `client`, connecting to `addr` first when there is none; `None` (after a
+/// 50 ms pause) when the server does not answer, so a producer loop against a server that is
+/// being killed and restarted retries on its next turn. Set `client` to `None` after a failed
+/// request to reconnect.
+pub fn reconnecting<'a>(
+    client: &'a mut Option<mirrorlog_broker::client::Client>,
+    addr: &str,
+) -> Option<&'a mut mirrorlog_broker::client::Client> {
+    if client.is_none() {
+        match mirrorlog_broker::client::Client::connect(addr) {
+            Ok(c) => *client = Some(c),
+            Err(_) => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                return None;
+            }
+        }
+    }
+    client.as_mut()
+}
+
 /// The Python with confluent-kafka that scripts/test.sh prepared (`MIRRORLOG_PYTHON`).
 ///
 /// # Panics

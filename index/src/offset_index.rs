@@ -108,11 +108,21 @@ impl MmapIndex<OffsetEntry> {
 mod tests {
     use super::*;
     use crate::Error;
+    use crate::mmap_index::PENDING_MAX_BYTES;
     use proptest::prelude::*;
     use std::fs;
     use std::path::{Path, PathBuf};
 
     const MAX: u64 = 10 * 8;
+
+    /// The written slots at the start of an index file's bytes (those before the first zero
+    /// slot; the tests' entries are never all zeros).
+    fn count_nonzero_slots(bytes: &[u8]) -> usize {
+        bytes
+            .chunks_exact(OFFSET_ENTRY_SIZE)
+            .take_while(|s| s.iter().any(|&b| b != 0))
+            .count()
+    }
 
     fn new_index(dir: &Path, base: i64, max: u64) -> (OffsetIndex, PathBuf) {
         let path = dir.join("00000000000000000000.index");
@@ -344,22 +354,33 @@ mod tests {
     }
 
     #[test]
-    fn a_prepared_index_left_by_a_crash_reopens_with_kafkas_bytes() {
-        // A full-size index: creation reserved its first chunk and made its first page
-        // resident; entries written through that page survive an unclean drop as Kafka's bytes,
-        // followed by zeros, and a clean close trims to exactly Kafka's file.
+    fn a_crash_loses_only_the_pending_tail_and_flushed_entries_are_kafkas_bytes() {
+        // Appended entries wait in the heap tail: a crash of the process before any flush
+        // leaves the preallocated file all zeros (it reopens empty: the engine rebuilds an
+        // active segment's indexes after an unclean shutdown). Flushed entries are Kafka's
+        // bytes followed by zeros, and a clean close trims to exactly Kafka's file.
         let dir = tempfile::tempdir().unwrap();
         let max = 1024 * 1024;
         let (mut idx, path) = new_index(dir.path(), 100, max);
         idx.append(Offset(157), FilePosition(4154)).unwrap();
         idx.append(Offset(214), FilePosition(8258)).unwrap();
-        drop(idx); // no close, no flush: like a crash of the process (the page cache stays)
+        assert_eq!(idx.lookup(Offset(300)), (Offset(214), FilePosition(8258)));
+        drop(idx); // no close, no flush: like a crash of the process
+        let bytes = fs::read(&path).unwrap();
+        assert_eq!(bytes.len() as u64, max);
+        assert!(bytes.iter().all(|&b| b == 0));
+        let mut idx = OffsetIndex::open(&path, Offset(100), max, true).unwrap();
+        assert_eq!(idx.entries(), 0);
+
+        idx.append(Offset(157), FilePosition(4154)).unwrap();
+        idx.append(Offset(214), FilePosition(8258)).unwrap();
+        idx.flush().unwrap();
+        drop(idx);
         let kafka = [
             0, 0, 0, 57, 0, 0, 0x10, 0x3a, //
             0, 0, 0, 114, 0, 0, 0x20, 0x42,
         ];
         let bytes = fs::read(&path).unwrap();
-        assert_eq!(bytes.len() as u64, max);
         assert_eq!(bytes[..16], kafka);
         assert!(bytes[16..].iter().all(|&b| b == 0));
         let mut idx = OffsetIndex::open(&path, Offset(100), max, true).unwrap();
@@ -370,6 +391,40 @@ mod tests {
         let bytes = fs::read(&path).unwrap();
         assert_eq!(bytes[..16], kafka);
         assert_eq!(bytes[16..], [0, 0, 0, 200, 0, 0, 0x2e, 0xe0]);
+    }
+
+    #[test]
+    fn a_full_pending_tail_reaches_the_file_at_the_next_reserve() {
+        let dir = tempfile::tempdir().unwrap();
+        let max = 1024 * 1024;
+        let (mut idx, path) = new_index(dir.path(), 0, max);
+        let per_tail = PENDING_MAX_BYTES / OFFSET_ENTRY_SIZE;
+        let in_file = |path: &std::path::Path| {
+            let bytes = fs::read(path).unwrap();
+            count_nonzero_slots(&bytes)
+        };
+        for i in 0..per_tail as i64 {
+            idx.reserve(1).unwrap();
+            idx.append(Offset(i + 1), FilePosition(i as u32 * 10)).unwrap();
+        }
+        assert_eq!(in_file(&path), 0, "a tail that fits stays in memory");
+        idx.reserve(1).unwrap();
+        assert_eq!(in_file(&path), per_tail, "the next reserve writes the tail out");
+        idx.append(Offset(per_tail as i64 + 1), FilePosition(7)).unwrap();
+        assert_eq!(idx.entries(), per_tail + 1);
+        // Lookups span the file and the tail; truncation into the written part zeroes it.
+        assert_eq!(idx.lookup(Offset(5)), (Offset(5), FilePosition(40)));
+        assert_eq!(
+            idx.lookup(Offset(per_tail as i64 + 9)),
+            (Offset(per_tail as i64 + 1), FilePosition(7))
+        );
+        idx.truncate_to(Offset(11)).unwrap();
+        assert_eq!(idx.entries(), 10);
+        assert_eq!(in_file(&path), 10);
+        idx.append(Offset(11), FilePosition(100)).unwrap();
+        drop(idx);
+        let idx = OffsetIndex::open(&path, Offset(0), max, true).unwrap();
+        assert_eq!(idx.entries(), 10, "the unflushed entry after the truncation is lost");
     }
 
     #[test]

@@ -579,11 +579,25 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
     if !Path::new("/proc/self/clear_refs").exists() {
         bail!("the mirror scenario measures peak RSS through /proc/self/clear_refs (Linux)");
     }
-    let mut reports = catch_up(opts, dir.path())?;
-    reports.push(steady_lag(opts, dir.path())?);
-    reports.push(many_partitions(opts, dir.path())?);
+    let wanted = std::env::var(VARIANTS_ENV).unwrap_or_default();
+    let wanted = |name: &str| wanted.is_empty() || wanted.split(',').any(|w| w.trim() == name);
+    let mut reports = vec![];
+    if wanted("catch-up") {
+        reports.extend(catch_up(opts, dir.path())?);
+    }
+    if wanted("steady-lag") {
+        reports.push(steady_lag(opts, dir.path())?);
+    }
+    if wanted("many-partitions") {
+        reports.push(many_partitions(opts, dir.path())?);
+    }
     Ok(reports)
 }
+
+/// Picks the parts to run, comma-separated among `catch-up`, `steady-lag` and
+/// `many-partitions` (default: all three). For profiling one part; the perf-regression gate
+/// runs them all.
+const VARIANTS_ENV: &str = "MIRRORLOG_BENCH_MIRROR_VARIANTS";
 
 /// An append-only list of `(batch end offset, append time)` shared by the producer and the
 /// watcher (a mutex: the producer appends a few thousand times a second at most).

@@ -25,6 +25,10 @@
 //!
 //! Scratch space: both brokers' data under one [`scratch_dir`] (set `TMPDIR` to a tmpfs to keep
 //! the disk out of it).
+//!
+//! `MIRRORLOG_BENCH_MIRROR_ONLY=catch-up` (a comma-separated list of variants, see [`ONLY_ENV`])
+//! runs only those: measuring a change to the catch-up takes many runs on a noisy machine, and
+//! the whole scenario takes minutes.
 
 use crate::harness::{Opts, Report, interleave, percentile_us, round3, scratch_dir, time};
 use anyhow::{Context, Result, bail};
@@ -260,7 +264,12 @@ fn catch_up(opts: Opts, root: &Path) -> Result<Vec<Report>> {
     let mut default = || catch_up_round(root, &mut round.borrow_mut(), &src, topic, &[]);
     let mut larger = || catch_up_round(root, &mut round.borrow_mut(), &src, topic, &big);
     let mut base = || raw_tcp(bytes);
-    let t = interleave(rounds, &mut [&mut base, &mut default, &mut larger]);
+    let only_default = only().is_some_and(|v| v.iter().all(|o| o != "catch-up-fetch-8mib"));
+    let t = if only_default {
+        interleave(rounds, &mut [&mut base, &mut default])
+    } else {
+        interleave(rounds, &mut [&mut base, &mut default, &mut larger])
+    };
     src.shutdown()?;
     let report = |variant: &str, ours: Duration, fetch: u32| Report {
         scenario: "mirror",
@@ -275,11 +284,27 @@ fn catch_up(opts: Opts, root: &Path) -> Result<Vec<Report>> {
             ("target_ratio", json!(0.5)),
         ],
     };
-    Ok(vec![
-        report("catch-up", t[1], 1 << 20),
-        report("catch-up-fetch-8mib", t[2], 8 << 20),
-    ])
+    let mut out = vec![report("catch-up", t[1], 1 << 20)];
+    if let Some(&larger) = t.get(2) {
+        out.push(report("catch-up-fetch-8mib", larger, 8 << 20));
+    }
+    Ok(out)
 }
+
+/// [`ONLY_ENV`]'s variants, when set.
+fn only() -> Option<Vec<String>> {
+    let v = std::env::var(ONLY_ENV).ok()?;
+    Some(v.split(',').map(|s| s.trim().to_string()).collect())
+}
+
+/// Whether a variant whose name starts with `prefix` runs.
+fn runs(prefix: &str) -> bool {
+    only().is_none_or(|v| v.iter().any(|o| o.starts_with(prefix)))
+}
+
+/// A comma-separated list of the variants to run (`catch-up`, `catch-up-fetch-8mib`,
+/// `steady-lag`, `many-partitions`), for measuring one at a time; unset: all of them.
+const ONLY_ENV: &str = "MIRRORLOG_BENCH_MIRROR_ONLY";
 
 fn steady_lag(opts: Opts, root: &Path) -> Result<Report> {
     let (rate, seconds): (u64, u64) = if opts.quick {
@@ -579,25 +604,18 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
     if !Path::new("/proc/self/clear_refs").exists() {
         bail!("the mirror scenario measures peak RSS through /proc/self/clear_refs (Linux)");
     }
-    let wanted = std::env::var(VARIANTS_ENV).unwrap_or_default();
-    let wanted = |name: &str| wanted.is_empty() || wanted.split(',').any(|w| w.trim() == name);
     let mut reports = vec![];
-    if wanted("catch-up") {
+    if runs("catch-up") {
         reports.extend(catch_up(opts, dir.path())?);
     }
-    if wanted("steady-lag") {
+    if runs("steady-lag") {
         reports.push(steady_lag(opts, dir.path())?);
     }
-    if wanted("many-partitions") {
+    if runs("many-partitions") {
         reports.push(many_partitions(opts, dir.path())?);
     }
     Ok(reports)
 }
-
-/// Picks the parts to run, comma-separated among `catch-up`, `steady-lag` and
-/// `many-partitions` (default: all three). For profiling one part; the perf-regression gate
-/// runs them all.
-const VARIANTS_ENV: &str = "MIRRORLOG_BENCH_MIRROR_VARIANTS";
 
 /// An append-only list of `(batch end offset, append time)` shared by the producer and the
 /// watcher (a mutex: the producer appends a few thousand times a second at most).

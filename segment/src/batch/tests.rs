@@ -574,17 +574,26 @@ proptest! {
 
     #[test]
     fn the_metadata_walk_agrees_with_the_full_decode(spec in spec_strategy()) {
-        let batch = build(&spec);
-        let full: Vec<(Offset, TimestampMs)> =
-            batch.records().unwrap().map(|r| r.map(|r| (r.offset, r.timestamp)).unwrap()).collect();
-        let mut records = batch.records().unwrap();
-        let mut meta = vec![];
-        while let Some(m) = records.next_meta() {
-            let m = m.unwrap();
-            meta.push((m.offset, m.timestamp));
-        }
+        let (full, meta) = both_walks(&build(&spec));
         prop_assert_eq!(meta, full);
     }
+}
+
+/// Each record's offset and timestamp from the full decode and from the metadata walk, of a
+/// valid batch.
+fn both_walks(batch: &RecordBatch) -> (Vec<(Offset, TimestampMs)>, Vec<(Offset, TimestampMs)>) {
+    let full = batch
+        .records()
+        .unwrap()
+        .map(|r| r.map(|r| (r.offset, r.timestamp)).unwrap())
+        .collect();
+    let mut records = batch.records().unwrap();
+    let mut meta = vec![];
+    while let Some(m) = records.next_meta() {
+        let m = m.unwrap();
+        meta.push((m.offset, m.timestamp));
+    }
+    (full, meta)
 }
 
 proptest! {
@@ -652,18 +661,7 @@ fn the_metadata_walk_reads_varints_of_one_two_and_three_bytes() {
             &[],
         );
     }
-    let batch = b.build();
-    let full: Vec<_> = batch
-        .records()
-        .unwrap()
-        .map(|r| r.map(|r| (r.offset, r.timestamp)).unwrap())
-        .collect();
-    let mut records = batch.records().unwrap();
-    let mut meta = vec![];
-    while let Some(m) = records.next_meta() {
-        let m = m.unwrap();
-        meta.push((m.offset, m.timestamp));
-    }
+    let (full, meta) = both_walks(&b.build());
     assert_eq!(meta, full);
     assert_eq!(meta.len(), 7);
 }

@@ -579,9 +579,11 @@ proptest! {
     }
 }
 
-/// Each record's offset and timestamp from the full decode and from the metadata walk, of a
-/// valid batch.
-fn both_walks(batch: &RecordBatch) -> (Vec<(Offset, TimestampMs)>, Vec<(Offset, TimestampMs)>) {
+/// Each record's offset and timestamp, in order.
+type Metas = Vec<(Offset, TimestampMs)>;
+
+/// [`Metas`] of a valid batch from the full decode and from the metadata walk.
+fn both_walks(batch: &RecordBatch) -> (Metas, Metas) {
     let full = batch
         .records()
         .unwrap()

@@ -574,17 +574,28 @@ proptest! {
 
     #[test]
     fn the_metadata_walk_agrees_with_the_full_decode(spec in spec_strategy()) {
-        let batch = build(&spec);
-        let full: Vec<(Offset, TimestampMs)> =
-            batch.records().unwrap().map(|r| r.map(|r| (r.offset, r.timestamp)).unwrap()).collect();
-        let mut records = batch.records().unwrap();
-        let mut meta = vec![];
-        while let Some(m) = records.next_meta() {
-            let m = m.unwrap();
-            meta.push((m.offset, m.timestamp));
-        }
+        let (full, meta) = both_walks(&build(&spec));
         prop_assert_eq!(meta, full);
     }
+}
+
+/// Each record's offset and timestamp, in order.
+type Metas = Vec<(Offset, TimestampMs)>;
+
+/// [`Metas`] of a valid batch from the full decode and from the metadata walk.
+fn both_walks(batch: &RecordBatch) -> (Metas, Metas) {
+    let full = batch
+        .records()
+        .unwrap()
+        .map(|r| r.map(|r| (r.offset, r.timestamp)).unwrap())
+        .collect();
+    let mut records = batch.records().unwrap();
+    let mut meta = vec![];
+    while let Some(m) = records.next_meta() {
+        let m = m.unwrap();
+        meta.push((m.offset, m.timestamp));
+    }
+    (full, meta)
 }
 
 proptest! {
@@ -633,4 +644,26 @@ fn the_metadata_walk_reports_corruption_like_the_full_decode() {
         matches!(r.next_meta(), Some(Err(BatchError::CorruptRecord { .. }))),
         "bytes remain after the declared count"
     );
+}
+
+#[test]
+fn the_metadata_walk_reads_varints_of_one_two_and_three_bytes() {
+    // Zigzag lengths 63/64 and 8191/8192 sit on the one/two- and two/three-byte boundaries of
+    // the walk's varint fast paths, for the value length and the record length alike.
+    let mut b = BatchBuilder::new();
+    for (i, len) in [0usize, 63, 64, 100, 8191, 8192, 20_000]
+        .into_iter()
+        .enumerate()
+    {
+        let value = vec![7u8; len];
+        b.append(
+            TimestampMs(1_000 + 100 * i as i64),
+            Some(b"k"),
+            Some(&value),
+            &[],
+        );
+    }
+    let (full, meta) = both_walks(&b.build());
+    assert_eq!(meta, full);
+    assert_eq!(meta.len(), 7);
 }

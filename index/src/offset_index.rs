@@ -405,12 +405,18 @@ mod tests {
         };
         for i in 0..per_tail as i64 {
             idx.reserve(1).unwrap();
-            idx.append(Offset(i + 1), FilePosition(i as u32 * 10)).unwrap();
+            idx.append(Offset(i + 1), FilePosition(i as u32 * 10))
+                .unwrap();
         }
         assert_eq!(in_file(&path), 0, "a tail that fits stays in memory");
         idx.reserve(1).unwrap();
-        assert_eq!(in_file(&path), per_tail, "the next reserve writes the tail out");
-        idx.append(Offset(per_tail as i64 + 1), FilePosition(7)).unwrap();
+        assert_eq!(
+            in_file(&path),
+            per_tail,
+            "the next reserve writes the tail out"
+        );
+        idx.append(Offset(per_tail as i64 + 1), FilePosition(7))
+            .unwrap();
         assert_eq!(idx.entries(), per_tail + 1);
         // Lookups span the file and the tail; truncation into the written part zeroes it.
         assert_eq!(idx.lookup(Offset(5)), (Offset(5), FilePosition(40)));
@@ -424,7 +430,11 @@ mod tests {
         idx.append(Offset(11), FilePosition(100)).unwrap();
         drop(idx);
         let idx = OffsetIndex::open(&path, Offset(0), max, true).unwrap();
-        assert_eq!(idx.entries(), 10, "the unflushed entry after the truncation is lost");
+        assert_eq!(
+            idx.entries(),
+            10,
+            "the unflushed entry after the truncation is lost"
+        );
     }
 
     #[test]

@@ -642,6 +642,68 @@ mod tests {
         }
 
         #[test]
+        fn crashes_keep_a_prefix_with_every_flushed_entry(
+            ops in proptest::collection::vec((0u8..20, 1i64..50), 1..1500),
+        ) {
+            // Appends (mostly after `reserve`, as the segment does, so the pending tail spills
+            // to the file), truncations, flushes and crashes (drop, reopen writable) against
+            // a model: lookups always agree with it, and a crash keeps a prefix of it that
+            // holds at least every entry flushed (and not truncated away) before.
+            let dir = tempfile::tempdir().unwrap();
+            let base = 1000;
+            let max = 4000 * 8;
+            let (mut idx, path) = new_index(dir.path(), base, max);
+            let mut model: Vec<(Offset, FilePosition)> = Vec::new();
+            let mut flushed = 0usize;
+            for (i, &(op, n)) in ops.iter().enumerate() {
+                match op {
+                    0 => {
+                        let cut = model.len().saturating_sub(n as usize);
+                        let to = model.get(cut).map_or(Offset(base + 1_000_000), |e| e.0);
+                        idx.truncate_to(to).unwrap();
+                        model.truncate(cut);
+                        flushed = flushed.min(cut);
+                    }
+                    1 => {
+                        idx.flush().unwrap();
+                        flushed = model.len();
+                    }
+                    2 => {
+                        drop(idx);
+                        idx = OffsetIndex::open(&path, Offset(base), max, true).unwrap();
+                        let kept = idx.entries();
+                        prop_assert!(kept >= flushed && kept <= model.len(),
+                            "{kept} entries after a crash, {flushed} flushed of {}", model.len());
+                        model.truncate(kept);
+                        flushed = kept;
+                    }
+                    _ => {
+                        if model.len() + 1 >= max as usize / 8 {
+                            continue;
+                        }
+                        if op != 3 {
+                            idx.reserve(1).unwrap();
+                        }
+                        let offset = model.last().map_or(Offset(base), |e| e.0).get() + n;
+                        let entry = (Offset(offset), FilePosition(i as u32 * 7));
+                        idx.append(entry.0, entry.1).unwrap();
+                        model.push(entry);
+                    }
+                }
+                prop_assert_eq!(idx.entries(), model.len());
+                let probe = Offset(base + (i as i64 * 37) % (model.len() as i64 * 50 + 1));
+                let expected = model.iter().rev().find(|(o, _)| *o <= probe)
+                    .copied().unwrap_or((Offset(base), FilePosition(0)));
+                prop_assert_eq!(idx.lookup(probe), expected);
+            }
+            idx.close().unwrap();
+            let idx = OffsetIndex::open(&path, Offset(base), max, false).unwrap();
+            idx.sanity_check().unwrap();
+            let reread: Vec<_> = (0..idx.entries()).map(|i| idx.entry(i).unwrap()).collect();
+            prop_assert_eq!(reread, model);
+        }
+
+        #[test]
         fn any_file_opens_and_checks_without_panicking(
             bytes in proptest::collection::vec(any::<u8>(), 0..100),
             writable in any::<bool>(),

@@ -1177,10 +1177,13 @@ fn markers_that_cannot_be_written_are_completed_after_a_restart() {
         markers(&b, &p1),
         vec![(ControlRecordType::Commit, producer.0, producer.1, 1)]
     );
-    assert_eq!(
-        markers(&b, &p0).len(),
-        p0_markers_before + 1,
-        "p0's marker is written (again, harmlessly, if it made it before the failure)"
+    // p0's marker is written again after the restart. One written before the failure
+    // survives the crash only if its sync ran before orders-1's failure took the directory
+    // offline (the markers are written in parallel): so one or two markers, never none.
+    let p0_markers_after = markers(&b, &p0).len();
+    assert!(
+        (1..=p0_markers_before + 1).contains(&p0_markers_after),
+        "p0 has {p0_markers_after} markers after the restart, {p0_markers_before} before"
     );
     for partition in [&p0, &p1] {
         let (lso, leo) = lso_and_leo(&b, partition);

@@ -367,6 +367,24 @@ impl PartitionHandle {
         last: Offset,
     ) -> EngineResult<()> {
         self.check_online()?;
+        // What the sync below will have made durable: every append below the log end has been
+        // written (appends write under the log lock) and the sync starts after this point, so
+        // while `file` is still the active segment's it covers the whole log (sealed segments
+        // were synced when they were sealed). A caller that already finds its append below the
+        // recovery point was covered by another's sync and needs none of its own; so callers
+        // waiting one after another (a connection's acks=all requests, answered in order) still
+        // share one sync, as concurrent ones do through the group commit.
+        let covered = {
+            let log = self.log.read();
+            if log.recovery_point() > last {
+                return Ok(());
+            }
+            if std::ptr::addr_eq(Arc::as_ptr(&log.active_log_file()), Arc::as_ptr(&file)) {
+                log.log_end_offset()
+            } else {
+                last.next()
+            }
+        };
         if let Err(e) = self.group_commit.sync(&file) {
             let reason = format!("{}: group commit sync failed: {e}", self.tp);
             self.dir.take_offline(reason.clone());
@@ -375,7 +393,7 @@ impl PartitionHandle {
                 reason,
             });
         }
-        self.log.write().mark_flushed(last.next());
+        self.log.write().mark_flushed(covered);
         Ok(())
     }
 }

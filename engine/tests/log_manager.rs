@@ -124,3 +124,49 @@ fn partitions_survive_clean_and_unclean_restarts() {
         "same partition, other topic id"
     );
 }
+
+/// Appends waited for one after another (a connection answering its acks=all requests in order)
+/// share one sync: the first wait's sync covers every append made before it started, and the
+/// later waits find their appends below the recovery point and sync nothing.
+#[test]
+fn appends_waited_for_in_turn_share_the_first_sync() {
+    let d = tempfile::tempdir().unwrap();
+    let (mgr, _) = manager(&[d.path()]);
+    let p = tp("acks-all", 0);
+    mgr.create(&p, TopicId([9; 16]), small_config()).unwrap();
+    let h = mgr.get(&p).unwrap();
+    let pending: Vec<_> = (0..3)
+        .map(|i| {
+            let (info, sync) = h
+                .append_as_leader_unsynced(
+                    client_batch(1, T0 + i),
+                    LeaderEpoch(1),
+                    LeaderOrigin::Client,
+                )
+                .unwrap();
+            assert!(!info.duplicate);
+            sync.expect("a new append has a sync to wait for")
+        })
+        .collect();
+    let before = mgr.group_commit().stats().syncs;
+    for p in pending {
+        h.wait_durable(p).unwrap();
+    }
+    assert_eq!(
+        mgr.group_commit().stats().syncs - before,
+        1,
+        "one sync for the three appends"
+    );
+    assert_eq!(h.read().recovery_point(), Offset(3));
+    // A later append still gets its own sync.
+    let (_, sync) = h
+        .append_as_leader_unsynced(
+            client_batch(1, T0 + 3),
+            LeaderEpoch(1),
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+    h.wait_durable(sync.unwrap()).unwrap();
+    assert_eq!(mgr.group_commit().stats().syncs - before, 2);
+    assert_eq!(h.read().recovery_point(), Offset(4));
+}

@@ -103,6 +103,28 @@ const CONSUME: &str = "consume";
 const CONSUME_VARIANT: &str = "from-beginning";
 /// (variant, `acks`).
 const PRODUCE_VARIANTS: &[(&str, &str)] = &[("acks=1", "1"), ("acks=all", "all")];
+/// A comma-separated list of the `produce` variants to run (`acks=1`, `acks=all`), for measuring
+/// one alone (the other's dirty pages then do not share the disk); unset: both.
+const PRODUCE_ONLY_ENV: &str = "MIRRORLOG_BENCH_PRODUCE_ONLY";
+
+/// The `produce` variants [`PRODUCE_ONLY_ENV`] selects.
+fn produce_variants() -> Result<Vec<(&'static str, &'static str)>> {
+    let Ok(only) = std::env::var(PRODUCE_ONLY_ENV) else {
+        return Ok(PRODUCE_VARIANTS.to_vec());
+    };
+    let names: Vec<&str> = only.split(',').map(str::trim).collect();
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !PRODUCE_VARIANTS.iter().any(|(v, _)| v == *n))
+    {
+        bail!("{PRODUCE_ONLY_ENV}: no produce variant {bad:?} (acks=1, acks=all)");
+    }
+    Ok(PRODUCE_VARIANTS
+        .iter()
+        .copied()
+        .filter(|(v, _)| names.contains(v))
+        .collect())
+}
 
 /// Sizes of one run.
 #[derive(Debug, Clone, Copy)]
@@ -679,14 +701,13 @@ pub fn produce_with(
     mut skipped: Vec<(String, String)>,
 ) -> Result<Vec<Report>> {
     let sizes = Sizes::new(opts);
+    let variants = produce_variants()?;
     let values = random_values();
     let bytes_per_round = (sizes.produce_records * RECORD_BYTES) as u64;
     // mirrorlog keeps every round's records, of both phases and both variants.
     let paced_bytes = (PACED_RECORDS_PER_MS * sizes.paced_ms * RECORD_BYTES) as u64;
-    let need = (bytes_per_round + paced_bytes)
-        * (sizes.rounds as u64 + 1)
-        * PRODUCE_VARIANTS.len() as u64
-        * 2;
+    let need =
+        (bytes_per_round + paced_bytes) * (sizes.rounds as u64 + 1) * variants.len() as u64 * 2;
     let scratch = scratch_dir(PRODUCE, need)?;
     let root = scratch.path();
     let (ours, targets) = start_servers(root, kinds, &mut skipped)?;
@@ -705,7 +726,7 @@ pub fn produce_with(
 
     let mut slots = vec![];
     for (ti, t) in targets.iter().enumerate() {
-        for (vi, (_, acks)) in PRODUCE_VARIANTS.iter().enumerate() {
+        for (vi, (_, acks)) in variants.iter().enumerate() {
             let topic = format!("bench-produce-acks-{acks}");
             let clients = if t.is_failed() {
                 None
@@ -757,6 +778,7 @@ pub fn produce_with(
         let target = &targets[slot.target];
         let all_targets = &targets;
         let values = &values;
+        let variants = &variants;
         rounds.push(Box::new(move || {
             run_only(all_targets, Some(slot.target));
             let Some((bulk, paced)) = slot.clients.as_ref().filter(|_| !target.is_failed()) else {
@@ -788,7 +810,7 @@ pub fn produce_with(
                     d
                 }
                 Err(e) => {
-                    target.fail(format!("{} round: {e:#}", PRODUCE_VARIANTS[slot.variant].0));
+                    target.fail(format!("{} round: {e:#}", variants[slot.variant].0));
                     Duration::ZERO
                 }
             }
@@ -819,8 +841,8 @@ pub fn produce_with(
 
     let skipped_field = skipped_json(PRODUCE, &skipped);
     let mut reports = vec![];
-    for (vi, &(variant, acks)) in PRODUCE_VARIANTS.iter().enumerate() {
-        let slot = |ti: usize| ti * PRODUCE_VARIANTS.len() + vi;
+    for (vi, &(variant, acks)) in variants.iter().enumerate() {
+        let slot = |ti: usize| ti * variants.len() + vi;
         let o = fig[slot(0)]
             .as_ref()
             .ok_or_else(|| anyhow!("mirrorlog {variant}: no measured rounds"))?;

@@ -9,9 +9,11 @@
 //!
 //! - `acks = -1`: the batches are appended in request order at once
 //!   ([`PartitionHandle::append_as_leader_unsynced`]); the answer then waits for the group-commit
-//!   `fdatasync` of each ([`PartitionHandle::wait_durable`]) — through the server, on a thread of
-//!   its own ([`Reply::Later`]), so the connection's next requests are appended meanwhile and
-//!   share the sync rather than each paying one. The syncs of one request's partitions are
+//!   `fdatasync` of each ([`PartitionHandle::wait_durable`]) — through the server, on the
+//!   connection's writer thread ([`Reply::Later`]), so the connection's next requests are
+//!   appended meanwhile and share the sync rather than each paying one: the writer waits for
+//!   them one after another, and a request whose append the previous request's sync already
+//!   covered (it syncs everything appended before it started) waits for nothing. The syncs of one request's partitions are
 //!   waited for side by side (a few threads), so they share group-commit rounds too.
 //! - `acks = 1` / `0`: [`PartitionLog::append_as_leader`](mirrorlog_engine::log::PartitionLog)
 //!   under the partition lock; durability follows the topic's flush policy.
@@ -72,7 +74,7 @@ pub fn handle(b: &Broker, r: ProduceRequest, version: i16) -> Option<ProduceResp
 }
 
 /// As [`handle`], but an `acks = -1` request answers with [`Reply::Later`]: appended now, in
-/// order, and waiting for its syncs on the server's reply thread.
+/// order, and waiting for its syncs on the connection's writer thread.
 pub fn handle_pipelined(b: &Broker, r: ProduceRequest, version: i16) -> Reply {
     if r.acks != -1 {
         return handle(b, r, version).map(ResponseKind::Produce).into();

@@ -6,7 +6,8 @@
 //! after another, in order; a handler may finish a response later ([`Reply::Later`], e.g. an
 //! acks=all Produce waiting for its `fdatasync`), and then the connection goes on reading and
 //! handling while at most [`MAX_PENDING_RESPONSES`] responses wait. A per-connection writer
-//! thread sends those in request order; while none waits, the reading thread answers directly.
+//! thread finishes (runs the `Later` work of) and sends those in request order; while none waits,
+//! the reading thread answers directly.
 //!
 //! Shutdown: [`ShutdownHandle::shutdown`] sets the stop flag under the connection registry's lock,
 //! shuts down the *read* half of every registered connection (a reader blocked waiting for the
@@ -30,7 +31,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::thread::JoinHandle;
 use tracing::{debug, error, info, warn};
 
 /// Read buffer per connection: small requests pipelined by a client arrive in one syscall; large
@@ -387,7 +387,8 @@ struct Outgoing {
 #[allow(clippy::large_enum_variant)]
 enum Body {
     Ready(ResponseKind),
-    Pending(JoinHandle<ResponseKind>),
+    /// Finished by the writer thread, in order, just before it is sent ([`Reply::Later`]).
+    Pending(Box<dyn FnOnce() -> ResponseKind + Send>),
     /// A whole response frame, already encoded (the mirror RPCs, which `kafka-protocol` cannot
     /// encode).
     Encoded(bytes::Bytes),
@@ -491,7 +492,7 @@ impl Connection {
                 return true;
             }
             Body::Ready(r) => r,
-            Body::Pending(h) => match h.join() {
+            Body::Pending(finish) => match catch_unwind(AssertUnwindSafe(finish)) {
                 Ok(r) => r,
                 Err(panic) => {
                     error!(
@@ -618,17 +619,7 @@ impl Connection {
                 let body = match self.handle(&header, api_key, request) {
                     Ok(Reply::Now(response)) => Body::Ready(response),
                     Ok(Reply::None) => return Answer::Nothing,
-                    Ok(Reply::Later(finish)) => match std::thread::Builder::new()
-                        .name(format!("mirrorlog-conn-{id}-reply"))
-                        .spawn(finish)
-                    {
-                        Ok(h) => Body::Pending(h),
-                        Err(e) => {
-                            // The closure is gone with the failed spawn: no response can be made.
-                            error!(connection_id = id, %peer, error = %e, "cannot start a reply thread; closing connection");
-                            return Answer::Close;
-                        }
-                    },
+                    Ok(Reply::Later(finish)) => Body::Pending(finish),
                     Err(panic) => {
                         error!(
                             connection_id = id,

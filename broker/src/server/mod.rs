@@ -46,7 +46,7 @@ pub trait Handler: Send + Sync + 'static {
     ) -> Option<ResponseKind>;
 
     /// As [`handle`](Self::handle), but may leave the response to finish later: a
-    /// [`Reply::Later`] runs on its own thread while the connection reads and handles its next
+    /// [`Reply::Later`] runs on the connection's writer thread while the connection reads and handles its next
     /// requests; responses still go out in request order. The default answers at once.
     fn handle_pipelined(
         &self,
@@ -101,9 +101,12 @@ pub enum Reply {
     None,
     /// The response, ready now.
     Now(ResponseKind),
-    /// Work that finishes the response — e.g. waiting for an `fdatasync` — run on its own thread
-    /// so that the connection's next requests can be handled (and share that sync) meanwhile.
-    /// It must not depend on later requests of the same connection.
+    /// Work that finishes the response — e.g. waiting for an `fdatasync` — run by the
+    /// connection's writer thread, in request order, just before the response is sent, so that
+    /// the connection's next requests can be read and handled (and share that sync) meanwhile.
+    /// It must not depend on later requests of the same connection. (It used to get a thread of
+    /// its own; starting one per acks=all request cost 85 µs at the median and 3.3 ms at p99 on
+    /// a loaded 2-core machine.)
     Later(Box<dyn FnOnce() -> ResponseKind + Send>),
 }
 

@@ -15,6 +15,7 @@
 //! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64 |
 //! | `log.io.mode` | `buffered` | `buffered`, `direct` (O_DIRECT through io_uring, see README "Direct I/O") |
 //! | `log.io.direct.durability` | `dsync` | `dsync`, `fdatasync` |
+//! | `log.preallocate` | true | true/false: written zeros ahead of synced active `.log` files (buffered mode; see README "Durable appends") |
 //! | `log.*`, `message.max.bytes`, `compression.type`, … | Kafka's | see README "Topic configuration" |
 //!
 //! Flags win over the file.
@@ -87,6 +88,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut request_max = 104_857_600usize;
     let mut recovery_threads = 2usize;
     let mut io_mode = mirrorlog_engine::manager::IoMode::default();
+    let mut preallocate = None;
     let mut direct_durability = None;
     let mut log_pairs = vec![];
     let parse = |k: &str, v: &str| -> Result<i64> {
@@ -123,6 +125,12 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
             "log.io.mode" => {
                 io_mode = mirrorlog_engine::manager::IoMode::parse(v).map_err(anyhow::Error::msg)?
             }
+            "log.preallocate" => {
+                preallocate = Some(
+                    v.parse()
+                        .with_context(|| format!("{k}={v}: not true/false"))?,
+                )
+            }
             "log.io.direct.durability" => {
                 direct_durability = Some(
                     mirrorlog_engine::manager::parse_direct_durability(v)
@@ -153,6 +161,9 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     cfg.logs.data_dirs = data_dirs;
     cfg.logs.recovery_threads = recovery_threads;
     cfg.logs.io_mode = io_mode;
+    if let Some(p) = preallocate {
+        cfg.logs.preallocate = p;
+    }
     if let Some(d) = direct_durability {
         cfg.logs.direct.durability = d;
     }
@@ -222,6 +233,19 @@ mod tests {
             cfg.logs.direct.durability,
             mirrorlog_segment::io::DirectDurability::Fdatasync
         );
+    }
+
+    #[test]
+    fn log_preallocate_defaults_on_and_can_be_turned_off() {
+        let (args, _d) = args_with("");
+        let (cfg, _) = settings(&args).unwrap();
+        assert!(cfg.logs.preallocate);
+        let (args, _d) = args_with("log.preallocate=false\n");
+        let (cfg, _) = settings(&args).unwrap();
+        assert!(!cfg.logs.preallocate);
+        let (args, _d) = args_with("log.preallocate=maybe\n");
+        let e = format!("{:#}", settings(&args).unwrap_err());
+        assert!(e.contains("log.preallocate=maybe"), "{e}");
     }
 
     #[test]

@@ -38,7 +38,7 @@ use mirrorlog_engine::clock::{Clock, SystemClock};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::{FetchIsolation, PartitionLog, ReplicaOrigin};
 use mirrorlog_index::Offset;
-use mirrorlog_segment::io::{PwriteStorage, Storage};
+use mirrorlog_segment::io::{PwriteStorage, Storage, ZeroAheadConfig, ZeroAheadStorage};
 use serde_json::json;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -83,7 +83,12 @@ pub fn run(opts: Opts) -> Result<Vec<Report>> {
     let run_big = batch_run_in_epoch(Offset(0), batches_for(big), EPOCH);
     let scratch = scratch_dir(SCENARIO, 8 * run_big.len_bytes())?;
     let root = scratch.path();
-    let storage: Arc<dyn Storage> = Arc::new(PwriteStorage::new());
+    // The engine's default buffered backend: pwrite with zeros ahead of synced `.log` files
+    // (`log.preallocate`, on by default in the log manager).
+    let storage: Arc<dyn Storage> = Arc::new(ZeroAheadStorage::new(
+        Arc::new(PwriteStorage::new()),
+        ZeroAheadConfig::default(),
+    )?);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut reports = Vec::new();
     for (phase, run, sync) in [

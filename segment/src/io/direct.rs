@@ -240,29 +240,7 @@ impl Storage for DirectStorage {
         )?))
     }
 
-    fn rename(&self, from: &Path, to: &Path) -> IoResult<()> {
-        self.inner.rename(from, to)
-    }
-
-    fn remove(&self, path: &Path) -> IoResult<()> {
-        self.inner.remove(path)
-    }
-
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-
-    fn sync_dir(&self, dir: &Path) -> IoResult<()> {
-        self.inner.sync_dir(dir)
-    }
-
-    fn list_dir(&self, dir: &Path) -> IoResult<Vec<PathBuf>> {
-        self.inner.list_dir(dir)
-    }
-
-    fn create_dir_all(&self, dir: &Path) -> IoResult<()> {
-        self.inner.create_dir_all(dir)
-    }
+    super::delegate_directory_ops!();
 }
 
 /// A heap buffer aligned to [`DIRECT_BLOCK`], zero-initialised, of fixed capacity.

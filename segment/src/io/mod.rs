@@ -11,6 +11,7 @@
 //! | `pwrite` | [`PwriteStorage`] | plain `pwrite`/`pwritev`/`fdatasync`: the fallback, and the baseline of every benchmark |
 //! | `simulated` | [`SimStorage`] | in memory, with a live-vs-durable model, fault injection and crashes that keep only synced bytes |
 //! | `direct` | [`DirectStorage`] | writable `.log` files appended with `O_DIRECT` through one io_uring reactor (preallocated, aligned chunks, tail cache); everything else through a wrapped buffered backend |
+//! | zero-ahead (a wrapper, named as the backend it wraps) | [`ZeroAheadStorage`] | writable `.log` files of a buffered backend with written zeros kept ahead of their appends, so a durable append's `fdatasync` commits no metadata (`log.preallocate`) |
 //!
 //! All three behave the same for the same calls; `segment/tests/io_backends.rs` runs one
 //! behavioural suite against each of them.
@@ -43,15 +44,48 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+/// The directory-level [`Storage`] methods of a wrapper backend (one with an `inner: Arc<dyn
+/// Storage>` field that changes only how some files are written), passed to `inner` unchanged.
+macro_rules! delegate_directory_ops {
+    () => {
+        fn rename(&self, from: &Path, to: &Path) -> IoResult<()> {
+            self.inner.rename(from, to)
+        }
+
+        fn remove(&self, path: &Path) -> IoResult<()> {
+            self.inner.remove(path)
+        }
+
+        fn exists(&self, path: &Path) -> bool {
+            self.inner.exists(path)
+        }
+
+        fn sync_dir(&self, dir: &Path) -> IoResult<()> {
+            self.inner.sync_dir(dir)
+        }
+
+        fn list_dir(&self, dir: &Path) -> IoResult<Vec<PathBuf>> {
+            self.inner.list_dir(dir)
+        }
+
+        fn create_dir_all(&self, dir: &Path) -> IoResult<()> {
+            self.inner.create_dir_all(dir)
+        }
+    };
+}
+use delegate_directory_ops;
+
 mod direct;
 mod pwrite;
 mod sim;
 mod uring;
+mod zero_ahead;
 
 pub use direct::{DIRECT_BLOCK, DirectConfig, DirectDurability, DirectFile, DirectStorage};
 pub use pwrite::PwriteStorage;
 pub use sim::{Fault, FaultKind, SimFile, SimStorage, TornTail};
 pub use uring::{UringConfig, UringStorage};
+pub use zero_ahead::{ZeroAheadConfig, ZeroAheadFile, ZeroAheadStorage};
 
 /// The result of every storage operation.
 pub type IoResult<T> = Result<T, IoError>;

@@ -359,10 +359,6 @@ impl Handler for Broker {
             RequestKind::Produce(r) if r.acks == -1 => {
                 handlers::produce::handle_pipelined(self, r, ctx.api_version)
             }
-            RequestKind::Fetch(r) => {
-                let (resp, files) = handlers::fetch::handle_with_files(self, r, ctx.api_version);
-                Reply::Fetch(resp, files)
-            }
             other => self.handle(ctx, header, other).into(),
         }
     }

@@ -17,16 +17,13 @@
 //! may exceed both by one whole batch (`min_one_batch`), later ones must fit (and may end in a
 //! partial batch, which clients skip).
 //!
-//! # Zero copy
+//! # Zero copy, almost
 //! DESIGN.md §2 serves record bytes from the segment file with `sendfile`. The response encoder
-//! (the `kafka-protocol` crate) needs the records as in-memory [`Bytes`]: for an answer the
-//! listener sends ([`handle_with_files`], what the broker's request path calls), each
-//! partition's [`FileSlice`](mirrorlog_segment::segment::FileSlice) of 4 KiB or more on a file
-//! with a descriptor becomes a placeholder the listener replaces with a `sendfile` from the
-//! segment (see [`file_records`](crate::server::file_records), which also says what a slice
-//! truncated before it is sent does). Otherwise ([`handle`], smaller slices, the simulated and
-//! O_DIRECT backends) the slice is read with `read_all`: one copy into user space. No batch is
-//! ever decoded or re-encoded.
+//! (the `kafka-protocol` crate) needs the records as in-memory [`Bytes`], so the engine's
+//! [`FileSlice`](mirrorlog_segment::segment::FileSlice) is read with `read_all`: one copy into
+//! user space, no decoding or re-encoding of any batch. Whether a `sendfile` path beats
+//! `pread` + `write` here is a later benchmark item (DESIGN §4 measured `sendfile` slower than
+//! read + write on loopback).
 //!
 //! # Long poll
 //! When fewer than `min_bytes` were read and `max_wait_ms > 0`, the handler waits on the broker's
@@ -39,7 +36,6 @@
 
 use crate::broker::{Broker, deadline_in};
 use crate::errors::engine_error_code;
-use crate::server::file_records::FileRecords;
 use crate::topics::sb;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -532,29 +528,6 @@ struct ReadSpec {
 
 /// Answers a Fetch request. See the module docs.
 pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
-    answer(b, r, version, None)
-}
-
-/// [`handle`] for an answer the listener sends: record slices of a file with a descriptor are
-/// not read but left to `sendfile`, the answer's records being placeholders for the slices in the
-/// returned [`FileRecords`] (see its module). The answer must go to
-/// [`write_with_files`](crate::server::file_records::write_with_files) with them.
-pub fn handle_with_files(
-    b: &Broker,
-    r: FetchRequest,
-    version: i16,
-) -> (FetchResponse, FileRecords) {
-    let mut files = FileRecords::default();
-    let resp = answer(b, r, version, Some(&mut files));
-    (resp, files)
-}
-
-fn answer(
-    b: &Broker,
-    r: FetchRequest,
-    version: i16,
-    files: Option<&mut FileRecords>,
-) -> FetchResponse {
     let uses_topic_ids = version >= 13;
     let replica_id = if version >= 15 {
         r.replica_state.replica_id.0
@@ -623,7 +596,7 @@ fn answer(
         SessionContext::Incremental { parts, .. } => parts.clone(),
     };
     let specs = resolve(b, to_read);
-    let datas = read_with_wait(b, &r, &specs, isolation, files);
+    let datas = read_with_wait(b, &r, &specs, isolation);
     let read: Vec<(ReadSpec, PartitionData)> = specs.into_iter().zip(datas).collect();
 
     let now = b.clock().now_ms();
@@ -718,18 +691,12 @@ fn read_with_wait(
     r: &FetchRequest,
     specs: &[ReadSpec],
     isolation: FetchIsolation,
-    mut files: Option<&mut FileRecords>,
 ) -> Vec<PartitionData> {
     let deadline = deadline_in(r.max_wait_ms);
     let min_bytes = r.min_bytes.max(0) as u64;
     loop {
         let generation = b.appends.generation();
-        if let Some(f) = files.as_deref_mut() {
-            // A pass that waits again is thrown away, with its placeholders.
-            *f = FileRecords::default();
-        }
-        let (datas, bytes, answer_now) =
-            read_all(b, specs, isolation, r.max_bytes, files.as_deref_mut());
+        let (datas, bytes, answer_now) = read_all(b, specs, isolation, r.max_bytes);
         if r.max_wait_ms <= 0
             || specs.is_empty()
             || bytes >= min_bytes
@@ -750,7 +717,6 @@ fn read_all(
     specs: &[ReadSpec],
     isolation: FetchIsolation,
     max_bytes: i32,
-    mut files: Option<&mut FileRecords>,
 ) -> (Vec<PartitionData>, u64, bool) {
     let mut remaining = max_bytes.max(0) as u64;
     let mut min_one_batch = true;
@@ -758,14 +724,7 @@ fn read_all(
     let mut answer_now = false;
     let mut out = Vec::with_capacity(specs.len());
     for spec in specs {
-        let d = read_partition(
-            b,
-            spec,
-            isolation,
-            remaining,
-            min_one_batch,
-            files.as_deref_mut(),
-        );
+        let d = read_partition(b, spec, isolation, remaining, min_one_batch);
         let n = d.records.as_ref().map_or(0, |r| r.len() as u64);
         if n > 0 {
             min_one_batch = false;
@@ -798,7 +757,6 @@ fn read_partition(
     isolation: FetchIsolation,
     limit: u64,
     min_one_batch: bool,
-    files: Option<&mut FileRecords>,
 ) -> PartitionData {
     let mut d = empty_partition(spec.key.partition);
     let Some(name) = &spec.name else {
@@ -902,10 +860,6 @@ fn read_partition(
             .collect()
     });
     if let Some(data) = info.records {
-        if let Some(placeholder) = files.and_then(|f| f.defer(&data.slice)) {
-            d.records = Some(placeholder);
-            return d;
-        }
         match data.slice.read_all() {
             Ok(bytes) => d.records = Some(bytes),
             Err(e) => {

@@ -15,10 +15,9 @@
 //! listening socket and returns once every connection thread has finished. A connection is
 //! registered, under the same lock, before its thread starts, so none can slip past the flag.
 
-use super::file_records::{self, FileRecords};
 use super::frame::{self, Decoded, ErrorChain, ReadFrameError};
 use super::{Handler, MirrorRequestContext, Reply, RequestContext};
-use kafka_protocol::messages::{ApiKey, FetchResponse, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
 use std::collections::HashMap;
@@ -388,8 +387,6 @@ struct Outgoing {
 #[allow(clippy::large_enum_variant)]
 enum Body {
     Ready(ResponseKind),
-    /// A Fetch answer with records to send from files.
-    Fetch(FetchResponse, FileRecords),
     Pending(JoinHandle<ResponseKind>),
     /// A whole response frame, already encoded (the mirror RPCs, which `kafka-protocol` cannot
     /// encode).
@@ -453,10 +450,8 @@ impl Connection {
                 Answer::Close => break,
                 Answer::Send(out) => out,
             };
-            let direct = matches!(
-                out.body,
-                Body::Ready(_) | Body::Fetch(..) | Body::Encoded(_)
-            ) && queued.load(Ordering::Acquire) == 0;
+            let direct = matches!(out.body, Body::Ready(_) | Body::Encoded(_))
+                && queued.load(Ordering::Acquire) == 0;
             if direct {
                 if !self.send(out) {
                     break;
@@ -496,9 +491,6 @@ impl Connection {
                 return true;
             }
             Body::Ready(r) => r,
-            Body::Fetch(fetch, files) => {
-                return self.send_fetch(out.correlation_id, out.version, &fetch, &files);
-            }
             Body::Pending(h) => match h.join() {
                 Ok(r) => r,
                 Err(panic) => {
@@ -515,12 +507,23 @@ impl Connection {
             },
         };
         if let ResponseKind::Fetch(fetch) = &response {
-            return self.send_fetch(
+            // Record bytes go out from the buffers they were read into, not copied again.
+            let pieces = match frame::encode_fetch_response_pieces(
                 out.correlation_id,
                 out.version,
                 fetch,
-                &FileRecords::default(),
-            );
+            ) {
+                Ok(pieces) => pieces,
+                Err(e) => {
+                    error!(connection_id = id, %peer, error = %ErrorChain(&e), "closing connection");
+                    return false;
+                }
+            };
+            if let Err(e) = frame::write_all_pieces(&self.stream, &pieces) {
+                debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
+                return false;
+            }
+            return true;
         }
         let bytes = match frame::encode_response(
             out.correlation_id,
@@ -539,44 +542,6 @@ impl Connection {
             return false;
         }
         true
-    }
-
-    /// Encodes and writes a Fetch answer, its record bytes from the buffers they were read into
-    /// or from the files of `files` (see [`file_records`](super::file_records)), never copied
-    /// into the frame. Returns whether to keep the connection open.
-    fn send_fetch(
-        &self,
-        correlation_id: i32,
-        version: i16,
-        fetch: &FetchResponse,
-        files: &FileRecords,
-    ) -> bool {
-        let (id, peer) = (self.id, self.peer);
-        let pieces = match frame::encode_fetch_response_pieces(correlation_id, version, fetch) {
-            Ok(pieces) => pieces,
-            Err(e) => {
-                error!(connection_id = id, %peer, error = %ErrorChain(&e), "closing connection");
-                return false;
-            }
-        };
-        let written = if files.is_empty() {
-            frame::write_all_pieces(&self.stream, &pieces)
-        } else {
-            file_records::write_with_files(self.stream.as_raw_fd(), &pieces, files)
-        };
-        match written {
-            Ok(()) => true,
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                // Part of the answer is on the wire: only closing keeps the client from reading
-                // a malformed one (see `file_records`).
-                warn!(connection_id = id, %peer, error = %e, "fetch answer cut short; closing");
-                false
-            }
-            Err(e) => {
-                debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
-                false
-            }
-        }
     }
 
     /// Decodes and handles one request.
@@ -652,7 +617,6 @@ impl Connection {
                 let (correlation_id, version) = (header.correlation_id, header.request_api_version);
                 let body = match self.handle(&header, api_key, request) {
                     Ok(Reply::Now(response)) => Body::Ready(response),
-                    Ok(Reply::Fetch(response, files)) => Body::Fetch(response, files),
                     Ok(Reply::None) => return Answer::Nothing,
                     Ok(Reply::Later(finish)) => match std::thread::Builder::new()
                         .name(format!("mirrorlog-conn-{id}-reply"))

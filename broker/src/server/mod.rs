@@ -6,10 +6,9 @@
 //! `kafka-protocol` crate and hands them to a [`Handler`].
 
 use crate::mirror_rpc::{MirrorApiKey, MirrorRequest, MirrorResponse};
-use kafka_protocol::messages::{ApiKey, FetchResponse, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use std::net::SocketAddr;
 
-pub mod file_records;
 pub mod frame;
 pub mod listener;
 mod signals;
@@ -106,9 +105,6 @@ pub enum Reply {
     /// so that the connection's next requests can be handled (and share that sync) meanwhile.
     /// It must not depend on later requests of the same connection.
     Later(Box<dyn FnOnce() -> ResponseKind + Send>),
-    /// A Fetch answer ready now whose records are partly placeholders for the file slices in
-    /// `files`, sent from the files (see [`file_records`]).
-    Fetch(FetchResponse, file_records::FileRecords),
 }
 
 impl From<Option<ResponseKind>> for Reply {
@@ -124,7 +120,6 @@ impl std::fmt::Debug for Reply {
             Reply::None => f.write_str("Reply::None"),
             Reply::Now(_) => f.write_str("Reply::Now(..)"),
             Reply::Later(_) => f.write_str("Reply::Later(..)"),
-            Reply::Fetch(_, files) => write!(f, "Reply::Fetch(.., {} file bytes)", files.bytes()),
         }
     }
 }

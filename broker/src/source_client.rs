@@ -140,6 +140,15 @@ const CONSUMER_REPLICA_ID: i32 = -1;
 /// (and copied) under the answer.
 const READ_CHUNK_BYTES: usize = 16 << 20;
 
+/// A response body is received with `SO_RCVLOWAT` at this (or what is left of the body, if
+/// less): the fetcher wakes and `recv`s once per this many bytes instead of once per segment
+/// the loopback delivers.
+const RCVLOWAT_BYTES: usize = 256 << 10;
+
+/// The smallest low mark worth its `setsockopt`s: a body (or the rest of one) under twice this
+/// is received with the default mark of 1.
+const RCVLOWAT_MIN_BYTES: usize = 64 << 10;
+
 const UNKNOWN_TOPIC_OR_PARTITION: ErrorCode = ResponseError::UnknownTopicOrPartition.code();
 const LEADER_NOT_AVAILABLE: ErrorCode = ResponseError::LeaderNotAvailable.code();
 const NOT_LEADER_OR_FOLLOWER: ErrorCode = ResponseError::NotLeaderOrFollower.code();
@@ -400,6 +409,8 @@ struct Connection {
     client_id: StrBytes,
     request_timeout: Duration,
     response_max_bytes: usize,
+    /// The socket's `SO_RCVLOWAT` now (1, the default, between frames).
+    rcvlowat: usize,
 }
 
 fn io_error(addr: &str, what: &str, e: &io::Error) -> SourceError {
@@ -450,6 +461,7 @@ impl Connection {
             client_id: sb(&config.client_id),
             request_timeout: config.request_timeout(),
             response_max_bytes: config.response_max_bytes,
+            rcvlowat: 1,
         };
         c.negotiate()?;
         debug!(addr, versions = ?c.negotiated(), "connected to a source node");
@@ -640,6 +652,8 @@ impl Connection {
 
     /// Reads one `int32 size` + body frame before `deadline`.
     fn read_frame(&mut self, deadline: Instant) -> Result<Bytes, SourceError> {
+        // A frame given up halfway (an error) may have left the low mark up.
+        self.set_rcvlowat(1)?;
         let mut size = [0u8; 4];
         self.read_fully(&mut size, deadline)?;
         let size = i32::from_be_bytes(size);
@@ -657,9 +671,56 @@ impl Connection {
         while body.len() < total {
             let want = (total - body.len()).min(READ_CHUNK_BYTES);
             body.reserve(want);
+            // Woken once this much of the frame is there, not at every segment that arrives;
+            // at most half of what is left of it (see `set_rcvlowat`). Small answers (and the
+            // tail of a large one) are read as they come, without the two extra syscalls.
+            let mark = if want >= 2 * RCVLOWAT_MIN_BYTES {
+                (want / 2).min(RCVLOWAT_BYTES)
+            } else {
+                1
+            };
+            self.set_rcvlowat(mark)?;
             self.read_into_spare(&mut body, want, deadline)?;
         }
+        // The next frame's size prefix, or a small answer, must wake the reader.
+        self.set_rcvlowat(1)?;
         Ok(Bytes::from(body))
+    }
+
+    /// Sets `SO_RCVLOWAT` to `n` unless it is already: a blocking `recv` then returns once it
+    /// has `n` bytes (or all it asked for, if fewer), or the read timeout passes (returning what
+    /// it has). `n` must be at most half of what is left of the frame being read, as the bytes
+    /// after the frame may not come until it is answered: a `recv` that already copied `c < n`
+    /// bytes sleeps until `n` *more* are queued (Linux's `tcp_data_ready` wakes the reader by the
+    /// socket's low mark, not by what the sleeping `recv` still lacks), and only with `n` ≤ half
+    /// do `n` more always follow. A mark of 256 KiB on every `recv` of the body stalled every
+    /// answer's tail this way until the request timeout.
+    fn set_rcvlowat(&mut self, n: usize) -> Result<(), SourceError> {
+        use std::os::fd::AsRawFd;
+        if n == self.rcvlowat {
+            return Ok(());
+        }
+        let v = libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX);
+        // SAFETY: the fd is the open socket `self.stream` owns for the duration of the call, and
+        // the option value points to a live c_int whose size is passed alongside.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(io_error(
+                &self.addr,
+                "configuring",
+                &io::Error::last_os_error(),
+            ));
+        }
+        self.rcvlowat = n;
+        Ok(())
     }
 
     /// One `recv` of at least one and at most `want` bytes, appended to `body` (which has room
@@ -1794,6 +1855,64 @@ impl SourceCluster for KafkaSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connection to a peer that answers with `parts` of one frame, each after `pause`.
+    fn frame_in_parts(body: &[u8], parts: &[usize], pause: Duration) -> Connection {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let stream = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut peer, _) = l.accept().unwrap();
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(body);
+        let parts = parts.to_vec();
+        std::thread::spawn(move || {
+            let mut at = 0usize;
+            for n in parts.into_iter().chain([usize::MAX]) {
+                let end = at.saturating_add(n).min(frame.len());
+                peer.write_all(&frame[at..end]).unwrap();
+                at = end;
+                std::thread::sleep(pause);
+            }
+            // Held open past the reader's deadline: only the frame's own bytes come.
+            std::thread::sleep(Duration::from_secs(5));
+        });
+        Connection {
+            stream,
+            addr: "peer".into(),
+            next_correlation_id: 0,
+            versions: [None; 8],
+            offered: HashMap::new(),
+            client_id: sb("test"),
+            request_timeout: Duration::from_secs(3),
+            response_max_bytes: 64 << 20,
+            rcvlowat: 1,
+        }
+    }
+
+    #[test]
+    fn a_frame_arriving_in_parts_is_read_without_waiting_for_bytes_after_it() {
+        // The receive low mark must never make a `recv` wait for more than the frame still holds:
+        // a 256 KiB mark on a 400 KiB body arriving as 200 + 200 KiB stalled until the deadline.
+        let cases: &[(usize, &[usize])] = &[
+            (400 << 10, &[4 + (200 << 10), 200 << 10]),
+            (1 << 20, &[4, 300 << 10, 1, 500 << 10, 7]),
+            (3 << 20, &[100, 64 << 10, 2 << 20]),
+            (100, &[2, 50]),
+            (0, &[4]),
+        ];
+        for (len, parts) in cases {
+            let body: Vec<u8> = (0..*len).map(|i| (i % 253) as u8).collect();
+            let mut c = frame_in_parts(&body, parts, Duration::from_millis(30));
+            let t = Instant::now();
+            let got = c.read_frame(t + Duration::from_secs(3)).unwrap();
+            assert!(got == body[..], "{len}: the bytes differ");
+            assert!(
+                t.elapsed() < Duration::from_secs(1),
+                "{len} in {parts:?}: took {:?}",
+                t.elapsed()
+            );
+            assert_eq!(c.rcvlowat, 1, "the mark is back down between frames");
+        }
+    }
 
     fn offered(entries: &[(ApiKey, i16, i16)]) -> HashMap<i16, (i16, i16)> {
         entries

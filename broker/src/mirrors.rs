@@ -292,6 +292,12 @@ impl DestinationTopics for BrokerTopics {
             })
         })
     }
+
+    fn appended(&self) {
+        if let Ok(b) = self.broker() {
+            b.appends.notify();
+        }
+    }
 }
 
 /// Why a mirror-level operation failed, as the admin RPCs answer it.

@@ -326,6 +326,10 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
     /// # Errors
     /// The topic's config cannot be stored.
     fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String>;
+    /// Mirrored batches were appended (and high watermarks moved): the destination's fetches
+    /// waiting for data (long polls) should look again. Called once per applied fetch answer
+    /// that appended anything. The default does nothing.
+    fn appended(&self) {}
 }
 
 /// One mirrored partition as an operator sees it.
@@ -1692,6 +1696,9 @@ impl MirrorManager {
                     true,
                 ),
             }
+        }
+        if appended > 0 {
+            self.topics_api.appended();
         }
         appended
     }

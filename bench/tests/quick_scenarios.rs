@@ -188,14 +188,20 @@ fn durable_append_quick_prints_latencies_and_group_commit_counters() {
             v["gc_requests"].as_u64().unwrap(),
             v["gc_syncs"].as_u64().unwrap(),
         );
-        // Every durable append asked for a sync; sharing can only lower the count of syncs.
-        assert_eq!(requests, 128 * 3, "{v}");
+        // A durable append asks the group commit for a sync unless a sync that began after it
+        // already covered it (then it needs none); sharing can only lower the count of syncs.
+        assert!(requests >= 1 && requests <= 128 * 3, "{v}");
         assert!(syncs >= 1 && syncs <= requests, "{v}");
     }
     let one = lines.iter().find(|v| v["variant"] == "writers-1").unwrap();
     assert_eq!(
         one["gc_syncs"], one["gc_requests"],
         "one writer shares nothing"
+    );
+    assert_eq!(
+        one["gc_requests"],
+        128 * 3,
+        "one writer's every append asks"
     );
 }
 

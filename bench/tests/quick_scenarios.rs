@@ -190,7 +190,7 @@ fn durable_append_quick_prints_latencies_and_group_commit_counters() {
         );
         // A durable append asks the group commit for a sync unless a sync that began after it
         // already covered it (then it needs none); sharing can only lower the count of syncs.
-        assert!(requests >= 1 && requests <= 128 * 3, "{v}");
+        assert!((1..=128 * 3).contains(&requests), "{v}");
         assert!(syncs >= 1 && syncs <= requests, "{v}");
     }
     let one = lines.iter().find(|v| v["variant"] == "writers-1").unwrap();

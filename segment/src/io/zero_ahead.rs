@@ -48,7 +48,7 @@
 //!   is exactly Kafka's `.log`. After a crash the file may end in zeros: recovery reads a zero
 //!   batch length there and cuts it as a clean end (`segment/FORMAT.md`), as for the direct mode
 //!   and for Kafka's own `log.preallocate`.
-//! - On tmpfs and ramfs (whose syncs write nothing) files get no zeros; a failed zero write
+//! - On tmpfs and ramfs (whose syncs write nothing) files are not wrapped at all (the inner backend's own); a failed zero write
 //!   (e.g. `ENOSPC`) stops zeroing for that file and cuts what it wrote, so zeros never take
 //!   space the appends need. Neither is an error of the append path.
 //!
@@ -70,7 +70,7 @@ use bytes::Bytes;
 
 use super::{IoResult, OpenMode, Storage, StorageFile};
 
-/// The alignment of the zero writes (`O_DIRECT`).
+/// Zeros start at a block boundary, so no block holds both data and zeros written apart.
 const BLOCK: u64 = 4096;
 /// One zero write.
 const PIECE: u64 = 256 << 10;
@@ -229,7 +229,9 @@ impl Storage for ZeroAheadStorage {
     fn open(&self, path: &Path, mode: OpenMode) -> IoResult<Arc<dyn StorageFile>> {
         let file = self.inner.open(path, mode)?;
         let is_log = path.extension().is_some_and(|e| e == "log");
-        if !mode.is_writable() || !is_log || file.raw_fd().is_none() {
+        // Only a writable `.log` on a file system where zeros help (not tmpfs: its syncs write
+        // nothing) is wrapped; everything else is the inner backend's file, unchanged.
+        if !mode.is_writable() || !is_log || !file.raw_fd().is_some_and(zeros_help) {
             return Ok(file);
         }
         let logical = file.len()?;
@@ -411,7 +413,7 @@ struct State {
     queued: bool,
     /// Sealed or closed: no zeros until appends resume.
     finished: bool,
-    /// No zeros for this file any more (`O_DIRECT` unavailable, or a zero write failed).
+    /// No zeros for this file any more (a zero write or its sync failed).
     disabled: bool,
     /// How many zeros to keep ahead, as the last sync sized it.
     window: u64,
@@ -466,11 +468,8 @@ impl Shared {
                 break;
             }
             let end = (start + PIECE).min(target.next_multiple_of(BLOCK));
-            let Some(fd) = self.inner.raw_fd().filter(|&fd| zeros_help(fd)) else {
-                tracing::debug!(path = %self.path.display(), "no zeros ahead of this file (tmpfs)");
-                st.disabled = true;
-                st.queued = false;
-                return;
+            let Some(fd) = self.inner.raw_fd() else {
+                unreachable!("only files with a descriptor are wrapped")
             };
             st.zeroing = Some((start, end));
             drop(st);
@@ -736,7 +735,7 @@ mod tests {
     }
 
     /// Whether the directory's file system gets zeros (tmpfs does not).
-    fn direct_supported(dir: &Path) -> bool {
+    fn zeros_supported(dir: &Path) -> bool {
         use std::os::fd::AsRawFd;
         let p = dir.join("probe");
         let f = std::fs::File::create(&p).expect("probe");
@@ -754,8 +753,8 @@ mod tests {
     #[test]
     fn synced_files_get_zeros_ahead_that_finishing_cuts() {
         let dir = tempfile::tempdir().expect("tempdir");
-        if !direct_supported(dir.path()) {
-            eprintln!("skipped: no O_DIRECT on the temp dir's file system");
+        if !zeros_supported(dir.path()) {
+            eprintln!("skipped: no zeros on the temp dir's file system (tmpfs)");
             return;
         }
         let s = storage(64 << 10, 256 << 10);
@@ -796,6 +795,10 @@ mod tests {
     #[test]
     fn unsynced_files_get_no_zeros() {
         let dir = tempfile::tempdir().expect("tempdir");
+        if !zeros_supported(dir.path()) {
+            eprintln!("skipped: no zeros on the temp dir's file system (tmpfs)");
+            return;
+        }
         let s = storage(64 << 10, 256 << 10);
         let path = dir.path().join("00000000000000000000.log");
         let f = open(&s, &path);
@@ -816,7 +819,7 @@ mod tests {
     #[test]
     fn large_syncs_get_no_zeros() {
         let dir = tempfile::tempdir().expect("tempdir");
-        if !direct_supported(dir.path()) {
+        if !zeros_supported(dir.path()) {
             eprintln!("skipped: no zeros on the temp dir's file system");
             return;
         }
@@ -849,7 +852,10 @@ mod tests {
     #[test]
     fn appends_racing_the_zeros_and_truncations_keep_every_byte() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let direct = direct_supported(dir.path());
+        if !zeros_supported(dir.path()) {
+            eprintln!("skipped: no zeros on the temp dir's file system (tmpfs)");
+            return;
+        }
         // The smallest windows, so appends keep running into the piece being zeroed.
         let s = storage(4096, 64 << 10);
         let path = dir.path().join("00000000000000000000.log");
@@ -892,10 +898,7 @@ mod tests {
                 assert!(got == expect, "content differs at step {i}");
             }
         }
-        assert!(
-            saw_zeros || !direct,
-            "zeros were written ahead at some point"
-        );
+        assert!(saw_zeros, "zeros were written ahead at some point");
         s.wait_idle();
         let got = f.read_exact_vec(expect.len(), 0).expect("read");
         assert!(got == expect, "content differs at the end");
@@ -907,8 +910,8 @@ mod tests {
     #[test]
     fn a_crash_leaves_a_tail_of_zeros_that_reopens_as_length() {
         let dir = tempfile::tempdir().expect("tempdir");
-        if !direct_supported(dir.path()) {
-            eprintln!("skipped: no O_DIRECT on the temp dir's file system");
+        if !zeros_supported(dir.path()) {
+            eprintln!("skipped: no zeros on the temp dir's file system (tmpfs)");
             return;
         }
         let s = storage(64 << 10, 64 << 10);
@@ -936,8 +939,8 @@ mod tests {
     #[test]
     fn an_append_into_a_piece_being_zeroed_waits_for_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        if !direct_supported(dir.path()) {
-            eprintln!("skipped: no O_DIRECT on the temp dir's file system");
+        if !zeros_supported(dir.path()) {
+            eprintln!("skipped: no zeros on the temp dir's file system (tmpfs)");
             return;
         }
         let s = storage(64 << 10, 64 << 10);
@@ -977,6 +980,25 @@ mod tests {
         );
         let on_disk = std::fs::read(&path).expect("read");
         assert!(on_disk[4096..4096 + 8192] == second[..], "on disk too");
+    }
+
+    #[test]
+    fn tmpfs_files_are_not_wrapped() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            eprintln!("skipped: no /dev/shm");
+            return;
+        }
+        let dir = tempfile::tempdir_in(shm).expect("tempdir");
+        assert!(!zeros_supported(dir.path()), "/dev/shm is tmpfs");
+        let s = storage(64 << 10, 256 << 10);
+        let f = s
+            .open(
+                &dir.path().join("00000000000000000000.log"),
+                OpenMode::CreateOrOpen,
+            )
+            .expect("open");
+        assert!(!format!("{f:?}").starts_with("ZeroAheadFile"), "{f:?}");
     }
 
     #[test]

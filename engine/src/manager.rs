@@ -402,10 +402,12 @@ impl PartitionHandle {
             if log.recovery_point() > last {
                 return Ok(());
             }
+            // A truncation before the mark voids this point (bytes below it could be rewritten
+            // after the sync started): `mark_flushed` then leaves the recovery point alone.
             if std::ptr::addr_eq(Arc::as_ptr(&log.active_log_file()), Arc::as_ptr(&file)) {
-                log.log_end_offset()
+                log.flush_point(log.log_end_offset())
             } else {
-                last.next()
+                log.flush_point(last.next())
             }
         };
         if let Err(e) = self.group_commit.sync(&file) {

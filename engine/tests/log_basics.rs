@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, OffsetLookup, ReplicaOrigin, Shutdown};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
@@ -251,6 +252,51 @@ fn truncation_removes_whole_batches_and_appends_continue() {
         (Offset(1000), Offset(1000), 1)
     );
     assert!(log.epoch_cache().is_empty());
+}
+
+/// A group commit takes its flush point, syncs outside the log lock, then marks the point. A
+/// truncation and re-append of the same offsets in between rewrote bytes the sync may have
+/// missed, so the mark must not lift the recovery point over them (a crash would then trust
+/// unsynced bytes). Without the truncation the mark lands.
+#[test]
+fn a_truncation_between_flush_point_and_mark_voids_the_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), LogConfig::default(), clock(), Shutdown::Clean);
+    let append = |log: &mut mirrorlog_engine::log::PartitionLog, base: i64, epoch: i32| {
+        log.append_as_follower(
+            replica_batch(base, 4, epoch, Compression::None, T0),
+            ReplicaOrigin::Replication,
+        )
+        .unwrap();
+    };
+    for i in 0..10 {
+        append(&mut log, i * 4, 0);
+    }
+    let point = log.flush_point(log.log_end_offset());
+    assert_eq!(point.offset(), Offset(40));
+    // Meanwhile (the sync is running): truncated and written again, unsynced.
+    log.truncate_to(Offset(20)).unwrap();
+    assert_eq!(log.recovery_point(), Offset(0));
+    for i in 5..10 {
+        append(&mut log, i * 4, 1);
+    }
+    assert_eq!(log.log_end_offset(), Offset(40));
+    log.mark_flushed(point);
+    assert_eq!(
+        log.recovery_point(),
+        Offset(0),
+        "a point taken before a truncation moved the recovery point"
+    );
+    // A point taken after the truncation marks as before.
+    let point = log.flush_point(Offset(36));
+    log.mark_flushed(point);
+    assert_eq!(log.recovery_point(), Offset(36));
+    // Never beyond the log end, never backwards.
+    log.mark_flushed(log.flush_point(Offset(99)));
+    assert_eq!(log.recovery_point(), Offset(40));
+    let stale = log.flush_point(Offset(8));
+    log.mark_flushed(stale);
+    assert_eq!(log.recovery_point(), Offset(40));
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Offsets (high watermark, log start), truncation, retention, flushing and closing.
 
-use super::{PartitionLog, replay_segment};
+use super::{FlushPoint, PartitionLog, replay_segment};
 use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
 use mirrorlog_index::{LeaderEpoch, Offset};
@@ -149,6 +149,7 @@ impl PartitionLog {
         // must not lower it (consumers holding it would be told it is unknown).
         let epoch = self.leader_epoch();
         self.raise_leader_epoch(epoch);
+        self.truncations += 1;
         let first_base = self.segments().next().expect("active").base_offset();
         if target < first_base {
             self.truncate_fully_and_start_at(target)?;
@@ -225,6 +226,7 @@ impl PartitionLog {
         );
         let epoch = self.leader_epoch();
         self.raise_leader_epoch(epoch);
+        self.truncations += 1;
         let now = self.clock.now_ms();
         let seg_config = *self.active.config();
         for (_, s) in std::mem::take(&mut self.sealed) {
@@ -292,11 +294,26 @@ impl PartitionLog {
         self.active.log_file().clone()
     }
 
-    /// Records that everything below `offset` was made durable by a sync done elsewhere (group
-    /// commit).
-    pub fn mark_flushed(&mut self, offset: Offset) {
-        if offset <= self.log_end_offset() && offset > self.recovery_point {
-            self.recovery_point = offset;
+    /// What a sync of the active `.log` started after this call covers, up to `offset` (at most
+    /// the log end): the position plus the log's truncation count, for
+    /// [`mark_flushed`](Self::mark_flushed) once that sync returns.
+    pub fn flush_point(&self, offset: Offset) -> FlushPoint {
+        FlushPoint {
+            offset: offset.min(self.log_end_offset()),
+            truncations: self.truncations,
+        }
+    }
+
+    /// Records that everything below `point` was made durable by a sync done elsewhere (group
+    /// commit) that started after `point` was taken. A truncation since then voids the point:
+    /// the bytes below it may have been rewritten after that sync started, so the recovery point
+    /// stays where the truncation left it (conservative: a crash then scans more of the log).
+    pub fn mark_flushed(&mut self, point: FlushPoint) {
+        if point.truncations != self.truncations {
+            return;
+        }
+        if point.offset <= self.log_end_offset() && point.offset > self.recovery_point {
+            self.recovery_point = point.offset;
         }
     }
 

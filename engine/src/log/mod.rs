@@ -19,6 +19,21 @@ mod read;
 pub use append::{LeaderOrigin, LogAppendInfo, ReplicaOrigin};
 pub use read::{FetchDataInfo, FetchIsolation, OffsetLookup};
 
+/// A log position a sync is about to cover, taken with [`PartitionLog::flush_point`] before the
+/// sync and handed to [`PartitionLog::mark_flushed`] after it; a truncation in between voids it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlushPoint {
+    offset: Offset,
+    truncations: u64,
+}
+
+impl FlushPoint {
+    /// The offset below which the sync covers the log.
+    pub fn offset(&self) -> Offset {
+        self.offset
+    }
+}
+
 use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::epoch_cache::LeaderEpochCache;
@@ -94,6 +109,8 @@ pub struct PartitionLog {
     log_start_offset: Offset,
     high_watermark: Offset,
     recovery_point: Offset,
+    /// Truncations so far (in memory): voids a [`FlushPoint`] taken before one.
+    truncations: u64,
     epochs: LeaderEpochCache,
     /// The lowest leader epoch the partition may report, raised by a mirror's epoch bumps
     /// (KIP-1279 §7); see [`PartitionLog::leader_epoch`]. In memory only: the mirror persists
@@ -193,6 +210,7 @@ impl PartitionLog {
                 log_start_offset: start,
                 high_watermark: start,
                 recovery_point: start,
+                truncations: 0,
                 epochs,
                 leader_epoch_floor: LeaderEpoch::NONE,
                 producers,
@@ -343,6 +361,7 @@ impl PartitionLog {
             log_start_offset: log_start,
             high_watermark: hw,
             recovery_point: log_end,
+            truncations: 0,
             epochs,
             leader_epoch_floor: LeaderEpoch::NONE,
             producers,

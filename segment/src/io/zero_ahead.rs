@@ -62,6 +62,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -249,6 +250,7 @@ impl Storage for ZeroAheadStorage {
                 disabled: false,
                 window: self.config.min_window_bytes,
             }),
+            logical_len: AtomicU64::new(logical),
             changed: Condvar::new(),
             #[cfg(test)]
             on_claim: Arc::clone(&self.on_claim),
@@ -392,6 +394,9 @@ struct Shared {
     inner: Arc<dyn StorageFile>,
     config: ZeroAheadConfig,
     state: Mutex<State>,
+    /// A copy of `State::logical`, stored under the state lock whenever it changes, so reads
+    /// and `len()` (the fetch path) learn the length without taking the lock.
+    logical_len: AtomicU64,
     /// Signalled when a claimed piece is released.
     changed: Condvar,
     #[cfg(test)]
@@ -420,6 +425,11 @@ struct State {
 }
 
 impl Shared {
+    /// The logical length (see `logical_len`).
+    fn logical(&self) -> u64 {
+        self.logical_len.load(Ordering::Acquire)
+    }
+
     /// Reserves `[pos, pos + len)` for an append: waits while a claimed piece overlaps it, then
     /// moves the logical end past it.
     fn reserve(&self, pos: u64, len: u64) {
@@ -429,6 +439,7 @@ impl Shared {
             st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         st.logical = st.logical.max(end);
+        self.logical_len.store(st.logical, Ordering::Release);
         st.since_sync = st.since_sync.saturating_add(len);
         st.finished = false;
     }
@@ -571,6 +582,16 @@ fn write_back_zeros(fd: RawFd, zeros: &[u8], start: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether the open file has no name left (`st_nlink == 0`). A failed `fstat` answers no, so the
+/// caller does the safe thing (trims).
+fn unlinked(fd: RawFd) -> bool {
+    // SAFETY: `stat` is plain old data; fstat fills it for an open descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open (held by `Shared`) and `st` is a valid out-pointer.
+    let rc = unsafe { libc::fstat(fd, &mut st) };
+    rc == 0 && st.st_nlink == 0
+}
+
 /// Whether written zeros can spare the file's syncs a metadata commit: not on tmpfs or ramfs,
 /// whose syncs write nothing anyway.
 fn zeros_help(fd: RawFd) -> bool {
@@ -624,7 +645,7 @@ impl StorageFile for ZeroAheadFile {
     }
 
     fn read_at(&self, buf: &mut [u8], pos: u64) -> IoResult<usize> {
-        let logical = lock(&self.shared.state).logical;
+        let logical = self.shared.logical();
         if pos >= logical {
             return Ok(0);
         }
@@ -635,7 +656,7 @@ impl StorageFile for ZeroAheadFile {
     }
 
     fn read_exact_vec(&self, len: usize, pos: u64) -> IoResult<Vec<u8>> {
-        let logical = lock(&self.shared.state).logical;
+        let logical = self.shared.logical();
         if pos.saturating_add(len as u64) > logical {
             let done = logical.saturating_sub(pos) as usize;
             return Err(super::short_read(&self.shared.path, len, pos, done));
@@ -652,16 +673,17 @@ impl StorageFile for ZeroAheadFile {
         let mut st = self.shared.quiesce();
         self.shared.inner.set_len(len)?;
         st.logical = len;
+        self.shared.logical_len.store(len, Ordering::Release);
         st.zeroed = len;
         Ok(())
     }
 
     fn len(&self) -> IoResult<u64> {
-        Ok(lock(&self.shared.state).logical)
+        Ok(self.shared.logical())
     }
 
     fn data_range(&self, pos: u64) -> IoResult<Option<(u64, u64)>> {
-        let logical = lock(&self.shared.state).logical;
+        let logical = self.shared.logical();
         if pos >= logical {
             return Ok(None);
         }
@@ -692,6 +714,12 @@ impl StorageFile for ZeroAheadFile {
 
 impl Drop for ZeroAheadFile {
     fn drop(&mut self) {
+        // A deleted file (a full truncation, a deleted partition) is gone with its zeros: stop
+        // extending it, but trimming and syncing it would be I/O for nothing.
+        if self.shared.inner.raw_fd().is_some_and(unlinked) {
+            self.shared.quiesce().finished = true;
+            return;
+        }
         if let Err(e) = self.finish_appends() {
             tracing::warn!(path = %self.shared.path.display(), error = %e, "closing a zero-ahead file left it untrimmed");
         }
@@ -790,6 +818,48 @@ mod tests {
         f.finish_appends().expect("finish");
         assert_eq!(physical_len(&path), logical, "finishing cuts the zeros");
         assert_eq!(std::fs::read(&path).expect("read"), expect);
+    }
+
+    /// Dropping a file that was deleted (a full truncation of the active segment) leaves its
+    /// zeros alone: trimming and syncing a file without a name is I/O for nothing. A file that
+    /// still has its name is trimmed on drop.
+    #[test]
+    fn a_deleted_file_is_not_trimmed_on_drop() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        if !zeros_supported(dir.path()) {
+            eprintln!("skipped: no zeros on the temp dir's file system (tmpfs)");
+            return;
+        }
+        let s = storage(64 << 10, 256 << 10);
+        for delete in [true, false] {
+            let path = dir.path().join(format!("{delete}.log"));
+            let f = open(&s, &path);
+            f.write_at(chunk(1, 16 << 10), 0).expect("write");
+            f.sync_data().expect("sync");
+            s.wait_idle();
+            // SAFETY: `dup` of the file's open descriptor; the copy is closed below.
+            let fd = unsafe { libc::dup(f.raw_fd().expect("fd")) };
+            assert!(fd >= 0, "dup: {}", io::Error::last_os_error());
+            let size = |fd| {
+                // SAFETY: `stat` is plain old data.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: `fd` is open and `st` is a valid out-pointer.
+                assert_eq!(unsafe { libc::fstat(fd, &mut st) }, 0);
+                st.st_size as u64
+            };
+            assert!(size(fd) > 16 << 10, "zeros ahead before the drop");
+            if delete {
+                std::fs::remove_file(&path).expect("remove");
+            }
+            drop(f);
+            if delete {
+                assert!(size(fd) > 16 << 10, "a deleted file was trimmed on drop");
+            } else {
+                assert_eq!(size(fd), 16 << 10, "a named file is trimmed on drop");
+            }
+            // SAFETY: `fd` is the dup above, closed once.
+            unsafe { libc::close(fd) };
+        }
     }
 
     #[test]

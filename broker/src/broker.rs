@@ -136,6 +136,8 @@ pub struct Broker {
     pub fetch_sessions: handlers::fetch::FetchSessionCache,
     /// Cluster mirrors hosted here (KIP-1279 destination side).
     pub mirrors: crate::mirrors::Mirrors,
+    /// Threads that help wait for multi-partition `acks = -1` syncs.
+    pub durable_waiters: Arc<handlers::produce::DurableWaiters>,
     coordinators: RwLock<Vec<Arc<dyn Coordinator>>>,
     clock: Arc<dyn Clock>,
     /// This broker's own `Arc`, for handlers that hand it on (mirror creation); set by
@@ -192,6 +194,7 @@ impl Broker {
             appends: Arc::default(),
             fetch_sessions: handlers::fetch::FetchSessionCache::default(),
             mirrors: crate::mirrors::Mirrors::default(),
+            durable_waiters: Arc::default(),
             coordinators: RwLock::new(vec![]),
             clock,
             this: std::sync::OnceLock::new(),

@@ -14,7 +14,8 @@
 //!   appended meanwhile and share the sync rather than each paying one: the writer waits for
 //!   them one after another, and a request whose append the previous request's sync already
 //!   covered (it syncs everything appended before it started) waits for nothing. The syncs of one request's partitions are
-//!   waited for side by side (a few threads), so they share group-commit rounds too.
+//!   waited for side by side (the writer thread and pooled helper threads, [`DurableWaiters`]),
+//!   so they share group-commit rounds too.
 //! - `acks = 1` / `0`: [`PartitionLog::append_as_leader`](mirrorlog_engine::log::PartitionLog)
 //!   under the partition lock; durability follows the topic's flush policy.
 //!
@@ -164,9 +165,10 @@ fn durable(
         })
         .collect();
     let appends = b.appends.clone();
+    let pool = b.durable_waiters.clone();
     move || {
         let mut moved = false;
-        for (job, result) in wait_durable(appended) {
+        for (job, result) in wait_durable(&pool, appended) {
             moved |= result.is_ok() && advance_hw(&mut job.handle.write());
             let resp = &mut responses[job.topic].partition_responses[job.partition];
             fill(resp, &job.handle, result, version);
@@ -180,38 +182,147 @@ fn durable(
 
 type Appended = (Job, EngineResult<(LogAppendInfo, Option<PendingSync>)>);
 
-/// Waits for the syncs of appended partitions: in place for one, on a few threads for several so
-/// their syncs overlap.
-fn wait_durable(appended: Vec<Appended>) -> Vec<(Job, EngineResult<LogAppendInfo>)> {
-    let wait = |(job, r): Appended| {
-        let r = r.and_then(|(info, pending)| match pending {
-            Some(p) => job.handle.wait_durable(p).map(|()| info),
-            None => Ok(info),
-        });
-        (job, r)
-    };
+/// Waits for the syncs of appended partitions: in place for one; for several, side by side —
+/// the caller and idle [`DurableWaiters`] threads take them from one queue — so their syncs
+/// overlap and share group-commit rounds. The caller always works the queue itself, so a busy
+/// pool only makes it slower, never stuck.
+fn wait_durable(
+    pool: &DurableWaiters,
+    appended: Vec<Appended>,
+) -> Vec<(Job, EngineResult<LogAppendInfo>)> {
     let waiting = appended
         .iter()
         .filter(|(_, r)| matches!(r, Ok((_, Some(_)))))
         .count();
-    if waiting <= 1 {
-        return appended.into_iter().map(wait).collect();
-    }
-    let threads = waiting.min(MAX_PARALLEL_DURABLE_APPENDS);
-    let queue = Mutex::new(appended.into_iter());
-    let done = Mutex::new(vec![]);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let Some(a) = queue.lock().next() else { break };
-                    let r = wait(a);
-                    done.lock().push(r);
-                }
-            });
+    let mut jobs = Vec::with_capacity(appended.len());
+    let mut results: Vec<Option<EngineResult<LogAppendInfo>>> = vec![];
+    let mut queue = std::collections::VecDeque::new();
+    for (i, (job, r)) in appended.into_iter().enumerate() {
+        match r {
+            Ok((info, Some(p))) => {
+                queue.push_back((i, job.handle.clone(), info, p));
+                results.push(None);
+            }
+            Ok((info, None)) => results.push(Some(Ok(info))),
+            Err(e) => results.push(Some(Err(e))),
         }
-    });
-    done.into_inner()
+        jobs.push(job);
+    }
+    let queue = Arc::new(Mutex::new(queue));
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let helpers = waiting
+        .saturating_sub(1)
+        .min(MAX_PARALLEL_DURABLE_APPENDS - 1);
+    for _ in 0..helpers {
+        let (queue, tx) = (queue.clone(), tx.clone());
+        pool.submit(Box::new(move || drain_durable(&queue, &tx)));
+    }
+    drain_durable(&queue, &tx);
+    drop(tx);
+    let mut left = results.iter().filter(|r| r.is_none()).count();
+    while left > 0 {
+        // Every queued wait was taken by the caller or by a helper, which sends its answer
+        // (or its panic) before it lets go of its sender.
+        let (i, r) = rx.recv().expect("a taken wait always answers");
+        match r {
+            Ok(r) => results[i] = Some(r),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+        left -= 1;
+    }
+    jobs.into_iter()
+        .zip(results)
+        .map(|(job, r)| (job, r.expect("every wait answered")))
+        .collect()
+}
+
+type DurableQueue =
+    Mutex<std::collections::VecDeque<(usize, Arc<PartitionHandle>, LogAppendInfo, PendingSync)>>;
+type DurableAnswer = (usize, std::thread::Result<EngineResult<LogAppendInfo>>);
+
+/// Takes waits off `queue` until it is empty, answering each on `tx` (a panic is answered too,
+/// and raised again in the request's thread).
+fn drain_durable(queue: &DurableQueue, tx: &crossbeam_channel::Sender<DurableAnswer>) {
+    loop {
+        let Some((i, handle, info, pending)) = queue.lock().pop_front() else {
+            return;
+        };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handle.wait_durable(pending).map(|()| info)
+        }));
+        // The receiver is gone only if the request's thread panicked: nobody to answer.
+        let _ = tx.send((i, r));
+    }
+}
+
+/// Long-lived threads that help wait for the syncs of multi-partition `acks = -1` requests
+/// (starting a thread per partition cost tens of microseconds each, more under load). Started
+/// on demand — one more whenever work is submitted and none is idle — up to
+/// `MAX_PARALLEL_DURABLE_APPENDS - 1`; they end when the broker (and with it the pool) drops.
+#[derive(Default)]
+pub struct DurableWaiters {
+    inner: Mutex<Option<PoolInner>>,
+}
+
+struct PoolInner {
+    tx: crossbeam_channel::Sender<Box<dyn FnOnce() + Send>>,
+    rx: crossbeam_channel::Receiver<Box<dyn FnOnce() + Send>>,
+    threads: usize,
+    idle: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl std::fmt::Debug for DurableWaiters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableWaiters")
+            .field("threads", &self.threads())
+            .finish()
+    }
+}
+
+impl DurableWaiters {
+    /// Threads started so far.
+    pub fn threads(&self) -> usize {
+        self.inner.lock().as_ref().map_or(0, |p| p.threads)
+    }
+
+    /// Runs `task` on a pool thread (started if none is idle and the pool is not full).
+    fn submit(&self, task: Box<dyn FnOnce() + Send>) {
+        use std::sync::atomic::Ordering;
+        let mut guard = self.inner.lock();
+        let pool = guard.get_or_insert_with(|| {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            PoolInner {
+                tx,
+                rx,
+                threads: 0,
+                idle: Arc::default(),
+            }
+        });
+        if pool.idle.load(Ordering::Acquire) == 0 && pool.threads < MAX_PARALLEL_DURABLE_APPENDS - 1
+        {
+            let (rx, idle) = (pool.rx.clone(), pool.idle.clone());
+            let spawned = std::thread::Builder::new()
+                .name("durable-wait".into())
+                .spawn(move || {
+                    loop {
+                        idle.fetch_add(1, Ordering::AcqRel);
+                        let task = rx.recv();
+                        idle.fetch_sub(1, Ordering::AcqRel);
+                        match task {
+                            Ok(task) => task(),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            match spawned {
+                Ok(_) => pool.threads += 1,
+                // The caller works the queue itself; a missing helper only costs overlap.
+                Err(e) => tracing::warn!(error = %e, "could not start a durable-wait thread"),
+            }
+        }
+        // The pool holds a receiver, so the send cannot fail while the pool exists.
+        let _ = pool.tx.send(task);
+    }
 }
 
 fn failure(e: ResponseError, message: String) -> (i16, String) {

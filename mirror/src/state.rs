@@ -112,6 +112,18 @@
 //! state of every key when opened, and makes each write durable before it returns and before
 //! readers see it. Since every record is appended durably, whatever a crash leaves is a prefix of
 //! the writes, and every write acknowledged survives.
+//!
+//! **The stand-in for compaction**: every transition, retry and epoch bump appends a record, so a
+//! long-lived mirror would grow the topic (and the load at every start) without bound. Once a
+//! partition holds [`MirrorStateStore::compaction_min_dirty_records`] more records than live keys
+//! (default [`COMPACTION_MIN_DIRTY_RECORDS`]), the write that crossed the line rewrites that
+//! partition's live states at its end (durably, in batches of at most
+//! [`COMPACTION_BATCH_BYTES`]) and then moves the log start to the first rewritten record, which
+//! deletes the whole segments below it — the group and transaction coordinators do the same for
+//! their topics. A crash before the move leaves the old records and (part of) the rewrite: a
+//! reload replays both, later records win, and the rewritten values equal the latest ones, so
+//! the state is unchanged; deleted keys have no rewritten record and their tombstones stay ahead
+//! of the log start until it moves.
 
 use bytes::Bytes;
 use mirrorlog_engine::error::EngineError;
@@ -931,6 +943,13 @@ pub const MIRROR_STATE_TOPIC_ID: TopicId = {
     TopicId(id)
 };
 
+/// Dirty records (records in a partition beyond its live keys) that trigger the compaction
+/// stand-in (module docs). Range: ≥ 1 ([`MirrorStateStore::set_compaction_min_dirty_records`]).
+pub const COMPACTION_MIN_DIRTY_RECORDS: u64 = 10_000;
+
+/// The most record bytes one rewrite batch of the compaction stand-in carries.
+pub const COMPACTION_BATCH_BYTES: usize = 1 << 20;
+
 /// How much of a `__mirror_state` partition one load step reads
 /// (`mirror.coordinator.load.buffer.size`).
 pub const LOAD_BUFFER_BYTES: u32 = 5 << 20;
@@ -943,9 +962,20 @@ pub const LOAD_BUFFER_BYTES: u32 = 5 << 20;
 #[derive(Debug)]
 pub struct MirrorStateStore {
     logs: Arc<LogManager>,
-    /// `__mirror_state-i` at index `i`, each behind its writers' lock.
-    partitions: Vec<(Arc<PartitionHandle>, Mutex<()>)>,
+    /// `__mirror_state-i` at index `i`, each behind its writers' lock, which also holds the
+    /// partition's record count.
+    partitions: Vec<(Arc<PartitionHandle>, Mutex<Records>)>,
     states: RwLock<HashMap<StateKey, PartitionMirrorState>>,
+    /// See [`COMPACTION_MIN_DIRTY_RECORDS`].
+    min_dirty: std::sync::atomic::AtomicU64,
+}
+
+/// Records in one `__mirror_state` partition from its log start to its end, as this store
+/// counted them (loaded plus appended), and the count at which to look at compaction again.
+#[derive(Debug, Default)]
+struct Records {
+    in_log: u64,
+    check_at: u64,
 }
 
 impl MirrorStateStore {
@@ -1008,12 +1038,14 @@ impl MirrorStateStore {
                 Some(h) => h,
                 None => logs.create(&tp, MIRROR_STATE_TOPIC_ID, config.clone())?,
             };
-            handles.push((h, Mutex::new(())));
+            handles.push((h, Mutex::new(Records::default())));
         }
         let mut states = HashMap::new();
         let mut records = 0u64;
-        for (h, _) in &handles {
-            records += load_partition(h, &mut states)?;
+        for (h, counts) in &handles {
+            let n = load_partition(h, &mut states)?;
+            counts.lock().in_log = n;
+            records += n;
         }
         tracing::info!(
             partitions,
@@ -1025,7 +1057,30 @@ impl MirrorStateStore {
             logs,
             partitions: handles,
             states: RwLock::new(states),
+            min_dirty: std::sync::atomic::AtomicU64::new(COMPACTION_MIN_DIRTY_RECORDS),
         })
+    }
+
+    /// The dirty records that trigger the compaction stand-in (module docs).
+    pub fn compaction_min_dirty_records(&self) -> u64 {
+        self.min_dirty.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets [`compaction_min_dirty_records`](Self::compaction_min_dirty_records) (clamped to
+    /// ≥ 1); takes effect at the next write.
+    pub fn set_compaction_min_dirty_records(&self, n: u64) {
+        self.min_dirty
+            .store(n.max(1), std::sync::atomic::Ordering::Relaxed);
+        for (_, counts) in &self.partitions {
+            counts.lock().check_at = 0;
+        }
+    }
+
+    /// Records in `__mirror_state-partition` from its log start, as counted by this store
+    /// (`None` for a partition it does not have).
+    pub fn records_in_log(&self, partition: i32) -> Option<u64> {
+        let (_, counts) = self.partitions.get(usize::try_from(partition).ok()?)?;
+        Some(counts.lock().in_log)
     }
 
     /// The number of `__mirror_state` partitions.
@@ -1083,16 +1138,18 @@ impl MirrorStateStore {
         expected_epoch: Option<i32>,
     ) -> Result<(), StateError> {
         let key = state.key();
-        let (h, lock) = self.partition_of(&key);
-        let _g = lock.lock();
+        let (p, h, lock) = self.partition_of(&key);
+        let mut counts = lock.lock();
         if let Some(expected) = expected_epoch {
             let actual = self.states.read().get(&key).map_or(-1, |s| s.state_epoch);
             if actual != expected {
                 return Err(StateError::Fenced { expected, actual });
             }
         }
-        self.append(h, &encode_key(&key), Some(&encode_value(state)))?;
+        self.append(h, &[(encode_key(&key), Some(encode_value(state)))])?;
         self.states.write().insert(key, state.clone());
+        counts.in_log += 1;
+        self.maybe_compact(p, h, &mut counts);
         Ok(())
     }
 
@@ -1102,17 +1159,19 @@ impl MirrorStateStore {
     /// # Errors
     /// As [`put`](Self::put).
     pub fn delete(&self, key: &StateKey) -> Result<bool, StateError> {
-        let (h, lock) = self.partition_of(key);
-        let _g = lock.lock();
+        let (p, h, lock) = self.partition_of(key);
+        let mut counts = lock.lock();
         if !self.states.read().contains_key(key) {
             return Ok(false);
         }
-        self.append(h, &encode_key(key), None)?;
+        self.append(h, &[(encode_key(key), None)])?;
         self.states.write().remove(key);
+        counts.in_log += 1;
+        self.maybe_compact(p, h, &mut counts);
         Ok(true)
     }
 
-    fn partition_of(&self, key: &StateKey) -> (&Arc<PartitionHandle>, &Mutex<()>) {
+    fn partition_of(&self, key: &StateKey) -> (i32, &Arc<PartitionHandle>, &Mutex<Records>) {
         let p = state_partition_for(
             &key.mirror,
             &key.topic_id,
@@ -1120,29 +1179,109 @@ impl MirrorStateStore {
             self.partition_count(),
         );
         let (h, lock) = &self.partitions[p as usize];
-        (h, lock)
+        (p, h, lock)
     }
 
-    /// Appends one record durably and moves the high watermark to the log end (a single
-    /// replica: durable is committed).
+    /// Appends records as one batch, durably, and moves the high watermark to the log end (a
+    /// single replica: durable is committed). Returns the batch's base offset.
     fn append(
         &self,
         h: &PartitionHandle,
-        key: &[u8],
-        value: Option<&[u8]>,
-    ) -> Result<(), StateError> {
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Offset, StateError> {
         let now = TimestampMs(self.logs.clock().now_ms());
-        let batch = BatchBuilder::new().record(now, Some(key), value).build();
+        let mut b = BatchBuilder::new();
+        for (k, v) in records {
+            b.append(now, Some(k), v.as_deref(), &[]);
+        }
         let epoch = h
             .read()
             .epoch_cache()
             .latest_epoch()
             .unwrap_or(LeaderEpoch(0));
-        h.append_as_leader_durable(batch.into_bytes(), epoch, LeaderOrigin::Coordinator)?;
+        let info =
+            h.append_as_leader_durable(b.build().into_bytes(), epoch, LeaderOrigin::Coordinator)?;
         let mut log = h.write();
         let leo = log.log_end_offset();
         log.update_high_watermark(leo);
-        Ok(())
+        Ok(info.first_offset)
+    }
+
+    /// The compaction stand-in (module docs) for partition `p`, run by the write that made its
+    /// count cross the line, under the partition's writer lock. A failure is logged and leaves
+    /// the log as it was or with a harmless partial rewrite; a later write tries again.
+    fn maybe_compact(&self, p: i32, h: &PartitionHandle, counts: &mut Records) {
+        if counts.in_log < counts.check_at {
+            return;
+        }
+        let min_dirty = self.compaction_min_dirty_records();
+        let mut live: Vec<(StateKey, Vec<u8>)> = {
+            let states = self.states.read();
+            states
+                .iter()
+                .filter(|(k, _)| self.partition_of(k).0 == p)
+                .map(|(k, v)| (k.clone(), encode_value(v)))
+                .collect()
+        };
+        let n_live = live.len() as u64;
+        if counts.in_log.saturating_sub(n_live) < min_dirty {
+            counts.check_at = n_live.saturating_add(min_dirty);
+            return;
+        }
+        live.sort_by(|a, b| a.0.cmp(&b.0));
+        let records: Vec<(Vec<u8>, Option<Vec<u8>>)> = live
+            .into_iter()
+            .map(|(k, v)| (encode_key(&k), Some(v)))
+            .collect();
+        let mut first = None;
+        let mut i = 0;
+        while i < records.len() {
+            let mut j = i;
+            let mut bytes = 0;
+            while j < records.len() && (j == i || bytes < COMPACTION_BATCH_BYTES) {
+                bytes += records[j].0.len() + records[j].1.as_ref().map_or(0, Vec::len);
+                j += 1;
+            }
+            match self.append(h, &records[i..j]) {
+                Ok(base) => {
+                    first.get_or_insert(base);
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        partition = p,
+                        "{MIRROR_STATE_TOPIC} compaction append failed: {e}"
+                    );
+                    // Whether that batch landed is unknown; try again after more writes.
+                    counts.check_at = counts.in_log.saturating_add(min_dirty);
+                    return;
+                }
+            }
+            counts.in_log += (j - i) as u64;
+            i = j;
+        }
+        // No live key: everything so far can go.
+        let new_start = first.unwrap_or_else(|| h.read().log_end_offset());
+        let dropped = counts.in_log - n_live;
+        match h.write().maybe_increment_log_start_offset(new_start) {
+            Ok(_) => {
+                counts.in_log = n_live;
+                counts.check_at = n_live.saturating_add(min_dirty);
+                tracing::info!(
+                    partition = p,
+                    dropped,
+                    kept = n_live,
+                    log_start = new_start.get(),
+                    "compacted {MIRROR_STATE_TOPIC}"
+                );
+            }
+            Err(e) => {
+                counts.check_at = counts.in_log.saturating_add(min_dirty);
+                tracing::warn!(
+                    partition = p,
+                    "{MIRROR_STATE_TOPIC} compaction could not move the log start: {e}"
+                );
+            }
+        }
     }
 }
 

@@ -947,6 +947,11 @@ pub const MIRROR_STATE_TOPIC_ID: TopicId = {
 /// stand-in (module docs). Range: ≥ 1 ([`MirrorStateStore::set_compaction_min_dirty_records`]).
 pub const COMPACTION_MIN_DIRTY_RECORDS: u64 = 10_000;
 
+/// `segment.bytes` of new `__mirror_state` partitions: 100 MiB, as Kafka's
+/// `offsets.topic.segment.bytes`, so that moving the log start past rewritten records frees
+/// whole segments long before a default 1 GiB segment would roll.
+pub const STATE_SEGMENT_BYTES: u32 = 100 << 20;
+
 /// The most record bytes one rewrite batch of the compaction stand-in carries.
 pub const COMPACTION_BATCH_BYTES: usize = 1 << 20;
 
@@ -1024,9 +1029,11 @@ impl MirrorStateStore {
             )));
         }
         let mut config = logs.default_log_config().clone();
-        // No compaction in the engine: keep every record.
+        // No compaction in the engine: keep every record (the rewrite stand-in moves the log
+        // start instead; segments small enough that moving it frees disk).
         config.retention_ms = -1;
         config.retention_bytes = -1;
+        config.segment.segment_bytes_max = STATE_SEGMENT_BYTES;
         config.read_only = false;
         let mut handles = Vec::with_capacity(partitions as usize);
         for p in 0..partitions {

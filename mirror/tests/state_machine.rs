@@ -9,8 +9,8 @@ use mirrorlog_index::{LeaderEpoch, TimestampMs, TopicPartition};
 use mirrorlog_mirror::state::{
     DEFAULT_STATE_PARTITIONS, Failure, KEY_TYPE_PARTITION_STATE, MIRROR_STATE_TOPIC,
     MIRROR_STATE_TOPIC_ID, MirrorPartitionState, MirrorStateStore, PartitionMirrorState,
-    RetryBackoff, StateError, StateKey, TRANSITIONS, decode_key, decode_value, encode_key,
-    encode_value, state_partition_for, transitions_markdown,
+    RetryBackoff, STATE_SEGMENT_BYTES, StateError, StateKey, TRANSITIONS, decode_key, decode_value,
+    encode_key, encode_value, state_partition_for, transitions_markdown,
 };
 use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::io::{PwriteStorage, SimStorage, Storage, TornTail};
@@ -917,6 +917,19 @@ fn rewrites_keep_the_state_topic_bounded_and_the_states_intact() {
             }
         }
         check(&store, &model);
+        for p in 0..PARTS {
+            let h = mgr
+                .get(&TopicPartition {
+                    topic: MIRROR_STATE_TOPIC.into(),
+                    partition: p,
+                })
+                .unwrap();
+            assert_eq!(
+                h.read().config().segment.segment_bytes_max,
+                STATE_SEGMENT_BYTES,
+                "segments small enough that a moved log start frees disk"
+            );
+        }
         let starts = log_starts(&mgr);
         assert!(
             starts.iter().filter(|&&s| s > 0).count() >= 2,

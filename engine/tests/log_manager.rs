@@ -68,7 +68,13 @@ fn partitions_survive_clean_and_unclean_restarts() {
         }
     });
     let stats = mgr.group_commit().stats();
-    assert_eq!(stats.requests, 200);
+    // An append already below the recovery point (another writer's sync, started after it,
+    // covered it) asks for no sync of its own, so there may be fewer requests than appends.
+    assert!(
+        (1..=200).contains(&stats.requests),
+        "{} requests",
+        stats.requests
+    );
     assert!(stats.syncs <= stats.requests);
     for p in 0..4 {
         let h = mgr.get(&tp("orders", p)).unwrap();

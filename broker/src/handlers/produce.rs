@@ -194,6 +194,19 @@ fn wait_durable(
         .iter()
         .filter(|(_, r)| matches!(r, Ok((_, Some(_)))))
         .count();
+    if waiting <= 1 {
+        // The common case (one partition): no queue, channel or helper.
+        return appended
+            .into_iter()
+            .map(|(job, r)| {
+                let r = r.and_then(|(info, pending)| match pending {
+                    Some(p) => job.handle.wait_durable(p).map(|()| info),
+                    None => Ok(info),
+                });
+                (job, r)
+            })
+            .collect();
+    }
     let mut jobs = Vec::with_capacity(appended.len());
     let mut results: Vec<Option<EngineResult<LogAppendInfo>>> = vec![];
     let mut queue = std::collections::VecDeque::new();

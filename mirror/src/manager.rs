@@ -1180,6 +1180,7 @@ impl MirrorManager {
 
     fn sync_topics(&self) -> Result<(), MirrorError> {
         self.discover()?;
+        self.stop_excluded();
         let names: Vec<String> = self.topics.lock().keys().cloned().collect();
         if names.is_empty() {
             return Ok(());
@@ -1356,6 +1357,29 @@ impl MirrorManager {
             }
         }
         Ok(started)
+    }
+
+    /// `mirror.topics.exclude` wins over everything (KIP-1279 §6): a mirrored topic that an
+    /// exclude pattern matches now — one added since the topic started; starting a matching
+    /// topic is refused — is stopped, i.e. failed over and writable, as
+    /// [`stop_topic`](Self::stop_topic) does. A stop that fails (a PAUSED topic must be resumed
+    /// first) is logged and tried again at the next sync.
+    fn stop_excluded(&self) {
+        let names: Vec<String> = self.topics.lock().keys().cloned().collect();
+        for name in names {
+            if !self.is_excluded(&name) || self.topic_states(&name).iter().all(|s| *s == S::Stopped)
+            {
+                continue;
+            }
+            match self.stop_topic(&name) {
+                Ok(()) => {
+                    tracing::info!(mirror = %self.config.name, topic = %name, "stopped a mirror topic that now matches mirror.topics.exclude (it is writable now)")
+                }
+                Err(e) => {
+                    tracing::warn!(mirror = %self.config.name, topic = %name, "a mirror topic matches mirror.topics.exclude but cannot be stopped: {e}")
+                }
+            }
+        }
     }
 
     /// Copies `topic`'s source configs (those set on the source, minus

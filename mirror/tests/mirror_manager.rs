@@ -468,6 +468,23 @@ fn discovery_starts_matching_source_topics_and_exclude_wins() {
     assert!(!w.mirror.is_included("payouts"));
     assert!(w.mirror.add_patterns(&["(".into()], &[]).is_err());
     assert_eq!(w.mirror.patterns().0, vec!["pay.*", "ord.*"]);
+    // An exclude pattern added later stops the mirrored topics it matches (failover: STOPPED,
+    // writable); the others keep mirroring.
+    assert!(h(&w.dst, "orders", 0).read().is_read_only());
+    w.mirror.add_patterns(&[], &["ord.*".into()]).unwrap();
+    w.mirror.sync().unwrap();
+    assert_eq!(w.mirror.topic_states("orders"), vec![S::Stopped]);
+    assert!(!h(&w.dst, "orders", 0).read().is_read_only());
+    assert!(
+        w.mirror
+            .topic_states("payments")
+            .iter()
+            .all(|s| *s != S::Stopped)
+    );
+    assert!(h(&w.dst, "payments", 0).read().is_read_only());
+    // Nothing more happens at the next sync.
+    w.mirror.sync().unwrap();
+    assert_eq!(w.mirror.topic_states("orders"), vec![S::Stopped]);
 }
 
 /// A leader change on the in-process source: a new leader epoch, no data.

@@ -1362,8 +1362,8 @@ impl MirrorManager {
     /// `mirror.topics.exclude` wins over everything (KIP-1279 §6): a mirrored topic that an
     /// exclude pattern matches now — one added since the topic started; starting a matching
     /// topic is refused — is stopped, i.e. failed over and writable, as
-    /// [`stop_topic`](Self::stop_topic) does. A stop that fails (a PAUSED topic must be resumed
-    /// first) is logged and tried again at the next sync.
+    /// [`stop_topic`](Self::stop_topic) does (from any state, PAUSED included). A stop that fails
+    /// is logged and tried again at the next sync.
     fn stop_excluded(&self) {
         let names: Vec<String> = self.topics.lock().keys().cloned().collect();
         for name in names {

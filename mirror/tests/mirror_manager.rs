@@ -485,6 +485,19 @@ fn discovery_starts_matching_source_topics_and_exclude_wins() {
     // Nothing more happens at the next sync.
     w.mirror.sync().unwrap();
     assert_eq!(w.mirror.topic_states("orders"), vec![S::Stopped]);
+    // A paused topic is stopped too.
+    catch_up(&w);
+    w.mirror.pause_topic("payments").unwrap();
+    assert!(
+        w.mirror
+            .topic_states("payments")
+            .iter()
+            .all(|s| *s == S::Paused)
+    );
+    w.mirror.add_patterns(&[], &["payments".into()]).unwrap();
+    w.mirror.sync().unwrap();
+    assert_eq!(w.mirror.topic_states("payments"), vec![S::Stopped; 2]);
+    assert!(!h(&w.dst, "payments", 1).read().is_read_only());
 }
 
 /// A leader change on the in-process source: a new leader epoch, no data.

@@ -19,7 +19,7 @@ use mirrorlog_broker::server::{
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
 
 /// Hang guard only: no test outcome depends on it.
@@ -36,6 +36,9 @@ struct TestHandler {
     join_group_gate: Option<(Sender<()>, Receiver<()>)>,
     /// Metadata sends on it; a pipelined JoinGroup's reply waits for it.
     later_gate: Option<(Sender<()>, Receiver<()>)>,
+    /// JoinGroup answers with a [`Reply::Later`] at once, and tells which threads handled the
+    /// request and finished its reply.
+    later_threads: Option<Sender<(ThreadId, ThreadId)>>,
 }
 
 impl Handler for TestHandler {
@@ -45,6 +48,15 @@ impl Handler for TestHandler {
         header: &RequestHeader,
         request: RequestKind,
     ) -> Reply {
+        if let (Some(threads), RequestKind::JoinGroup(_)) = (&self.later_threads, &request) {
+            let (threads, handled_by) = (threads.clone(), std::thread::current().id());
+            return Reply::Later(Box::new(move || {
+                threads
+                    .send((handled_by, std::thread::current().id()))
+                    .unwrap();
+                ResponseKind::JoinGroup(JoinGroupResponse::default())
+            }));
+        }
         if let (Some((_, gate)), RequestKind::JoinGroup(_)) = (&self.later_gate, &request) {
             let gate = gate.clone();
             if let Some((entered, _)) = &self.join_group_gate {
@@ -432,6 +444,33 @@ fn a_later_reply_lets_the_connection_read_on_and_answers_stay_in_order() {
     server.stop();
 }
 
+/// A `Later` reply with nothing behind it is finished by the reading thread (no hand-off);
+/// with requests already behind it, by the writer thread, so the reader handles them meanwhile.
+#[test]
+fn a_later_reply_is_finished_in_place_unless_requests_follow() {
+    let (threads_tx, threads) = bounded(4);
+    let handler = TestHandler {
+        later_threads: Some(threads_tx),
+        ..TestHandler::default()
+    };
+    let server = TestServer::start(handler);
+    let mut s = server.connect();
+    let join = RequestKind::JoinGroup(JoinGroupRequest::default());
+    s.write_all(&frame(ApiKey::JoinGroup, 9, 1, &join)).unwrap();
+    assert_eq!(read_response_for(&mut s, ApiKey::JoinGroup, 9).0, 1);
+    let (handled, finished) = threads.recv_timeout(HANG_GUARD).unwrap();
+    assert_eq!(handled, finished, "alone: finished by the reading thread");
+    // A burst in one write: the rest is buffered when the JoinGroup's reply is set aside.
+    let mut burst = frame(ApiKey::JoinGroup, 9, 2, &join);
+    burst.extend(metadata_request(12, 3));
+    s.write_all(&burst).unwrap();
+    assert_eq!(read_response_for(&mut s, ApiKey::JoinGroup, 9).0, 2);
+    assert_eq!(read_response_for(&mut s, ApiKey::Metadata, 12).0, 3);
+    let (handled, finished) = threads.recv_timeout(HANG_GUARD).unwrap();
+    assert_ne!(handled, finished, "followed: finished by the writer thread");
+    server.stop();
+}
+
 #[test]
 fn shutdown_waits_for_a_later_reply_and_sends_it() {
     let (open, gate) = bounded(4);
@@ -440,6 +479,7 @@ fn shutdown_waits_for_a_later_reply_and_sends_it() {
     let handler = TestHandler {
         later_gate: Some((open.clone(), gate)),
         join_group_gate: Some((entered_tx, unused)),
+        later_threads: None,
     };
     let server = TestServer::start(handler);
     let mut s = server.connect();

@@ -9,9 +9,10 @@
 //!
 //! - `acks = -1`: the batches are appended in request order at once
 //!   ([`PartitionHandle::append_as_leader_unsynced`]); the answer then waits for the group-commit
-//!   `fdatasync` of each ([`PartitionHandle::wait_durable`]) — through the server, on the
-//!   connection's writer thread ([`Reply::Later`]), so the connection's next requests are
-//!   appended meanwhile and share the sync rather than each paying one: the writer waits for
+//!   `fdatasync` of each ([`PartitionHandle::wait_durable`]) — through the server
+//!   ([`Reply::Later`]): on the connection's writer thread when more requests follow, so the
+//!   connection's next requests are appended meanwhile and share the sync rather than each
+//!   paying one (on the reading thread itself when none has arrived yet): the writer waits for
 //!   them one after another, and a request whose append the previous request's sync already
 //!   covered (it syncs everything appended before it started) waits for nothing. The syncs of one request's partitions are
 //!   waited for side by side (the writer thread and pooled helper threads, [`DurableWaiters`]),

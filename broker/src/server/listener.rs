@@ -7,7 +7,7 @@
 //! acks=all Produce waiting for its `fdatasync`), and then the connection goes on reading and
 //! handling while at most [`MAX_PENDING_RESPONSES`] responses wait. A per-connection writer
 //! thread finishes (runs the `Later` work of) and sends those in request order; while none waits,
-//! the reading thread answers directly.
+//! the reading thread answers directly — a `Later` one too, when no further request has arrived.
 //!
 //! Shutdown: [`ShutdownHandle::shutdown`] sets the stop flag under the connection registry's lock,
 //! shuts down the *read* half of every registered connection (a reader blocked waiting for the
@@ -387,7 +387,8 @@ struct Outgoing {
 #[allow(clippy::large_enum_variant)]
 enum Body {
     Ready(ResponseKind),
-    /// Finished by the writer thread, in order, just before it is sent ([`Reply::Later`]).
+    /// Finished just before it is sent ([`Reply::Later`]): by the writer thread, in order, or by
+    /// the reading thread when nothing waits before it and nothing follows it yet.
     Pending(Box<dyn FnOnce() -> ResponseKind + Send>),
     /// A whole response frame, already encoded (the mirror RPCs, which `kafka-protocol` cannot
     /// encode).
@@ -451,8 +452,17 @@ impl Connection {
                 Answer::Close => break,
                 Answer::Send(out) => out,
             };
-            let direct = matches!(out.body, Body::Ready(_) | Body::Encoded(_))
-                && queued.load(Ordering::Acquire) == 0;
+            // Nothing waits in the writer's queue: answer here, without a hand-off. A pending
+            // answer (acks=all: it waits for a sync) is finished here too when no further
+            // request has arrived, buffered or on the socket; otherwise the writer finishes it
+            // while this thread appends the requests behind it, so one sync can cover them.
+            let direct = queued.load(Ordering::Acquire) == 0
+                && match out.body {
+                    Body::Ready(_) | Body::Encoded(_) => true,
+                    Body::Pending(_) => {
+                        reader.buffer().is_empty() && !bytes_waiting(self.stream.as_raw_fd())
+                    }
+                };
             if direct {
                 if !self.send(out) {
                     break;
@@ -677,6 +687,15 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
 
 /// Blocking reads, `TCP_NODELAY` (responses are written whole, so Nagle only adds latency) and
 /// `SO_KEEPALIVE` (as Kafka sets on accepted sockets, so dead idle peers are eventually noticed).
+/// Whether the socket has bytes waiting to be read (`FIONREAD`); on error, yes (the caller then
+/// hands its answer to the writer thread, the path that is right either way).
+fn bytes_waiting(fd: RawFd) -> bool {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer; `fd` is the connection's open socket.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    rc != 0 || n > 0
+}
+
 fn configure_accepted(stream: &TcpStream) -> io::Result<()> {
     // Accepted sockets do not inherit O_NONBLOCK on Linux, but other systems differ.
     stream.set_nonblocking(false)?;

@@ -1,5 +1,5 @@
 //! Mirrors hosted by this broker: each [`MirrorManager`] copies topics from one source cluster
-//! (reached through [`KafkaSource`](crate::source_client::KafkaSource)) into read-only topics of
+//! (reached through [`KafkaSource`]) into read-only topics of
 //! this broker, which its topic registry serves like any other (produce refused with
 //! READ_ONLY_TOPIC until the topic is stopped — failed over).
 //!

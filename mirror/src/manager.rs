@@ -1831,7 +1831,7 @@ impl MirrorManager {
     }
 
     /// Failover: for each partition of `topic`, STOPPING (persisted, fetches dropped), the stop
-    /// sequence ([`stop_partition`]: epoch bump, ABORT markers, MIRROR_PID_RESET), the last
+    /// sequence ([`stop_partition`](crate::partition::stop_partition): epoch bump, ABORT markers, MIRROR_PID_RESET), the last
     /// mirror epoch recorded, STOPPED; then the topic is writable.
     ///
     /// # Errors

@@ -12,7 +12,7 @@
 //! offset to its *start* position; the time index records the max timestamp seen so far;
 //! truncation is batch-granular; roll on size, time, a full index or relative-offset overflow.
 //!
-//! The `.log` file goes through the [`Storage`](crate::io::Storage) trait (io_uring, pwrite or
+//! The `.log` file goes through the [`Storage`] trait (io_uring, pwrite or
 //! simulated); the indexes are memory-mapped regular files (`mirrorlog-index`). Indexes carry no
 //! checksum: after an unclean shutdown they are rebuilt by [`ActiveSegment::recover`].
 

@@ -1,5 +1,5 @@
 //! `durable-append`: concurrent writer threads, each calling
-//! [`PartitionHandle::append_as_leader_durable`] in a loop — one ~16 KiB client batch (16 records
+//! [`PartitionHandle::append_as_leader_durable`](mirrorlog_engine::manager::PartitionHandle::append_as_leader_durable) in a loop — one ~16 KiB client batch (16 records
 //! of 1 KiB, no producer id) per call, acknowledged only once durable: appended under the
 //! partition's lock, then an `fdatasync` shared through the log manager's `GroupCommit` outside
 //! it. Beside `raw_pwrite+fdatasync`: one thread writing the same batches into one fresh file with

@@ -48,6 +48,11 @@ cargo test --workspace
 cargo run --quiet -p mirrorlog-engine --example embed > /dev/null
 echo "embedding example ran"
 
+# 4b. The library documentation (the embedding API's rustdoc) builds without a warning: broken
+#     or private intra-doc links fail the suite.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+echo "cargo doc built without warnings"
+
 # 5. Every fuzz target runs for a short smoke period, coverage-guided, on stable Rust (see the
 #    script): a panic, abort, hang or huge allocation fails the suite.
 bash scripts/fuzz-smoke.sh "${MIRRORLOG_FUZZ_SECONDS:-15}"

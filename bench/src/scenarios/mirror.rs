@@ -16,8 +16,8 @@
 //!   with 4 fetcher threads and 1 MiB responses; the process's peak RSS growth over the round
 //!   (`VmHWM` after resetting it through `/proc/self/clear_refs`) against the fetcher bound
 //!   threads × response bytes + 64 MiB (`rss_ratio_to_bound` ≤ 1 is the target). The source
-//!   broker is a child process (this binary again, see [`SOURCE_ENV`]), so the growth is the
-//!   destination broker's and its mirror's (including the 10,000 destination partitions' own
+//!   broker is a child process (this binary again, run with `MIRRORLOG_BENCH_MIRROR_SOURCE`
+//!   set), so the growth is the destination broker's and its mirror's (including the 10,000 destination partitions' own
 //!   memory). Beside it, from another child process, the peak RSS growth of a broker that
 //!   creates the same partitions and appends the same bytes locally: the difference
 //!   (`mirror_rss_overhead_mib`) is what mirroring adds (`overhead_ratio_to_bound`). Throughput
@@ -26,8 +26,7 @@
 //! Scratch space: both brokers' data under one [`scratch_dir`] (set `TMPDIR` to a tmpfs to keep
 //! the disk out of it).
 //!
-//! `MIRRORLOG_BENCH_MIRROR_ONLY=catch-up` (a comma-separated list of variants, see [`ONLY_ENV`])
-//! runs only those: measuring a change to the catch-up takes many runs on a noisy machine, and
+//! `MIRRORLOG_BENCH_MIRROR_ONLY=catch-up` (a comma-separated list of variants) runs only those: measuring a change to the catch-up takes many runs on a noisy machine, and
 //! the whole scenario takes minutes.
 
 use crate::harness::{Opts, Report, interleave, percentile_us, round3, scratch_dir, time};

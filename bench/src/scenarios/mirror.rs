@@ -26,8 +26,9 @@
 //! Scratch space: both brokers' data under one [`scratch_dir`] (set `TMPDIR` to a tmpfs to keep
 //! the disk out of it).
 //!
-//! `MIRRORLOG_BENCH_MIRROR_ONLY=catch-up` (a comma-separated list of variants) runs only those: measuring a change to the catch-up takes many runs on a noisy machine, and
-//! the whole scenario takes minutes.
+//! `MIRRORLOG_BENCH_MIRROR_ONLY=catch-up` (a comma-separated list of variants) runs only those:
+//! measuring a change to the catch-up takes many runs on a noisy machine, and the whole scenario
+//! takes minutes.
 
 use crate::harness::{Opts, Report, interleave, percentile_us, round3, scratch_dir, time};
 use anyhow::{Context, Result, bail};

@@ -23,7 +23,7 @@ use mirrorlog_engine::log::FetchIsolation;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
 use mirrorlog_index::{Offset, TimestampMs, TopicPartition};
 use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager, PartitionStatus};
-use mirrorlog_mirror::source::SourceCluster;
+use mirrorlog_mirror::source::{OffsetSpec, SourceCluster};
 use mirrorlog_mirror::state::MirrorPartitionState;
 use mirrorlog_segment::batch::{Batches, ControlRecordType};
 use mirrorlog_segment::io::PwriteStorage;
@@ -278,6 +278,8 @@ struct Setup {
     proxy: Proxy,
     dest: RunningBroker,
     mirror: Arc<MirrorManager>,
+    /// A client of the source of its own, for its high watermarks.
+    probe: Arc<dyn SourceCluster>,
 }
 
 fn setup() -> Setup {
@@ -301,7 +303,8 @@ fn setup() -> Setup {
     let mut sc = KafkaSourceConfig::new(vec![advertised]);
     // A stall must be noticed: a request without an answer for 1.5 s is retried elsewhere.
     sc.request_timeout_ms = 1500;
-    let src: Arc<dyn SourceCluster> = KafkaSource::new(sc).unwrap();
+    let src: Arc<dyn SourceCluster> = KafkaSource::new(sc.clone()).unwrap();
+    let probe: Arc<dyn SourceCluster> = KafkaSource::new(sc).unwrap();
     let mirror = dest
         .broker
         .mirrors
@@ -316,7 +319,23 @@ fn setup() -> Setup {
         proxy,
         dest,
         mirror,
+        probe,
     }
+}
+
+/// Whether every partition's destination log end is the source's high watermark, asked of the
+/// source now. (The mirror's own view of the source's high watermark is as old as its last
+/// fetch answer: right after the producer's last acknowledgement it can still equal the
+/// destination's end while the source is ahead.)
+fn drained(s: &Setup) -> bool {
+    let st = s.mirror.describe();
+    st.len() == PARTITIONS as usize
+        && st.iter().all(|p| {
+            p.state == MirrorPartitionState::Mirroring
+                && s.probe
+                    .list_offset(TOPIC, p.partition, OffsetSpec::Latest)
+                    .is_ok_and(|(hw, _)| hw == p.log_end_offset)
+        })
 }
 
 fn mirrored(m: &MirrorManager) -> i64 {
@@ -368,14 +387,8 @@ fn the_mirror_rides_through_a_cut_a_stall_and_a_source_crash_and_ends_byte_ident
 
     // Drained: the destination's log end reaches the source's high watermark everywhere.
     wait_for("the mirror to drain", || {
-        let st = s.mirror.describe();
-        no_failures(&st);
-        st.len() == PARTITIONS as usize
-            && st.iter().all(|p| {
-                p.state == MirrorPartitionState::Mirroring
-                    && p.source_high_watermark.get() >= 0
-                    && p.log_end_offset == p.source_high_watermark
-            })
+        no_failures(&s.mirror.describe());
+        drained(&s)
     });
     // The high watermarks the mirror saw must be the source's final ones: stop the source and
     // compare everything.
@@ -485,13 +498,7 @@ fn a_source_topic_deleted_and_recreated_fails_its_partitions_without_splicing_lo
         mirrored(&s.mirror) > 300
     });
     let _ = producer.finish();
-    wait_for("the mirror to drain", || {
-        let st = s.mirror.describe();
-        st.len() == PARTITIONS as usize
-            && st
-                .iter()
-                .all(|p| p.source_high_watermark.get() >= 0 && p.lag == 0)
-    });
+    wait_for("the mirror to drain", || drained(&s));
     let copy = |p: i32| -> Vec<Bytes> {
         batches_of(&s.dest.broker.partition(TOPIC, p).unwrap())
             .iter()

@@ -956,6 +956,19 @@ impl MirrorManager {
         epoch: LeaderEpoch,
     ) -> Result<(), MirrorError> {
         let key = tp(topic, partition);
+        // Already running (started by the sync thread while an operator's start of a big topic
+        // was still working through its partitions, or started twice): nothing to do. Its state
+        // may be past MIRRORING (EPOCH_FENCING, ULE_RECOVERY), from which LOG_ALIGNMENT is not a
+        // transition, and its entry holds the fetch position. STOPPED and FAILED ones restart.
+        let running = self.partitions.lock().get(&key).cloned();
+        if let Some(entry) = running
+            && !matches!(
+                entry.lock().state.state,
+                S::Stopped | S::Failed | S::Stopping
+            )
+        {
+            return Ok(());
+        }
         let stored = self
             .store
             .get(&PartitionMirrorState::new(&self.config.name, id, partition).key());
@@ -1259,6 +1272,9 @@ impl MirrorManager {
                         self.ensure_leader_epoch(&key, &mut e);
                     }
                     None => {
+                        // Serialised with an operator's start, which may be starting this very
+                        // partition (a new topic's partitions are started one by one).
+                        let _serial = self.starting.lock();
                         self.start_partition(&t.name, id, p.partition, p.leader, p.leader_epoch)?
                     }
                 }

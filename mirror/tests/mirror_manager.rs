@@ -500,6 +500,60 @@ fn discovery_starts_matching_source_topics_and_exclude_wins() {
     assert!(!h(&w.dst, "payments", 1).read().is_read_only());
 }
 
+/// Starting a topic that is already mirroring leaves its running partitions alone: same state,
+/// same state epoch, same fetch position and known source high watermark. (The sync thread may
+/// start a big topic's partitions while an operator's start is still working through them; a
+/// second start of a partition the sync thread had moved on, e.g. through EPOCH_FENCING, used to
+/// fail or reset it.)
+#[test]
+fn starting_a_running_topic_again_leaves_its_partitions_running() {
+    let w = world(MirrorConfig::new("m-twice"), &[("t", 2)]);
+    produce(
+        &w.src,
+        "t",
+        0,
+        records(3, Compression::None),
+        0,
+        LeaderOrigin::Client,
+    );
+    w.mirror.start_topics(&["t".to_string()]).unwrap();
+    catch_up(&w);
+    let before = w.mirror.describe();
+    assert!(before.iter().all(|p| p.state == S::Mirroring));
+    assert!(before.iter().all(|p| p.source_high_watermark.get() >= 0));
+    w.mirror.start_topics(&["t".to_string()]).unwrap();
+    let after = w.mirror.describe();
+    assert_eq!(
+        after
+            .iter()
+            .map(|p| (
+                p.state,
+                p.state_epoch,
+                p.log_end_offset,
+                p.source_high_watermark
+            ))
+            .collect::<Vec<_>>(),
+        before
+            .iter()
+            .map(|p| (
+                p.state,
+                p.state_epoch,
+                p.log_end_offset,
+                p.source_high_watermark
+            ))
+            .collect::<Vec<_>>()
+    );
+    // A stopped topic starts again (failback).
+    w.mirror.stop_topic("t").unwrap();
+    w.mirror.start_topics(&["t".to_string()]).unwrap();
+    assert!(
+        w.mirror
+            .describe()
+            .iter()
+            .all(|p| p.state == S::LogAlignment)
+    );
+}
+
 /// A leader change on the in-process source: a new leader epoch, no data.
 fn source_leader_change(w: &World, t: &str, p: i32) -> LeaderEpoch {
     let h = h(&w.src, t, p);

@@ -253,6 +253,68 @@ fn raw_tcp(len: u64) -> Duration {
     d
 }
 
+/// The groups of threads whose CPU time a catch-up round reports apart, by the start of the
+/// thread's name (`/proc` keeps its first 15 bytes): the destination mirror's applier and
+/// fetcher (mirror "bench"), and the brokers' connection threads (in a catch-up, almost all of
+/// it the source's, answering the fetches). `other` is the rest of the process (the destination
+/// starting, the waiting thread, threads that ended within the round).
+const THREAD_GROUPS: [(&str, &str); 3] = [
+    ("applier", "mirror-bench-ap"),
+    ("fetcher", "mirror-bench-fe"),
+    ("connections", "mirrorlog-conn-"),
+];
+
+/// CPU time of each live thread of this process (id → group index in [`THREAD_GROUPS`] or
+/// `None`, time on CPU), from `/proc/self/task/*/{comm,schedstat}`. Empty where `/proc` is not
+/// there; a thread that ends while it is read is left out.
+fn thread_cpu() -> BTreeMap<u64, (Option<usize>, Duration)> {
+    let mut out = BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u64>().ok()) else {
+            continue;
+        };
+        let (Ok(comm), Ok(stat)) = (
+            std::fs::read_to_string(t.path().join("comm")),
+            std::fs::read_to_string(t.path().join("schedstat")),
+        ) else {
+            continue;
+        };
+        // schedstat: time on CPU (ns), time waiting for a CPU (ns), timeslices.
+        let Some(ns) = stat.split_whitespace().next().and_then(|v| v.parse().ok()) else {
+            continue;
+        };
+        let group = THREAD_GROUPS
+            .iter()
+            .position(|(_, prefix)| comm.trim_end().starts_with(prefix));
+        out.insert(tid, (group, Duration::from_nanos(ns)));
+    }
+    out
+}
+
+/// CPU time per [`THREAD_GROUPS`] entry, then `other`, between two [`thread_cpu`] readings and
+/// over a process CPU time of `total` (`other` takes what the groups do not explain).
+fn group_cpu(
+    before: &BTreeMap<u64, (Option<usize>, Duration)>,
+    after: &BTreeMap<u64, (Option<usize>, Duration)>,
+    total: Duration,
+) -> [Duration; THREAD_GROUPS.len() + 1] {
+    let mut out = [Duration::ZERO; THREAD_GROUPS.len() + 1];
+    for (tid, (group, t)) in after {
+        let Some(g) = group else { continue };
+        let t0 = before
+            .get(tid)
+            .filter(|(g0, _)| g0 == group)
+            .map_or(Duration::ZERO, |(_, t0)| *t0);
+        out[*g] += t.saturating_sub(t0);
+    }
+    let grouped: Duration = out.iter().sum();
+    out[THREAD_GROUPS.len()] = total.saturating_sub(grouped);
+    out
+}
+
 /// This process's CPU time so far (user and system, every thread).
 fn process_cpu() -> Duration {
     // SAFETY: an all-zero `rusage` is valid, and `getrusage` only writes into the live one given.
@@ -275,6 +337,13 @@ fn source_bytes(b: &RunningBroker, topic: &str, partitions: i32) -> u64 {
         .sum()
 }
 
+/// The CPU time of one catch-up round: the whole process's, and split by [`THREAD_GROUPS`]
+/// (then `other`).
+struct RoundCpu {
+    total: Duration,
+    by_group: [Duration; THREAD_GROUPS.len() + 1],
+}
+
 /// One catch-up round: a fresh destination with `settings`, timed until it holds the source.
 fn catch_up_round(
     root: &Path,
@@ -282,18 +351,23 @@ fn catch_up_round(
     src: &RunningBroker,
     topic: &str,
     settings: &[(&str, String)],
-    cpu: &mut Vec<Duration>,
+    cpu: &mut Vec<RoundCpu>,
 ) -> Duration {
     *round += 1;
     let dir = root.join(format!("dest-{round}"));
     let mut dst = None;
+    let threads0 = thread_cpu();
     let cpu0 = process_cpu();
     let d = time(|| {
         let b = destination(&dir, &src.addr.to_string(), topic, settings).expect("destination");
         wait_caught_up(src, &b, topic, 1);
         dst = Some(b);
     });
-    cpu.push(process_cpu() - cpu0);
+    let total = process_cpu() - cpu0;
+    // Read before the destination shuts down: its threads (and the source's connection thread
+    // serving it) are still there.
+    let by_group = group_cpu(&threads0, &thread_cpu(), total);
+    cpu.push(RoundCpu { total, by_group });
     if let Some(b) = dst {
         b.shutdown().expect("destination shutdown");
     }
@@ -343,16 +417,30 @@ fn catch_up(opts: Opts, root: &Path) -> Result<Vec<Report>> {
     };
     src.shutdown()?;
     let mib = bytes as f64 / (1 << 20) as f64;
-    let cpu_ms_per_mib = |cpu: &[Duration]| {
+    // Medians over the timed rounds (the warm-up left out), each figure on its own: the group
+    // medians need not add up to the total's.
+    let median_ms_per_mib = |cpu: &[RoundCpu], of: &dyn Fn(&RoundCpu) -> Duration| {
         let mut ms: Vec<f64> = cpu
             .iter()
             .skip(1)
-            .map(|d| d.as_secs_f64() * 1e3 / mib)
+            .map(|r| of(r).as_secs_f64() * 1e3 / mib)
             .collect();
         ms.sort_by(f64::total_cmp);
         ms.get(ms.len() / 2).map_or(0.0, |&m| round3(m))
     };
-    let report = |variant: &str, ours: Duration, fetch: u32, cpu: &[Duration]| Report {
+    let cpu_ms_per_mib = |cpu: &[RoundCpu]| median_ms_per_mib(cpu, &|r| r.total);
+    let by_thread = |cpu: &[RoundCpu]| {
+        let mut m = serde_json::Map::new();
+        let names = THREAD_GROUPS.iter().map(|(n, _)| *n).chain(["other"]);
+        for (i, name) in names.enumerate() {
+            m.insert(
+                name.into(),
+                json!(median_ms_per_mib(cpu, &|r| r.by_group[i])),
+            );
+        }
+        serde_json::Value::Object(m)
+    };
+    let report = |variant: &str, ours: Duration, fetch: u32, cpu: &[RoundCpu]| Report {
         scenario: "mirror",
         variant: variant.into(),
         baseline: "raw-tcp-1-connection",
@@ -364,6 +452,7 @@ fn catch_up(opts: Opts, root: &Path) -> Result<Vec<Report>> {
             ("partition_fetch_max_bytes", json!(fetch)),
             ("target_ratio", json!(0.5)),
             ("cpu_ms_per_mib", json!(cpu_ms_per_mib(cpu))),
+            ("cpu_ms_per_mib_by_thread", by_thread(cpu)),
         ],
     };
     let mut out = vec![report("catch-up", t[1], 1 << 20, &cpu_default)];

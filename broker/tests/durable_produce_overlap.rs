@@ -17,7 +17,7 @@ use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::io::{IoResult, OpenMode, PwriteStorage, Storage, StorageFile};
 use parking_lot::{Condvar, Mutex};
 use std::os::fd::RawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -84,24 +84,7 @@ impl Storage for GatedStorage {
         }
         Ok(inner)
     }
-    fn rename(&self, from: &Path, to: &Path) -> IoResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> IoResult<()> {
-        self.inner.remove(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> IoResult<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn list_dir(&self, dir: &Path) -> IoResult<Vec<PathBuf>> {
-        self.inner.list_dir(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> IoResult<()> {
-        self.inner.create_dir_all(dir)
-    }
+    mirrorlog_segment::delegate_directory_ops!();
 }
 
 #[derive(Debug)]

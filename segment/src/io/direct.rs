@@ -240,7 +240,7 @@ impl Storage for DirectStorage {
         )?))
     }
 
-    super::delegate_directory_ops!();
+    crate::delegate_directory_ops!();
 }
 
 /// A heap buffer aligned to [`DIRECT_BLOCK`], zero-initialised, of fixed capacity.

@@ -44,36 +44,47 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-/// The directory-level [`Storage`] methods of a wrapper backend (one with an `inner: Arc<dyn
-/// Storage>` field that changes only how some files are written), passed to `inner` unchanged.
+/// The directory-level [`Storage`] methods of a wrapper backend (one with an `inner` field
+/// holding the wrapped backend, e.g. `Arc<dyn Storage>`, that changes only how some files are
+/// written or synced), passed to `inner` unchanged. Use it inside `impl Storage for …` beside
+/// `name` and `open`; it names every type by its full path, so the caller needs no imports.
+/// The crate's own wrappers ([`ZeroAheadStorage`], [`DirectStorage`]) and test backends that
+/// observe or fault a backend's files use it.
+#[macro_export]
 macro_rules! delegate_directory_ops {
     () => {
-        fn rename(&self, from: &Path, to: &Path) -> IoResult<()> {
+        fn rename(
+            &self,
+            from: &::std::path::Path,
+            to: &::std::path::Path,
+        ) -> $crate::io::IoResult<()> {
             self.inner.rename(from, to)
         }
 
-        fn remove(&self, path: &Path) -> IoResult<()> {
+        fn remove(&self, path: &::std::path::Path) -> $crate::io::IoResult<()> {
             self.inner.remove(path)
         }
 
-        fn exists(&self, path: &Path) -> bool {
+        fn exists(&self, path: &::std::path::Path) -> bool {
             self.inner.exists(path)
         }
 
-        fn sync_dir(&self, dir: &Path) -> IoResult<()> {
+        fn sync_dir(&self, dir: &::std::path::Path) -> $crate::io::IoResult<()> {
             self.inner.sync_dir(dir)
         }
 
-        fn list_dir(&self, dir: &Path) -> IoResult<Vec<PathBuf>> {
+        fn list_dir(
+            &self,
+            dir: &::std::path::Path,
+        ) -> $crate::io::IoResult<::std::vec::Vec<::std::path::PathBuf>> {
             self.inner.list_dir(dir)
         }
 
-        fn create_dir_all(&self, dir: &Path) -> IoResult<()> {
+        fn create_dir_all(&self, dir: &::std::path::Path) -> $crate::io::IoResult<()> {
             self.inner.create_dir_all(dir)
         }
     };
 }
-use delegate_directory_ops;
 
 mod direct;
 mod pwrite;

@@ -261,7 +261,7 @@ impl Storage for ZeroAheadStorage {
         }))
     }
 
-    super::delegate_directory_ops!();
+    crate::delegate_directory_ops!();
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -38,6 +38,7 @@ fn engine_error(e: &EngineError) -> ResponseError {
         }
         EngineError::OffsetsOutOfOrder { .. } => ResponseError::CorruptMessage,
         EngineError::Config(_) => ResponseError::InvalidConfig,
+        EngineError::TruncatedBeforeDurable { .. } => ResponseError::NotLeaderOrFollower,
         EngineError::Segment(_)
         | EngineError::Index(_)
         | EngineError::Directory { .. }

@@ -95,6 +95,19 @@ pub enum EngineError {
         /// The failure that took it offline.
         reason: String,
     },
+    /// A durable append's wait found the log truncated since the append: the truncation (a
+    /// follower's or mirror's divergence, a failback's log alignment) may have removed the
+    /// appended batches, so they cannot be acknowledged as durable (`NOT_LEADER_OR_FOLLOWER`,
+    /// what Kafka answers a produce request still waiting when its partition stops being led).
+    #[error(
+        "{partition}: the log was truncated while the append ending at offset {last_offset} waited for its sync; it may be gone"
+    )]
+    TruncatedBeforeDurable {
+        /// The partition.
+        partition: String,
+        /// The append's last offset.
+        last_offset: Offset,
+    },
     /// The partition directory is not usable.
     #[error("{}: {reason}", path.display())]
     Directory {

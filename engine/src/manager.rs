@@ -199,6 +199,9 @@ impl LogManagerConfig {
 pub struct PendingSync {
     file: Arc<dyn mirrorlog_segment::io::StorageFile>,
     last: Offset,
+    /// The log's truncation count right after the append: a different count at the wait means
+    /// the append may have been truncated away.
+    truncations: u64,
 }
 
 /// A data directory and whether it is still usable; shared by every partition in it. See the
@@ -350,6 +353,7 @@ impl PartitionHandle {
         let pending = (!info.duplicate).then(|| PendingSync {
             file: log.active_log_file(),
             last: info.last_offset,
+            truncations: log.truncations(),
         });
         Ok((info, pending))
     }
@@ -358,9 +362,11 @@ impl PartitionHandle {
     /// once the append behind `pending` is durable.
     ///
     /// # Errors
-    /// A failed sync (the partition must then be reopened; its acknowledged data is intact).
+    /// A failed sync (the partition must then be reopened; its acknowledged data is intact), or
+    /// [`EngineError::TruncatedBeforeDurable`] when the log was truncated after the append (the
+    /// append may be gone, so it is not acknowledged).
     pub fn wait_durable(&self, pending: PendingSync) -> EngineResult<()> {
-        self.sync(pending.file, pending.last)
+        self.sync(pending)
     }
 
     /// As [`append_as_leader_durable`](Self::append_as_leader_durable), for a replica append.
@@ -373,22 +379,28 @@ impl PartitionHandle {
         origin: ReplicaOrigin,
     ) -> EngineResult<LogAppendInfo> {
         self.check_online()?;
-        let (info, file) = {
+        let (info, pending) = {
             let mut log = self.log.write();
             let info = self.noting_failure(log.append_as_follower(records, origin))?;
-            (info, log.active_log_file())
+            let pending = PendingSync {
+                file: log.active_log_file(),
+                last: info.last_offset,
+                truncations: log.truncations(),
+            };
+            (info, pending)
         };
         if info.batch_count > 0 {
-            self.sync(file, info.last_offset)?;
+            self.sync(pending)?;
         }
         Ok(info)
     }
 
-    fn sync(
-        &self,
-        file: Arc<dyn mirrorlog_segment::io::StorageFile>,
-        last: Offset,
-    ) -> EngineResult<()> {
+    fn sync(&self, pending: PendingSync) -> EngineResult<()> {
+        let PendingSync {
+            file,
+            last,
+            truncations,
+        } = pending;
         self.check_online()?;
         // What the sync below will have made durable: every append below the log end has been
         // written (appends write under the log lock) and the sync starts after this point, so
@@ -399,6 +411,15 @@ impl PartitionHandle {
         // share one sync, as concurrent ones do through the group commit.
         let covered = {
             let log = self.log.read();
+            // A truncation since the append may have removed it (and offsets up to `last` may
+            // now hold other batches, so neither the recovery point nor the file says anything
+            // about it).
+            if log.truncations() != truncations {
+                return Err(EngineError::TruncatedBeforeDurable {
+                    partition: self.tp.to_string(),
+                    last_offset: last,
+                });
+            }
             if log.recovery_point() > last {
                 return Ok(());
             }

@@ -294,6 +294,12 @@ impl PartitionLog {
         self.active.log_file().clone()
     }
 
+    /// How many truncations this log has seen since it was opened (in memory). A caller that
+    /// notes it after an append and finds it changed later knows the append may be gone.
+    pub fn truncations(&self) -> u64 {
+        self.truncations
+    }
+
     /// What a sync of the active `.log` started after this call covers, up to `offset` (at most
     /// the log end): the position plus the log's truncation count, for
     /// [`mark_flushed`](Self::mark_flushed) once that sync returns.

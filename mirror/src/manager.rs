@@ -1212,6 +1212,15 @@ impl MirrorManager {
             return Ok(());
         }
         for t in md.topics {
+            // A failed-over topic (a partition stopped or stopping: writable, owned by local
+            // producers) or one an exclude pattern matches takes nothing more from the source,
+            // not even a partition the source added: starting one would make the whole topic
+            // read-only again and mirror into a topic that is no longer a mirror.
+            let failed_over = self.is_excluded(&t.name)
+                || self
+                    .topic_states(&t.name)
+                    .iter()
+                    .any(|s| matches!(s, S::Stopped | S::Stopping));
             let mut topics = self.topics.lock();
             let Some(info) = topics.get_mut(&t.name) else {
                 continue;
@@ -1242,6 +1251,9 @@ impl MirrorManager {
                 );
                 drop(topics);
                 self.fail_topic(&t.name, &reason);
+                continue;
+            }
+            if failed_over {
                 continue;
             }
             let grown = t.partitions.len() as i32 > info.partitions;

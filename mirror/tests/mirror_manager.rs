@@ -951,3 +951,84 @@ fn a_started_topic_has_the_source_configs_before_its_first_fetch() {
     assert_eq!(state(&w, "old", 0), S::LogAlignment, "nothing fetched yet");
     assert_eq!(h(&w.dst, "old", 0).read().config().retention_ms, -1);
 }
+
+/// A STOPPED (failed-over, writable) topic that matches mirror.topics.exclude and whose source
+/// then grows a partition stays stopped and writable, and the new partition is not mirrored (the
+/// sync's grown-partition path used to make the topic read-only again and start the partition).
+#[test]
+fn a_stopped_excluded_topic_that_grows_on_the_source_stays_stopped_and_writable() {
+    let mut config = MirrorConfig::new("m-grow");
+    config.topics_include = vec!["ord.*".into()];
+    let w = world(config, &[("orders", 1)]);
+    w.mirror.sync().unwrap();
+    catch_up(&w);
+    w.mirror.add_patterns(&[], &["orders".into()]).unwrap();
+    w.mirror.sync().unwrap();
+    assert_eq!(w.mirror.topic_states("orders"), vec![S::Stopped]);
+    assert!(!h(&w.dst, "orders", 0).read().is_read_only());
+    // The source adds a partition (same topic id as orders-0).
+    w.src
+        .create(
+            &TopicPartition {
+                topic: "orders".into(),
+                partition: 1,
+            },
+            TopicId([1; 16]),
+            LogConfig::default(),
+        )
+        .unwrap();
+    produce(
+        &w.src,
+        "orders",
+        1,
+        records(3, Compression::None),
+        0,
+        LeaderOrigin::Client,
+    );
+    w.mirror.sync().unwrap();
+    let states = w.mirror.topic_states("orders");
+    let ro0 = h(&w.dst, "orders", 0).read().is_read_only();
+    catch_up(&w);
+    let leo1 = w
+        .dst
+        .get(&TopicPartition {
+            topic: "orders".into(),
+            partition: 1,
+        })
+        .map(|h| h.read().log_end_offset());
+    assert!(
+        !ro0 && states.iter().all(|s| *s == S::Stopped) && leo1.unwrap_or(Offset(0)) == Offset(0),
+        "after the source grew: states {states:?}, orders-0 read-only {ro0}, orders-1 mirrored up to {leo1:?}"
+    );
+}
+
+/// Same without exclusion: an operator-stopped topic whose source grows stays writable (it used
+/// to become read-only for good while its old partitions stayed STOPPED).
+#[test]
+fn an_operator_stopped_topic_that_grows_on_the_source_stays_writable() {
+    let w = world(MirrorConfig::new("m-grow2"), &[("orders", 1)]);
+    w.mirror.start_topics(&["orders".to_string()]).unwrap();
+    catch_up(&w);
+    w.mirror.stop_topic("orders").unwrap();
+    assert!(!h(&w.dst, "orders", 0).read().is_read_only());
+    w.src
+        .create(
+            &TopicPartition {
+                topic: "orders".into(),
+                partition: 1,
+            },
+            TopicId([1; 16]),
+            LogConfig::default(),
+        )
+        .unwrap();
+    w.mirror.sync().unwrap();
+    catch_up(&w);
+    w.mirror.sync().unwrap();
+    let states = w.mirror.topic_states("orders");
+    let ro0 = h(&w.dst, "orders", 0).read().is_read_only();
+    assert!(
+        !ro0,
+        "orders-0 is {:?} but read-only after the source grew; topic states {states:?}",
+        states[0]
+    );
+}

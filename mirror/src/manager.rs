@@ -960,12 +960,13 @@ impl MirrorManager {
         // was still working through its partitions, or started twice): nothing to do. Its state
         // may be past MIRRORING (EPOCH_FENCING, ULE_RECOVERY), from which LOG_ALIGNMENT is not a
         // transition, and its entry holds the fetch position. STOPPED and FAILED ones restart.
-        let running = self.partitions.lock().get(&key).cloned();
-        if let Some(entry) = running
-            && !matches!(
-                entry.lock().state.state,
-                S::Stopped | S::Failed | S::Stopping
-            )
+        // An existing entry stays locked from this check to its update in place, so the sync
+        // thread's `drive` (which may retry a FAILED partition meanwhile) cannot move it in
+        // between and be left holding an entry the map no longer has.
+        let existing = self.partitions.lock().get(&key).cloned();
+        let mut guard = existing.as_ref().map(|e| e.lock());
+        if let Some(e) = &guard
+            && !matches!(e.state.state, S::Stopped | S::Failed | S::Stopping)
         {
             return Ok(());
         }
@@ -984,13 +985,20 @@ impl MirrorManager {
             state.transition(S::LogAlignment, e, self.now())?;
             self.store.put_if_epoch(&state, stored_epoch)?;
         }
-        let entry = Arc::new(Mutex::new(Entry {
+        let fresh = Entry {
             state,
             source_leader: leader,
             source_epoch: epoch,
             source_hw: Offset(-1),
-        }));
-        self.partitions.lock().insert(key, entry);
+        };
+        match guard.as_deref_mut() {
+            Some(e) => *e = fresh,
+            None => {
+                self.partitions
+                    .lock()
+                    .insert(key, Arc::new(Mutex::new(fresh)));
+            }
+        }
         Ok(())
     }
 
@@ -1393,6 +1401,10 @@ impl MirrorManager {
     /// [`stop_topic`](Self::stop_topic) does (from any state, PAUSED included). A stop that fails
     /// is logged and tried again at the next sync.
     fn stop_excluded(&self) {
+        // Serialised with starts: an operator's start half-way through a topic's partitions
+        // would otherwise see the first ones stopped (the topic made writable) and go on
+        // starting the rest into a writable topic.
+        let _serial = self.starting.lock();
         let names: Vec<String> = self.topics.lock().keys().cloned().collect();
         for name in names {
             if !self.is_excluded(&name) || self.topic_states(&name).iter().all(|s| *s == S::Stopped)

@@ -123,7 +123,9 @@
 //! their topics. A crash before the move leaves the old records and (part of) the rewrite: a
 //! reload replays both, later records win, and the rewritten values equal the latest ones, so
 //! the state is unchanged; deleted keys have no rewritten record and their tombstones stay ahead
-//! of the log start until it moves.
+//! of the log start until it moves. Records of a key type this build does not know (a newer
+//! version's, skipped by the load) are rewritten too, each key's latest value as it was, so a
+//! downgrade followed by an upgrade loses none of them.
 
 use bytes::Bytes;
 use mirrorlog_engine::error::EngineError;
@@ -132,7 +134,7 @@ use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId, TopicPartition};
 use mirrorlog_segment::{BatchBuilder, Batches};
 use parking_lot::{Mutex, RwLock};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -981,6 +983,10 @@ pub struct MirrorStateStore {
 struct Records {
     in_log: u64,
     check_at: u64,
+    /// The latest value of each live record whose key type this build does not know (written
+    /// by a newer version), by its key bytes: skipped as states, but copied by the compaction
+    /// stand-in like live states, so a downgrade and re-upgrade loses none of them.
+    unknown: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl MirrorStateStore {
@@ -1050,8 +1056,9 @@ impl MirrorStateStore {
         let mut states = HashMap::new();
         let mut records = 0u64;
         for (h, counts) in &handles {
-            let n = load_partition(h, &mut states)?;
-            counts.lock().in_log = n;
+            let mut counts = counts.lock();
+            let n = load_partition(h, &mut states, &mut counts.unknown)?;
+            counts.in_log = n;
             records += n;
         }
         tracing::info!(
@@ -1230,7 +1237,7 @@ impl MirrorStateStore {
                 .map(|(k, v)| (k.clone(), encode_value(v)))
                 .collect()
         };
-        let n_live = live.len() as u64;
+        let n_live = (live.len() + counts.unknown.len()) as u64;
         if counts.in_log.saturating_sub(n_live) < min_dirty {
             counts.check_at = n_live.saturating_add(min_dirty);
             return;
@@ -1239,6 +1246,12 @@ impl MirrorStateStore {
         let records: Vec<(Vec<u8>, Option<Vec<u8>>)> = live
             .into_iter()
             .map(|(k, v)| (encode_key(&k), Some(v)))
+            .chain(
+                counts
+                    .unknown
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Some(v.clone()))),
+            )
             .collect();
         let mut first = None;
         let mut i = 0;
@@ -1298,6 +1311,7 @@ impl MirrorStateStore {
 fn load_partition(
     h: &PartitionHandle,
     states: &mut HashMap<StateKey, PartitionMirrorState>,
+    unknown: &mut BTreeMap<Vec<u8>, Vec<u8>>,
 ) -> Result<u64, StateError> {
     let tp = h.topic_partition().clone();
     let mut log = h.write();
@@ -1327,7 +1341,14 @@ fn load_partition(
                     continue;
                 }
                 records += 1;
-                apply_record(&tp, r.offset, r.key.as_deref(), r.value.as_deref(), states)?;
+                apply_record(
+                    &tp,
+                    r.offset,
+                    r.key.as_deref(),
+                    r.value.as_deref(),
+                    states,
+                    unknown,
+                )?;
             }
             next = batch.next_offset();
         }
@@ -1349,6 +1370,7 @@ fn apply_record(
     key: Option<&[u8]>,
     value: Option<&[u8]>,
     states: &mut HashMap<StateKey, PartitionMirrorState>,
+    unknown: &mut BTreeMap<Vec<u8>, Vec<u8>>,
 ) -> Result<(), StateError> {
     let at = |e: StateError| match e {
         StateError::Corrupt {
@@ -1372,7 +1394,11 @@ fn apply_record(
     let key = match decode_key(key) {
         Ok(k) => k,
         Err(StateError::UnsupportedVersion { version, .. }) => {
-            tracing::warn!(partition = %tp, %offset, key_type = version, "skipping a record of an unknown key type");
+            tracing::warn!(partition = %tp, %offset, key_type = version, "skipping a record of an unknown key type (kept as it is by compaction)");
+            match value {
+                None => unknown.remove(key),
+                Some(v) => unknown.insert(key.to_vec(), v.to_vec()),
+            };
             return Ok(());
         }
         Err(e) => return Err(at(e)),

@@ -727,3 +727,68 @@ fn sigterm_shuts_the_server_down() {
     server.wait_stopped();
     assert_closed(&mut idle);
 }
+
+/// Stress: Later (JoinGroup) and Ready (Metadata) replies pipelined in random bursts,
+/// some finished in place, some by the writer: answers stay in request order, none lost.
+#[test]
+fn stress_later_and_ready_replies_stay_in_order() {
+    let (threads_tx, threads_rx) = crossbeam_channel::unbounded();
+    let handler = TestHandler {
+        later_threads: Some(threads_tx),
+        ..TestHandler::default()
+    };
+    let server = TestServer::start(handler);
+    let mut s = server.connect();
+    let mut r = s.try_clone().unwrap();
+    const N: i32 = 4000;
+    let got = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let got2 = got.clone();
+    let reader = std::thread::spawn(move || {
+        for expect in 0..N {
+            got2.store(expect, std::sync::atomic::Ordering::Release);
+            let body = read_response(&mut r);
+            let cid = i32::from_be_bytes(body[..4].try_into().unwrap());
+            assert_eq!(cid, expect, "response out of order");
+        }
+    });
+    let join = RequestKind::JoinGroup(JoinGroupRequest::default());
+    let mut seed: u64 = 0x9e3779b97f4a7c15;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut cid = 0;
+    while cid < N {
+        let burst = 1 + (next() % 6) as i32;
+        let mut buf = vec![];
+        for _ in 0..burst.min(N - cid) {
+            if next() % 2 == 0 {
+                buf.extend(frame(ApiKey::JoinGroup, 9, cid, &join));
+            } else {
+                buf.extend(metadata_request(12, cid));
+            }
+            cid += 1;
+        }
+        // Sometimes split a frame across writes.
+        let cut = (next() as usize) % (buf.len() + 1);
+        s.write_all(&buf[..cut]).unwrap();
+        if next() % 3 == 0 {
+            std::thread::yield_now();
+        }
+        s.write_all(&buf[cut..]).unwrap();
+        if next() % 2 == 0 {
+            while got.load(std::sync::atomic::Ordering::Acquire) < cid - 1 {
+                std::thread::yield_now();
+            }
+        }
+    }
+    reader.join().unwrap();
+    let (mut inplace, mut writer) = (0, 0);
+    while let Ok((h, f)) = threads_rx.try_recv() {
+        if h == f { inplace += 1 } else { writer += 1 }
+    }
+    eprintln!("later replies finished in place: {inplace}, by the writer: {writer}");
+    server.stop();
+}

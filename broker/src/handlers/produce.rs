@@ -234,15 +234,23 @@ fn wait_durable(
     drain_durable(&queue, &tx);
     drop(tx);
     let mut left = results.iter().filter(|r| r.is_none()).count();
+    let mut panicked = None;
     while left > 0 {
         // Every queued wait was taken by the caller or by a helper, which sends its answer
-        // (or its panic) before it lets go of its sender.
+        // (or its panic) after it has let go of the partition's handle and before it lets go of
+        // its sender. So once every answer is in, no helper holds a handle of this request (a
+        // shutdown right after the answer finds every partition free), even after a panic.
         let (i, r) = rx.recv().expect("a taken wait always answers");
         match r {
             Ok(r) => results[i] = Some(r),
-            Err(panic) => std::panic::resume_unwind(panic),
+            Err(panic) => {
+                panicked.get_or_insert(panic);
+            }
         }
         left -= 1;
+    }
+    if let Some(panic) = panicked {
+        std::panic::resume_unwind(panic);
     }
     jobs.into_iter()
         .zip(results)
@@ -261,7 +269,8 @@ fn drain_durable(queue: &DurableQueue, tx: &crossbeam_channel::Sender<DurableAns
         let Some((i, handle, info, pending)) = queue.lock().pop_front() else {
             return;
         };
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // The closure owns the handle, so it is dropped (on return or unwind) before the answer.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
             handle.wait_durable(pending).map(|()| info)
         }));
         // The receiver is gone only if the request's thread panicked: nobody to answer.

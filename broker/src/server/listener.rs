@@ -685,8 +685,6 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
     }
 }
 
-/// Blocking reads, `TCP_NODELAY` (responses are written whole, so Nagle only adds latency) and
-/// `SO_KEEPALIVE` (as Kafka sets on accepted sockets, so dead idle peers are eventually noticed).
 /// Whether the socket has bytes waiting to be read (`FIONREAD`); on error, yes (the caller then
 /// hands its answer to the writer thread, the path that is right either way).
 fn bytes_waiting(fd: RawFd) -> bool {
@@ -696,6 +694,8 @@ fn bytes_waiting(fd: RawFd) -> bool {
     rc != 0 || n > 0
 }
 
+/// Blocking reads, `TCP_NODELAY` (responses are written whole, so Nagle only adds latency) and
+/// `SO_KEEPALIVE` (as Kafka sets on accepted sockets, so dead idle peers are eventually noticed).
 fn configure_accepted(stream: &TcpStream) -> io::Result<()> {
     // Accepted sockets do not inherit O_NONBLOCK on Linux, but other systems differ.
     stream.set_nonblocking(false)?;

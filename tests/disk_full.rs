@@ -2,7 +2,9 @@
 //! the file system is full: every further produce fails with `KAFKA_STORAGE_ERROR` (56) and the
 //! broker stays up; then the file system is grown (`mount -o remount,size=…`: space returns) and
 //! producing succeeds again at the next offset. After a SIGKILL and a restart every acknowledged
-//! record is read back at its offset with its bytes, and nothing refused is there.
+//! record is read back at its offset with its bytes, and nothing refused is there. Run for the
+//! default buffered mode and for `log.io.mode=direct` (whose 64 MiB segment preallocation cannot
+//! fit here at all: appends then allocate what they need, and no room is the same ENOSPC).
 //!
 //! Mounting needs root (CAP_SYS_ADMIN), which CI has; elsewhere set
 //! `MIRRORLOG_SKIP_MOUNT_TESTS=1` to skip this test knowingly.
@@ -93,12 +95,31 @@ fn storage_error(r: Result<i64, ClientError>) -> bool {
 
 #[test]
 fn a_full_disk_refuses_produce_with_storage_error_and_recovers_when_space_returns() {
+    fill_refuse_grow_recover(None);
+}
+
+#[test]
+fn direct_mode_on_a_full_disk_refuses_produce_with_storage_error_and_recovers() {
+    fill_refuse_grow_recover(Some("log.io.mode=direct\n"));
+}
+
+/// The scenario in the module docs, with `config` (a `server.properties` text) if given.
+fn fill_refuse_grow_recover(config: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     let Some(fs) = Tmpfs::mount(&dir.path().join("data"), "12m") else {
         return;
     };
+    let config_path = dir.path().join("server.properties");
+    let args: Vec<String> = match config {
+        Some(text) => {
+            std::fs::write(&config_path, text).unwrap();
+            vec!["--config".into(), config_path.display().to_string()]
+        }
+        None => vec![],
+    };
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let port = free_port();
-    let mut broker = Serve::start(&fs.0, port);
+    let mut broker = Serve::start_with(&fs.0, port, "warn", &args);
     let mut c = Client::connect(&broker.addr).unwrap();
     // Small segments, so that rolls (new log and index files) happen near the full mark too.
     c.create_topic("full", 1, &[("segment.bytes", "1048576")])
@@ -138,7 +159,7 @@ fn a_full_disk_refuses_produce_with_storage_error_and_recovers_when_space_return
 
     // Crash and recover; read everything back.
     broker.kill();
-    let broker = Serve::start(&fs.0, port);
+    let broker = Serve::start_with(&fs.0, port, "warn", &args);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let got = rt.block_on(async {
         let client = ClientBuilder::new(vec![broker.addr.clone()])

@@ -381,6 +381,9 @@ struct FileState {
     sync_in_flight: Option<u64>,
     /// Metadata (length) changed since the last sync: `sync_data` must really sync.
     metadata_dirty: bool,
+    /// Cuts and in-place rewrites so far: each lowers `durable_len` and `sync_wanted`, so a
+    /// `sync_data` begun before one waits for a target that may never come and must start over.
+    rewrites: u64,
     /// Recent appends, contiguous, ending at `logical_len`.
     cache: VecDeque<(u64, Bytes)>,
     cache_bytes: usize,
@@ -492,10 +495,25 @@ impl DirectFile {
         if len == 0 {
             // A new segment: preallocate now (like Kafka's `file.preallocate`), so the first
             // appends do not pay for it.
-            fallocate(&direct, 0, config.preallocate_bytes)
-                .and_then(|()| direct.sync_data())
-                .map_err(|e| IoError::new(IoOp::SetLen, path, e))?;
-            allocated = config.preallocate_bytes;
+            // Best effort on a nearly full disk: without it the first append allocates what it
+            // needs (or fails with ENOSPC, which leaves the segment usable).
+            let got = if roomy(&direct, config.preallocate_bytes) {
+                fallocate(&direct, 0, config.preallocate_bytes)
+            } else {
+                Err(io::Error::from_raw_os_error(libc::ENOSPC))
+            };
+            match got {
+                Ok(()) => {
+                    direct
+                        .sync_data()
+                        .map_err(|e| IoError::new(IoOp::SyncData, path, e))?;
+                    allocated = config.preallocate_bytes;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                    tracing::warn!(path = %path.display(), "no room to preallocate a new segment; its appends allocate as they go");
+                }
+                Err(e) => return Err(IoError::new(IoOp::SetLen, path, e)),
+            }
         }
         let state = FileState {
             logical_len: len,
@@ -509,6 +527,7 @@ impl DirectFile {
             sync_wanted: 0,
             sync_in_flight: None,
             metadata_dirty: false,
+            rewrites: 0,
             cache: VecDeque::new(),
             cache_bytes: 0,
             error: None,
@@ -540,10 +559,21 @@ impl DirectFile {
         let end = st.logical_len + buf.len() as u64;
         if end > st.allocated {
             let step = inner.config.preallocate_bytes;
-            let target = end.div_ceil(step) * step;
-            fallocate(&inner.direct, st.allocated, target - st.allocated)
-                .and_then(|()| inner.direct.sync_data())
-                .map_err(|e| IoError::new(IoOp::SetLen, &inner.path, e))?;
+            let mut target = end.div_ceil(step) * step;
+            if !roomy(&inner.direct, target - st.allocated) {
+                // A nearly full disk: just the blocks this append needs, so the preallocation
+                // does not take (even for a moment) the room other files need.
+                target = align_up(end);
+            }
+            let got = fallocate(&inner.direct, st.allocated, target - st.allocated);
+            // No room is what a buffered write would have met: reported as the append's write
+            // failing with ENOSPC (nothing was copied or written, so the file is unchanged and
+            // the segment stays usable once space returns), not as a broken file.
+            got.map_err(|e| IoError::new(IoOp::WriteAt, &inner.path, e))?;
+            inner
+                .direct
+                .sync_data()
+                .map_err(|e| IoError::new(IoOp::SyncData, &inner.path, e))?;
             st.allocated = target;
         }
         let chunk_bytes = inner.config.chunk_bytes;
@@ -575,11 +605,15 @@ impl DirectFile {
         Ok(())
     }
 
-    /// Waits until every append is written (nothing queued or in flight); returns the state
-    /// locked.
+    /// Waits until every append is written and no sync is in flight (nothing queued or in
+    /// flight); returns the state locked. A sync still in flight would, on completing, raise
+    /// `durable_len` to its target, which a truncation under this lock may just have cut: the
+    /// appends after it would then count as durable without a sync.
     fn drain(&self) -> IoResult<MutexGuard<'_, FileState>> {
         let st = self.ring.wait(&self.inner, |st| {
-            st.written_len == st.logical_len && st.in_flight.is_empty()
+            st.written_len == st.logical_len
+                && st.in_flight.is_empty()
+                && st.sync_in_flight.is_none()
         });
         self.check(&st)?;
         Ok(st)
@@ -601,6 +635,7 @@ impl DirectFile {
         st.durable_len = st.durable_len.min(len);
         st.sync_wanted = st.sync_wanted.min(len);
         st.metadata_dirty = true;
+        st.rewrites += 1;
         st.cache.clear();
         st.cache_bytes = 0;
         Ok(())
@@ -626,6 +661,21 @@ fn load_chunk(file: &File, path: &Path, len: u64, chunk_bytes: usize) -> IoResul
     file.read_exact_at(&mut buf.as_mut_slice()[..n], pos)
         .map_err(|e| IoError::new(IoOp::ReadAt, path, e))?;
     Ok(Chunk { pos, len: n, buf })
+}
+
+/// Whether the file system holding `file` has at least twice `bytes` free (a failed `fstatvfs`
+/// answers yes: `fallocate` then finds out). Preallocating a step takes it only then, so that
+/// it never takes the last of the room other files need, nor (as on tmpfs, which undoes a
+/// failed `fallocate` only at its end) fills the disk for a moment while failing.
+fn roomy(file: &File, bytes: u64) -> bool {
+    // SAFETY: `statvfs` is plain old data; fstatvfs fills it for an open descriptor.
+    let mut vfs: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open (borrowed from `file`) and `vfs` is a valid out-pointer.
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut vfs) } != 0 {
+        return true;
+    }
+    let free = (vfs.f_bavail as u64).saturating_mul(vfs.f_frsize as u64);
+    free / 2 >= bytes
 }
 
 fn fallocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
@@ -730,14 +780,23 @@ impl StorageFile for DirectFile {
     fn sync_data(&self) -> IoResult<()> {
         let mut st = self.inner.lock();
         let target = st.logical_len;
+        let rewrites = st.rewrites;
         st.sync_wanted = st.sync_wanted.max(target);
         drop(st);
         let dsync = self.inner.config.durability == DirectDurability::Dsync;
         let mut st = self.ring.wait(&self.inner, |st| {
-            st.durable_len >= target
+            st.rewrites != rewrites
+                || st.durable_len >= target
                 || (dsync && st.written_len >= target && st.in_flight.is_empty())
         });
         self.check(&st)?;
+        if st.rewrites != rewrites {
+            // Cut or rewritten in place since the call: the target may be gone and the bytes
+            // below it changed. Sync what the file holds now, which includes every byte written
+            // before the call that is still there.
+            drop(st);
+            return self.sync_data();
+        }
         if st.durable_len < target {
             // Written without `RWF_DSYNC` (an in-place rewrite): sync for real.
             st.metadata_dirty = true;
@@ -865,6 +924,7 @@ fn overwrite(inner: &FileInner, st: &mut FileState, pos: u64, data: &[u8]) -> Io
     st.submitted_len = new_len;
     st.written_len = new_len;
     st.durable_len = st.durable_len.min(pos);
+    st.rewrites += 1;
     st.cache.clear();
     st.cache_bytes = 0;
     st.current = load_chunk(
@@ -1055,6 +1115,18 @@ impl Core {
                 return;
             }
             // Queue full: hand what is queued to the kernel, then retry.
+            self.submit_now();
+        }
+    }
+
+    /// Submits what is queued when fewer than `n` submission-queue entries are free, so the next
+    /// `n` pushes land in one submission.
+    fn make_room(&mut self, n: usize) {
+        let free = {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len()
+        };
+        if free < n {
             self.submit_now();
         }
     }
@@ -1263,6 +1335,11 @@ impl Core {
             let mut entry = self.write_entry(idx);
             if link_sync {
                 entry = entry.flags(io_uring::squeue::Flags::IO_LINK);
+                // The write and its linked sync go in one submission: a full queue submitted
+                // between them would send the write with a dangling link (an ordinary request)
+                // and the sync unordered with it, able to complete first and mark unwritten
+                // bytes durable.
+                self.make_room(2);
             }
             self.push(entry);
             if link_sync {
@@ -1691,6 +1768,191 @@ mod tests {
                     });
                 }
             });
+        }
+    }
+}
+
+#[cfg(test)]
+/// Ordering and truncation races in the ring's durability bookkeeping (found in review).
+mod ring_ordering_tests {
+    use super::*;
+    use crate::io::PwriteStorage;
+
+    fn cfg(
+        durability: DirectDurability,
+        chunk_bytes: usize,
+        ring_entries: u32,
+        mif: usize,
+    ) -> DirectConfig {
+        DirectConfig {
+            durability,
+            preallocate_bytes: 64 << 20,
+            chunk_bytes,
+            max_in_flight_per_file: mif,
+            tail_cache_bytes: 1 << 20,
+            ring_entries,
+        }
+    }
+
+    fn manual_core(config: DirectConfig) -> Core {
+        let ring = IoUring::builder()
+            .setup_cqsize(config.ring_entries * 2)
+            .build(config.ring_entries)
+            .unwrap();
+        Core {
+            ring,
+            config,
+            ops: Vec::new(),
+            free: Vec::new(),
+            in_flight: 0,
+            wake_fd: -1,
+            wake_armed: true,
+            cq_capacity: 2 * config.ring_entries as usize,
+            starved: Vec::new(),
+        }
+    }
+
+    /// A write pushed with IO_LINK and its linked fdatasync always go in one submission. When the
+    /// write took the queue's last free entry, the pair used to be split: the write submitted
+    /// alone (a dangling link head is an ordinary request) and the fdatasync in the next
+    /// submission, unordered with it, so its completion could mark unwritten bytes durable.
+    #[test]
+    fn linked_sync_split_by_a_full_submission_queue_runs_unordered() {
+        let config = cfg(DirectDurability::Fdatasync, 4 << 20, 8, 7);
+        let storage = DirectStorage::new(Arc::new(PwriteStorage::new()), config).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut violations = 0;
+        let mut split = 0;
+        for round in 0..20 {
+            let a = DirectFile::open(
+                &dir.path().join(format!("a{round}.log")),
+                OpenMode::CreateNew,
+                config,
+                Arc::clone(&storage.ring),
+            )
+            .unwrap();
+            let b = DirectFile::open(
+                &dir.path().join(format!("b{round}.log")),
+                OpenMode::CreateNew,
+                config,
+                Arc::clone(&storage.ring),
+            )
+            .unwrap();
+            let mut core = manual_core(config);
+            {
+                // File A: 7 full chunks ready (fills 7 of the 8 submission-queue entries).
+                let mut st = a.inner.lock();
+                for _ in 0..8 {
+                    a.append(&mut st, Bytes::from(vec![7u8; 4 << 20])).unwrap();
+                }
+            }
+            {
+                // File B: one durable append of one chunk, its sync wanted.
+                let mut st = b.inner.lock();
+                b.append(&mut st, Bytes::from(vec![9u8; 4 << 20])).unwrap();
+                st.sync_wanted = st.logical_len;
+            }
+            core.pump(&a.inner);
+            assert_eq!(a.inner.lock().in_flight.len(), 7);
+            core.pump(&b.inner);
+            // Only B's fdatasync is left in the submission queue: its write (flagged IO_LINK) was
+            // already submitted, as the last entry of the previous submission.
+            if core.ring.submission().len() == 1 {
+                split += 1;
+            }
+            core.submit_now();
+            while core.in_flight > 0 {
+                core.ring.submit_and_wait(1).unwrap();
+                let cqes: Vec<(u64, i32)> = core
+                    .ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result()))
+                    .collect();
+                for (ud, res) in cqes {
+                    let f = core.complete(ud, res);
+                    if let Some(f) = f {
+                        let st = f.lock();
+                        if Arc::ptr_eq(&f, &b.inner) && st.durable_len > st.written_len {
+                            violations += 1;
+                        }
+                        drop(st);
+                        core.pump(&f);
+                    }
+                }
+            }
+            assert!(a.inner.lock().error.is_none());
+            drop(a);
+            drop(b);
+        }
+        eprintln!(
+            "split submissions: {split}/20, sync completed before its write: {violations}/20"
+        );
+        assert_eq!(
+            split, 0,
+            "the linked fdatasync was separated from its write in {split}/20 rounds; durable-before-written observed {violations} times"
+        );
+    }
+
+    /// A truncation (`set_len`) waits for an fdatasync in flight. It used to drain only the
+    /// writes: the sync's completion then raised `durable_len` to the old length after the cut,
+    /// so later appends below that length were acknowledged by `sync_data` without any sync.
+    #[test]
+    fn a_sync_in_flight_across_a_truncation_acknowledges_later_appends_unsynced() {
+        let config = cfg(DirectDurability::Fdatasync, 256 << 10, 256, 8);
+        let storage = DirectStorage::new(Arc::new(PwriteStorage::new()), config).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut hit = None;
+        for round in 0..200 {
+            let f = DirectFile::open(
+                &dir.path().join(format!("{round}.log")),
+                OpenMode::CreateNew,
+                config,
+                Arc::clone(&storage.ring),
+            )
+            .unwrap();
+            f.write_at(Bytes::from(vec![1u8; 200_000]), 0).unwrap();
+            std::thread::scope(|s| {
+                let syncer = s.spawn(|| f.sync_data());
+                // Wait for the fdatasync to be in flight, then truncate (as a log truncation
+                // under the log lock does while an acks=all producer waits outside it).
+                loop {
+                    if f.inner.lock().sync_in_flight.is_some() || syncer.is_finished() {
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+                f.set_len(1000).unwrap();
+                f.sync_data().unwrap();
+                syncer.join().unwrap().unwrap();
+            });
+            let stale = {
+                let st = f.inner.lock();
+                st.durable_len > st.logical_len
+            };
+            if !stale {
+                continue;
+            }
+            // A durable append of bytes [1000, 151000) after the truncation.
+            f.write_at(Bytes::from(vec![2u8; 150_000]), 1000).unwrap();
+            f.sync_data().unwrap();
+            let st = f.inner.lock();
+            hit = Some((
+                round,
+                st.durable_len,
+                st.logical_len,
+                st.written_len,
+                st.in_flight.len(),
+                st.sync_in_flight,
+            ));
+            drop(st);
+            break;
+        }
+        if let Some((round, durable, logical, written, inflight, sync)) = hit {
+            panic!(
+                "round {round}: sync_data returned Ok with durable_len={durable} > logical_len={logical}; \
+                 written_len={written}, writes in flight={inflight}, sync in flight={sync:?}: \
+                 the appended bytes were acknowledged durable without an fdatasync after their write"
+            );
         }
     }
 }

@@ -35,7 +35,10 @@
 //! - The thread writes the zeros through the page cache in 256 KiB pieces, from the first 4 KiB
 //!   boundary at or after the logical end, waiting for each piece's writeback
 //!   (`sync_file_range`) before the next, then `fdatasync`s the file, which commits their
-//!   allocation and the new size. At most [`ZeroAheadConfig::max_bytes_per_second`] over all
+//!   allocation and the new size. It does so through an open file description of its own
+//!   (`/proc/self/fd/N` reopened for each extension): Linux reports a failed write-back once per
+//!   open file description, so on the appends' one the thread's checks could take the error
+//!   their own `fdatasync` must see. At most [`ZeroAheadConfig::max_bytes_per_second`] over all
 //!   files. (Writing them with `O_DIRECT` instead was measured and dropped: ext4 holds the
 //!   inode's lock for a whole direct write that allocates, so every append of the file waited
 //!   behind the zeros — 64 writers fell from 314 to 75 MB/s.) An append never overlaps a piece
@@ -60,7 +63,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -466,6 +469,11 @@ impl Shared {
     /// end, then syncs them.
     fn extend(&self, zeros: &ZeroBlock, pace: &mut Pace) {
         let mut wrote = false;
+        // The thread's own open file description of the file (opened at its first piece): a
+        // write-back error reported to it does not count as reported to the appends' one, whose
+        // own `fdatasync` must still see it (Linux reports such an error once per open file
+        // description). Closed when this extension ends.
+        let mut own: Option<std::fs::File> = None;
         loop {
             pace.wait();
             let mut st = lock(&self.state);
@@ -479,8 +487,15 @@ impl Shared {
                 break;
             }
             let end = (start + PIECE).min(target.next_multiple_of(BLOCK));
-            let Some(fd) = self.inner.raw_fd() else {
-                unreachable!("only files with a descriptor are wrapped")
+            let fd = match &own {
+                Some(f) => f.as_raw_fd(),
+                None => match self.reopen() {
+                    Ok(f) => own.insert(f).as_raw_fd(),
+                    Err(e) => {
+                        self.give_up(st, &e);
+                        return;
+                    }
+                },
             };
             st.zeroing = Some((start, end));
             drop(st);
@@ -500,18 +515,33 @@ impl Shared {
                     self.changed.notify_all();
                 }
                 Err(e) => {
+                    // Part of the piece may be written (a short write, then ENOSPC): the file
+                    // may reach `end`, so `give_up` (and a later seal) must cut it back.
+                    st.zeroed = st.zeroed.max(end);
                     self.give_up(st, &e);
                     return;
                 }
             }
         }
-        if wrote && let Err(e) = self.inner.sync_data() {
-            // The appends' own syncs will meet the same error and report it; zeros stop here.
+        if wrote && let Some(Err(e)) = own.as_ref().map(std::fs::File::sync_data) {
+            // On the thread's own descriptor: a failed write-back of the appends' data is still
+            // reported to their next sync; zeros stop here.
             let st = lock(&self.state);
             self.give_up(st, &e);
             return;
         }
         lock(&self.state).queued = false;
+    }
+
+    /// A second open file description of the file, for the thread's writes and syncs, through
+    /// `/proc/self/fd` (so it is the same inode even if the file was renamed or unlinked since).
+    fn reopen(&self) -> io::Result<std::fs::File> {
+        let Some(fd) = self.inner.raw_fd() else {
+            unreachable!("only files with a descriptor are wrapped")
+        };
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/self/fd/{fd}"))
     }
 
     /// A zero write or sync failed: no more zeros for this file, and those written are cut so

@@ -61,10 +61,23 @@ impl RunningBroker {
                 move || {
                     let mut n = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        broker.tick();
                         n += 1;
-                        if n.is_multiple_of(50) {
-                            broker.maintain();
+                        // A panic in one round (a bug) is logged and the next round runs: a dead
+                        // ticker would silently end transaction timeouts, marker retries, session
+                        // expiry and log maintenance for the rest of the process.
+                        let round = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            broker.tick();
+                            if n.is_multiple_of(50) {
+                                broker.maintain();
+                            }
+                        }));
+                        if let Err(panic) = round {
+                            let what = panic
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_default();
+                            tracing::error!(panic = %what, "a background round (timeouts, expiry, maintenance) panicked; the next one runs as usual");
                         }
                         std::thread::sleep(Duration::from_millis(100));
                     }

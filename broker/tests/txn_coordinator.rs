@@ -1195,3 +1195,56 @@ fn markers_that_cannot_be_written_are_completed_after_a_restart() {
         vec![("orders".into(), 0, NONE)]
     );
 }
+
+/// A transactional id longer than the 32767 bytes a `TransactionLogKey` string can hold (legal
+/// on the wire: InitProducerId v2+ uses a compact string) is refused with INVALID_REQUEST and
+/// leaves nothing behind. It used to panic while encoding the key, with the new id's entry
+/// already in the map; once idle past `transactional.id.expiration.ms`, `tick` panicked again
+/// writing its tombstone, which killed `mirrorlog serve`'s ticker thread (found in review).
+#[test]
+fn an_oversized_transactional_id_is_refused_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = TxnConfig {
+        transactional_id_expiration_ms: 10_000,
+        remove_expired_transaction_cleanup_interval_ms: 1_000,
+        ..TxnConfig::default()
+    };
+    let b = start(dir.path(), config);
+    let long = "x".repeat(40_000);
+    let init_result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        init(&b, 5, Some(&long), 60_000)
+    }));
+    let init_panicked = init_result.is_err();
+    if let Ok(r) = &init_result {
+        assert_eq!(r.error_code, code(ResponseError::InvalidRequest));
+    }
+    let left_in_memory = b.txn.transaction(&long).is_some();
+    b.clock.advance(20_000);
+    let tick_panicked =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.txn.tick())).is_err();
+    assert!(
+        !init_panicked && !tick_panicked && !left_in_memory,
+        "InitProducerId panicked: {init_panicked}; unpersisted entry left in memory: \
+         {left_in_memory}; tick panicked: {tick_panicked}"
+    );
+}
+
+/// The producer id's epoch is exhausted (32766) and a stale incarnation's InitProducerId
+/// (KIP-360, v3+) expects an older epoch: PRODUCER_FENCED, not a panic (the exhaustion check
+/// asserted before the expected epoch was looked at; found in review).
+#[test]
+fn a_stale_expected_epoch_at_exhaustion_is_fenced() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path(), TxnConfig::default());
+    let (pid, _) = init_txn(&b, "tx");
+    let mut m = b.txn.transaction("tx").unwrap();
+    m.producer_epoch = ProducerEpoch(i16::MAX - 2);
+    write_state_record(&b, "tx", &m);
+    let b = crash_and_reopen(b, dir.path(), TxnConfig::default());
+    assert_eq!(init_txn(&b, "tx"), (pid, i16::MAX - 1));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        init_expecting(&b, 5, Some("tx"), 60_000, (pid, i16::MAX - 2))
+    }));
+    let r = r.expect("InitProducerId with a stale expected epoch must not panic");
+    assert_eq!(r.error_code, code(ResponseError::ProducerFenced));
+}

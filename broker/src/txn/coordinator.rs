@@ -31,6 +31,10 @@ type Entry = Arc<Mutex<TxnMetadata>>;
 
 /// Bytes read per step while loading `__transaction_state`.
 const LOAD_READ_BYTES: u32 = 1 << 20;
+/// The longest transactional id: its `__transaction_state` key stores it as a Kafka string
+/// (int16 length). A longer one (legal on the wire from InitProducerId v2) is refused with
+/// `INVALID_REQUEST`.
+pub const MAX_TRANSACTIONAL_ID_BYTES: usize = i16::MAX as usize;
 /// At most this many threads write one transaction's markers.
 const MARKER_THREADS: usize = 8;
 /// Lookups of a transactional id retried when it was expiring under us.
@@ -291,6 +295,12 @@ impl TxnCoordinator {
         };
         if id.is_empty() {
             return Err(TxnError::InvalidRequest("the transactional id is empty"));
+        }
+        if id.len() > MAX_TRANSACTIONAL_ID_BYTES {
+            // Its `__transaction_state` key stores it with an int16 length.
+            return Err(TxnError::InvalidRequest(
+                "the transactional id is longer than 32767 bytes",
+            ));
         }
         if txn_timeout_ms <= 0 || txn_timeout_ms > self.config.transaction_max_timeout_ms {
             return Err(TxnError::InvalidTransactionTimeout {

@@ -189,7 +189,8 @@ impl TxnMetadata {
     /// [`TxnError::ProducerFenced`] for a stale expected epoch.
     ///
     /// # Panics
-    /// If the epoch is exhausted (the caller rotates the producer id instead) or a transaction
+    /// If the epoch is exhausted and would be bumped (the caller rotates the producer id
+    /// instead; a retry or a fenced expected epoch is answered at any epoch) or a transaction
     /// is open.
     pub fn prepare_increment_epoch(
         &self,
@@ -197,16 +198,18 @@ impl TxnMetadata {
         expected: Option<ProducerEpoch>,
         now_ms: i64,
     ) -> Result<TxnMetadata, TxnError> {
-        assert!(
-            !is_epoch_exhausted(self.producer_epoch),
-            "producer {} has exhausted its epochs",
-            self.producer_id
-        );
-        let bumped = ProducerEpoch(self.producer_epoch.get() + 1);
+        let bumped = || {
+            assert!(
+                !is_epoch_exhausted(self.producer_epoch),
+                "producer {} has exhausted its epochs",
+                self.producer_id
+            );
+            ProducerEpoch(self.producer_epoch.get() + 1)
+        };
         let (epoch, last) = match expected {
-            None => (bumped, ProducerEpoch::NONE),
+            None => (bumped(), ProducerEpoch::NONE),
             Some(e) if self.producer_epoch == ProducerEpoch::NONE || e == self.producer_epoch => {
-                (bumped, self.producer_epoch)
+                (bumped(), self.producer_epoch)
             }
             Some(e) if e == self.last_producer_epoch => {
                 (self.producer_epoch, self.last_producer_epoch)

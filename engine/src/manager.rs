@@ -439,7 +439,13 @@ impl PartitionHandle {
                 reason,
             });
         }
-        self.log.write().mark_flushed(covered);
+        let mut log = self.log.write();
+        // A flush of the same file racing this sync (`maintain`, a checkpoint) may have been the
+        // one told of a failed write-back: Linux reports it once per open file description, so
+        // this sync's `Ok` does not prove the bytes durable. Such a flush takes the directory
+        // offline before it lets go of the log lock, so look before acknowledging.
+        self.check_online()?;
+        log.mark_flushed(covered);
         Ok(())
     }
 }
@@ -913,7 +919,10 @@ impl LogManager {
     fn checkpoint_after_flush(&self) -> EngineResult<()> {
         for h in self.partitions() {
             if h.check_online().is_ok() {
-                let r = h.write().flush();
+                // The failure is noted under the log lock (as `maintain` does), so a durable
+                // append's sync that raced this flush sees the directory offline when it marks.
+                let mut log = h.write();
+                let r = log.flush();
                 h.noting_failure(r)?;
             }
         }

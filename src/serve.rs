@@ -12,6 +12,7 @@
 //! | `num.partitions` | 1 | 1 ..= 100000 |
 //! | `auto.create.topics.enable` | true | true/false |
 //! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
+//! | `fetch.max.bytes` | 57671680 | 1024 ..= 2147483647: the most record bytes in one Fetch answer (its first batch may exceed it) |
 //! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64 |
 //! | `log.io.mode` | `buffered` | `buffered`, `direct` (O_DIRECT through io_uring, see README "Direct I/O") |
 //! | `log.io.direct.durability` | `dsync` | `dsync`, `fdatasync` |
@@ -86,6 +87,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut num_partitions = 1;
     let mut auto_create = true;
     let mut request_max = 104_857_600usize;
+    let mut fetch_max = mirrorlog_broker::broker::DEFAULT_FETCH_MAX_BYTES;
     let mut recovery_threads = 2usize;
     let mut io_mode = mirrorlog_engine::manager::IoMode::default();
     let mut preallocate = None;
@@ -122,6 +124,10 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                 request_max = parse(k, v)?.clamp(1, i32::MAX as i64) as usize
             }
             "num.recovery.threads.per.data.dir" => recovery_threads = parse(k, v)? as usize,
+            "fetch.max.bytes" => {
+                fetch_max = i32::try_from(parse(k, v)?)
+                    .map_err(|_| anyhow::anyhow!("{k}={v}: above 2147483647"))?
+            }
             "log.io.mode" => {
                 io_mode = mirrorlog_engine::manager::IoMode::parse(v).map_err(anyhow::Error::msg)?
             }
@@ -171,6 +177,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     cfg.node_id = node_id;
     cfg.cluster_id = args.cluster_id.clone();
     cfg.num_partitions = num_partitions;
+    cfg.fetch_max_bytes = fetch_max;
     cfg.auto_create_topics = auto_create;
     cfg.validate().map_err(anyhow::Error::msg)?;
     let server = ServerConfig {
@@ -246,6 +253,20 @@ mod tests {
         let (args, _d) = args_with("log.preallocate=maybe\n");
         let e = format!("{:#}", settings(&args).unwrap_err());
         assert!(e.contains("log.preallocate=maybe"), "{e}");
+    }
+
+    #[test]
+    fn fetch_max_bytes_defaults_to_kafkas_and_is_bounded() {
+        let (args, _d) = args_with("");
+        let (cfg, _) = settings(&args).unwrap();
+        assert_eq!(cfg.fetch_max_bytes, 57_671_680);
+        let (args, _d) = args_with("fetch.max.bytes=1048576\n");
+        assert_eq!(settings(&args).unwrap().0.fetch_max_bytes, 1 << 20);
+        for bad in ["1023", "4294967296"] {
+            let (args, _d) = args_with(&format!("fetch.max.bytes={bad}\n"));
+            let e = format!("{:#}", settings(&args).unwrap_err());
+            assert!(e.contains("fetch.max.bytes"), "{e}");
+        }
     }
 
     #[test]

@@ -17,6 +17,9 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Kafka's default `fetch.max.bytes` (55 MiB).
+pub const DEFAULT_FETCH_MAX_BYTES: i32 = 57_671_680;
+
 /// Broker settings, named after Kafka's `server.properties` keys where one exists.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -33,6 +36,11 @@ pub struct BrokerConfig {
     pub auto_create_topics: bool,
     /// `num.partitions` for auto-created topics. Default 1; range 1 ..= 100000.
     pub num_partitions: i32,
+    /// `fetch.max.bytes`: the most record bytes one Fetch answer carries, whatever the request
+    /// asks (its first batch may still exceed it, as Kafka's does), so a request cannot make the
+    /// broker copy gigabytes into memory. Default 57671680 (55 MiB, Kafka's); range
+    /// 1024 ..= 2147483647.
+    pub fetch_max_bytes: i32,
     /// The log manager's settings (`log.dirs` and the topic defaults).
     pub logs: LogManagerConfig,
 }
@@ -47,6 +55,7 @@ impl BrokerConfig {
             advertised_port: port,
             auto_create_topics: true,
             num_partitions: 1,
+            fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             logs: LogManagerConfig::new(data_dir),
         }
     }
@@ -63,6 +72,12 @@ impl BrokerConfig {
             return Err(format!(
                 "num.partitions {} is outside 1..=100000",
                 self.num_partitions
+            ));
+        }
+        if self.fetch_max_bytes < 1024 {
+            return Err(format!(
+                "fetch.max.bytes {} is outside 1024..=2147483647",
+                self.fetch_max_bytes
             ));
         }
         if !(1..=65535).contains(&self.advertised_port) {
@@ -84,8 +99,9 @@ pub trait Coordinator: Send + Sync {
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)>;
     /// Answers one request of one of its APIs (may block).
     fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind;
-    /// Periodic upkeep (session and transaction timeouts).
-    fn tick(&self, now_ms: i64);
+    /// Periodic upkeep (session and transaction timeouts). Returns whether it may have written
+    /// to a log that fetches wait on (transaction markers), so the broker wakes them.
+    fn tick(&self, now_ms: i64) -> bool;
     /// The broker is stopping: answer blocked requests (JoinGroup) and refuse new ones, so that
     /// in-flight requests finish.
     fn shutdown(&self) {}
@@ -243,8 +259,14 @@ impl Broker {
     /// expiry, checkpoints). Call every ~100 ms.
     pub fn tick(&self) {
         let now = self.clock.now_ms();
+        let mut wrote = false;
         for c in self.coordinators.read().iter() {
-            c.tick(now);
+            wrote |= c.tick(now);
+        }
+        if wrote {
+            // Markers of timed-out or retried transactions move LSOs: wake READ_COMMITTED long
+            // polls (as the coordinators' requests do).
+            self.appends.notify();
         }
         self.fetch_sessions.expire(now);
     }

@@ -36,8 +36,10 @@ impl Coordinator for Groups {
         };
         self.0.handle_from(&client, ctx.api_version, request)
     }
-    fn tick(&self, now_ms: i64) {
+    fn tick(&self, now_ms: i64) -> bool {
         self.0.tick(now_ms);
+        // Group upkeep writes only to `__consumer_offsets`, which nobody long-polls.
+        false
     }
     fn shutdown(&self) {
         self.0.shutdown();
@@ -61,8 +63,8 @@ impl Coordinator for Txns {
     fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind {
         self.0.handle(ctx.api_version, request)
     }
-    fn tick(&self, _now_ms: i64) {
-        self.0.tick();
+    fn tick(&self, _now_ms: i64) -> bool {
+        self.0.tick()
     }
 }
 

@@ -913,3 +913,50 @@ fn sessions_by_topic_id_forget_by_id_and_refuse_names() {
     r.session_epoch = 3;
     assert_eq!(fetch_v(&b, r, 12).error_code, 106);
 }
+
+/// `fetch.max.bytes` caps an answer whatever the request's `max_bytes` (found in review: a
+/// request with `i32::MAX` limits made the broker read that much into memory); the first batch
+/// may still exceed it, as in Kafka.
+#[test]
+fn the_broker_caps_an_answer_at_fetch_max_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
+    config.fetch_max_bytes = 1024;
+    let b = Broker::open(
+        config,
+        Arc::new(PwriteStorage::new()),
+        ManualClock::new(NOW),
+    )
+    .unwrap();
+    b.topics
+        .create(&b.logs, "t", 1, LogConfig::default(), None)
+        .unwrap();
+    let mut sizes = vec![];
+    for i in 0..16 {
+        let records = bytes(Compression::None, 4, &format!("b{i}"));
+        sizes.push(records.len());
+        assert_eq!(produce_one(&b, "t", 0, records).0, NONE);
+    }
+    assert!(
+        sizes[0] < 1024 && sizes.iter().sum::<usize>() > 1024,
+        "{sizes:?}"
+    );
+    let mut r = fetch_req(&[("t", 0, 0)]);
+    r.max_bytes = i32::MAX;
+    r.topics[0].partitions[0].partition_max_bytes = i32::MAX;
+    let d = only(&fetch_v(&b, r, 12)).clone();
+    let got = d.records.as_ref().map_or(0, |r| r.len());
+    assert!(
+        got <= 1024 && got >= sizes[0],
+        "{got} bytes answered, cap 1024"
+    );
+    // A first batch larger than the cap still comes whole.
+    let big = bytes(Compression::None, 200, "big");
+    assert!(big.len() > 1024);
+    assert_eq!(produce_one(&b, "t", 0, big.clone()).0, NONE);
+    let mut r = fetch_req(&[("t", 0, 64)]);
+    r.max_bytes = i32::MAX;
+    r.topics[0].partitions[0].partition_max_bytes = i32::MAX;
+    let d = only(&fetch_v(&b, r, 12)).clone();
+    assert_eq!(d.records.as_ref().map_or(0, |r| r.len()), big.len());
+}

@@ -696,7 +696,8 @@ fn read_with_wait(
     let min_bytes = r.min_bytes.max(0) as u64;
     loop {
         let generation = b.appends.generation();
-        let (datas, bytes, answer_now) = read_all(b, specs, isolation, r.max_bytes);
+        let max_bytes = r.max_bytes.min(b.config.fetch_max_bytes);
+        let (datas, bytes, answer_now) = read_all(b, specs, isolation, max_bytes);
         if r.max_wait_ms <= 0
             || specs.is_empty()
             || bytes >= min_bytes

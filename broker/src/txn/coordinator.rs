@@ -504,8 +504,11 @@ impl TxnCoordinator {
     /// `transactional_id_expiration_ms` (a tombstone is written); and rewrites a
     /// `__transaction_state` partition that has grown well beyond its live records. Errors
     /// are logged; the work is retried on a later tick.
-    pub fn tick(&self) {
-        self.retry_pending();
+    ///
+    /// Returns whether it may have written markers (a retried completion or a timeout abort
+    /// was attempted), so the caller can wake fetches waiting on a last stable offset.
+    pub fn tick(&self) -> bool {
+        let mut wrote = self.retry_pending();
         let now = self.clock.now_ms();
         let (abort_due, expire_due) = {
             let mut s = self.schedule.lock();
@@ -522,7 +525,7 @@ impl TxnCoordinator {
             (abort_due, expire_due)
         };
         if abort_due {
-            self.abort_timed_out(now);
+            wrote |= self.abort_timed_out(now);
         }
         if expire_due {
             self.expire_idle(now);
@@ -530,6 +533,7 @@ impl TxnCoordinator {
         if let Err(e) = self.maybe_rewrite_state_log() {
             tracing::warn!("rewriting {TRANSACTION_STATE_TOPIC} failed, will retry: {e}");
         }
+        wrote
     }
 
     // ---- internals -------------------------------------------------------------------------
@@ -766,7 +770,9 @@ impl TxnCoordinator {
         }
     }
 
-    fn retry_pending(&self) {
+    /// Returns whether a completion was attempted (markers may have been written).
+    fn retry_pending(&self) -> bool {
+        let mut attempted = false;
         let ids: Vec<String> = self.pending.lock().keys().cloned().collect();
         for id in ids {
             let Some(e) = self.entry(&id) else {
@@ -775,16 +781,20 @@ impl TxnCoordinator {
             };
             let mut m = e.lock();
             if m.state.is_prepared() {
+                attempted = true;
                 self.complete_or_defer(&id, &mut m);
             } else {
                 self.pending.lock().remove(&id);
             }
         }
+        attempted
     }
 
     /// Kafka's `abortTimedOutTransactions`: open past `txnStartTimestamp + timeout`. An id busy
     /// with a request is looked at next time.
-    fn abort_timed_out(&self, now: i64) {
+    /// Returns whether an abort was attempted (markers may have been written).
+    fn abort_timed_out(&self, now: i64) -> bool {
+        let mut attempted = false;
         for (id, e) in self.snapshot() {
             let Some(mut m) = e.try_lock() else { continue };
             if m.state == TxnState::Ongoing
@@ -799,6 +809,7 @@ impl TxnCoordinator {
                     timeout_ms = m.txn_timeout_ms,
                     "transaction timed out: aborting it"
                 );
+                attempted = true;
                 if let Err(err) = self.fence_and_abort(&id, &mut m) {
                     tracing::warn!(
                         transactional_id = id,
@@ -807,6 +818,7 @@ impl TxnCoordinator {
                 }
             }
         }
+        attempted
     }
 
     /// Kafka's `removeExpiredTransactionalIds`.

@@ -88,11 +88,9 @@ impl PartitionLog {
     pub fn delete_old_segments(&mut self) -> EngineResult<usize> {
         let mut deleted = self.delete_segments_below_log_start()?;
         let now = self.clock.now_ms();
-        let mut excess = if self.config.retention_bytes >= 0 {
-            self.size_bytes() as i64 - self.config.retention_bytes
-        } else {
-            i64::MIN
-        };
+        // Bytes above `retention.bytes` (none when unlimited: −1).
+        let mut excess = (self.config.retention_bytes >= 0)
+            .then(|| self.size_bytes() as i64 - self.config.retention_bytes);
         loop {
             let mut it = self.sealed.iter();
             let Some((&first, seg)) = it.next() else {
@@ -107,11 +105,13 @@ impl PartitionLog {
             }
             let by_time = self.config.retention_ms >= 0
                 && now.saturating_sub(seg.largest_timestamp()?.get()) > self.config.retention_ms;
-            let by_size = excess >= seg.size_bytes() as i64;
+            let by_size = excess.is_some_and(|x| x >= seg.size_bytes() as i64);
             if !(by_time || by_size) {
                 break;
             }
-            excess -= seg.size_bytes() as i64;
+            if let Some(x) = &mut excess {
+                *x -= seg.size_bytes() as i64;
+            }
             self.sealed.remove(&first).expect("present").delete()?;
             deleted += 1;
             if next_base > self.log_start_offset {

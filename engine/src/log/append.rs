@@ -82,8 +82,11 @@ impl PartitionLog {
             return Err(EngineError::ReadOnly(self.name.clone()));
         }
         let mut batch = single_batch(records)?;
+        // The largest record timestamp of a client batch (CreateTime topics): the header's
+        // `maxTimestamp` is set to it, as Kafka's LogValidator does, rather than trusted.
+        let mut max_record_ts = None;
         if origin == LeaderOrigin::Client {
-            self.validate_client_batch(&batch, now)?;
+            max_record_ts = self.validate_client_batch(&batch, now)?;
             let target = self.config.compression.codec();
             let codec = batch.compression()?;
             if let Some(target) = target
@@ -109,7 +112,10 @@ impl PartitionLog {
                 first_offset: meta.first_offset(),
                 last_offset: meta.last_offset,
                 max_timestamp: meta.timestamp,
-                log_append_time: None,
+                // As Kafka answers a duplicate: the original append's time on a LogAppendTime
+                // topic (its batch was stamped with it).
+                log_append_time: (self.config.timestamp_type == TimestampType::LogAppendTime)
+                    .then_some(meta.timestamp),
                 log_start_offset: self.log_start_offset,
                 record_count: 0,
                 batch_count: 0,
@@ -119,6 +125,7 @@ impl PartitionLog {
         }
         // Assign offsets and stamp the broker-owned header fields in place.
         let base = self.log_end_offset();
+        let header_max_ts = batch.max_timestamp();
         let mut buf = into_mut(batch.into_bytes());
         let log_append_time = {
             let mut h = BatchHeaderMut::new(&mut buf)?;
@@ -130,6 +137,13 @@ impl PartitionLog {
                 h.set_max_timestamp(TimestampType::LogAppendTime, TimestampMs(now));
                 Some(TimestampMs(now))
             } else {
+                if let Some(max) = max_record_ts
+                    && header_max_ts != max
+                {
+                    // A client's header disagreeing with its records (a forged maxTimestamp
+                    // would hold off time retention and rolls); a CRC pass only then.
+                    h.set_max_timestamp(TimestampType::CreateTime, max);
+                }
                 None
             }
         };
@@ -173,7 +187,13 @@ impl PartitionLog {
     }
 
     /// The client-only checks of Kafka's `LogValidator`.
-    fn validate_client_batch(&self, batch: &RecordBatch, now: i64) -> EngineResult<()> {
+    /// Returns the largest record timestamp on a CreateTime topic (`None` on a LogAppendTime
+    /// one, whose header the append stamps itself).
+    fn validate_client_batch(
+        &self,
+        batch: &RecordBatch,
+        now: i64,
+    ) -> EngineResult<Option<TimestampMs>> {
         let invalid = |s: &str| Err(EngineError::InvalidRecord(s.to_string()));
         if batch.is_control() {
             return invalid("clients may not write control batches");
@@ -205,6 +225,7 @@ impl PartitionLog {
             });
         }
         let check_ts = self.config.timestamp_type == TimestampType::CreateTime;
+        let mut max_ts = TimestampMs::NONE;
         // Offsets and timestamps only: no key, value or header slices (Kafka's
         // skipKeyValueIterator).
         let mut records = batch.records()?;
@@ -217,8 +238,10 @@ impl PartitionLog {
                     r.offset.get() - batch.base_offset().get()
                 )));
             }
-            if check_ts {
+            // A record without a timestamp (−1) is not checked against the bounds (Kafka).
+            if check_ts && r.timestamp != TimestampMs::NONE {
                 let ts = r.timestamp.get();
+                max_ts = max_ts.max(r.timestamp);
                 if now.saturating_sub(ts) > self.config.timestamp_before_max_ms {
                     return Err(EngineError::InvalidTimestamp {
                         record_index: i as u32,
@@ -242,7 +265,7 @@ impl PartitionLog {
             }
             i += 1;
         }
-        Ok(())
+        Ok(check_ts.then_some(max_ts))
     }
 
     /// Appends batches as a replica (follower or mirror); see the module docs. A partial batch at

@@ -163,7 +163,8 @@ impl BatchBuilder {
         let mut body =
             Vec::with_capacity(16 + key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len));
         body.push(0); // attributes
-        write_varlong(&mut body, ts - base_ts);
+        // Wrapping: client bytes may put the base near i64::MAX (the encoding wraps the same).
+        write_varlong(&mut body, ts.wrapping_sub(base_ts));
         write_varint(&mut body, offset_delta);
         write_nullable(&mut body, key);
         write_nullable(&mut body, value);

@@ -75,8 +75,15 @@ impl TxnOffsetsSink for GroupSink {
     fn partition_for(&self, group_id: &str) -> i32 {
         self.0.partition_for(group_id)
     }
-    fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool) {
-        self.0.complete_txn(producer_id, producer_epoch, commit);
+    fn complete_txn(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        partitions: &[i32],
+    ) {
+        self.0
+            .complete_txn(producer_id, producer_epoch, commit, partitions);
     }
 }
 

@@ -33,7 +33,7 @@ impl TxnOffsetsSink for NoSink {
     fn partition_for(&self, _g: &str) -> i32 {
         0
     }
-    fn complete_txn(&self, _p: i64, _e: i16, _c: bool) {}
+    fn complete_txn(&self, _p: i64, _e: i16, _c: bool, _partitions: &[i32]) {}
 }
 
 /// As `coordinators::Txns`: the broker's tick drives the transaction coordinator's tick.

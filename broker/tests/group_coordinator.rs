@@ -481,7 +481,7 @@ fn end_txn(b: &Broker, group: &str, pid: i64, epoch: i16, commit: bool, tell_coo
         .unwrap();
     h.write().update_high_watermark(info.last_offset.next());
     if tell_coordinator {
-        b.coord.complete_txn(pid, epoch, commit);
+        b.coord.complete_txn(pid, epoch, commit, &[tp.partition]);
     }
 }
 
@@ -1568,4 +1568,78 @@ fn shutdown_releases_parked_requests() {
     let Broker { logs, coord, .. } = b;
     drop(coord);
     Arc::try_unwrap(logs).unwrap().shutdown().unwrap();
+}
+
+fn pick_two_groups(b: &Broker) -> (String, String) {
+    let a = "ga".to_string();
+    let pa = b.coord.partition_for(&a);
+    for i in 0..100 {
+        let g = format!("gb{i}");
+        if b.coord.partition_for(&g) != pa {
+            return (a, g);
+        }
+    }
+    unreachable!()
+}
+
+/// A TxnOffsetCommit for group B whose marker goes only to group A's partition (the producer
+/// did AddOffsetsToTxn for A only): B's staged offsets stay staged, live as after a restart
+/// (whose replay finds no marker in B's partition). `complete_txn` used to walk every shard, so
+/// B's offset was committed live and gone after a restart (found in review).
+#[test]
+fn txn_offsets_in_a_partition_without_its_marker_stay_staged_live_and_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let config = GroupConfig::default();
+    let b = open(dir.path(), &clock, config.clone());
+    let (ga, gb) = pick_two_groups(&b);
+    assert_eq!(txn_commit(&b, &gb, 77, 0, &[("orders", 0, 42)]), vec![0]);
+    end_txn(&b, &ga, 77, 0, true, true);
+    let live = fetch_opts(&b, &gb, Some(&[("orders", 0)]), false);
+    assert_eq!(
+        live[0].2, -1,
+        "no marker in B's partition: not committed ({live:?})"
+    );
+    let b = b.reopen(dir.path(), config);
+    let after = fetch_opts(&b, &gb, Some(&[("orders", 0)]), false);
+    assert_eq!(after, live, "the same after a restart");
+}
+
+/// A static member that joined during a rebalance and retries its JoinGroup (unknown member id,
+/// same instance) is replaced; the replacement is not new (as in Kafka), so its parked JoinGroup
+/// satisfies its heartbeat and the session timeout does not expel it during a long join phase
+/// (it used to keep `is_new` and be expired; found in review).
+#[test]
+fn a_replaced_static_member_parked_in_a_join_is_not_expired_by_its_session() {
+    let (_dir, b) = broker(GroupConfig::default());
+    // A alone, Stable, generation 1.
+    let a = member_id(&b, "sg");
+    let ra = join(&b.coord, 9, join_req("sg", &a, None));
+    assert_eq!((ra.error_code, ra.generation_id), (0, 1));
+    let sa = sync(&b.coord, sync_req("sg", &a, 1, &[(&a, "a-1")]));
+    assert_eq!(sa.error_code, 0);
+    // Static S joins: rebalance; S parked waiting for A.
+    let s1 = spawn_join(&b, "sg", "", Some("inst"));
+    b.wait_for("sg", "S parked", |s| {
+        s.awaiting_join == 1 && s.members.len() == 2
+    });
+    // S's client times out and retries: replacement.
+    let s2 = spawn_join(&b, "sg", "", Some("inst"));
+    let r1 = recv(&s1);
+    assert_eq!(r1.error_code, E::FencedInstanceId.code());
+    b.wait_for("sg", "S' parked", |s| {
+        s.awaiting_join == 1 && s.members.len() == 2
+    });
+    // A keeps heartbeating but takes its time to rejoin (within the rebalance timeout).
+    for _ in 0..12 {
+        assert_eq!(heartbeat(&b, "sg", &a, 1), E::RebalanceInProgress.code());
+        b.advance(1_000);
+    }
+    let snap = b.coord.group_snapshot("sg").unwrap();
+    assert_eq!(
+        snap.awaiting_join,
+        1,
+        "the parked static member was expired by its session timeout: {snap:?}; s2 = {:?}",
+        s2.try_recv().map(|r| r.error_code)
+    );
 }

@@ -47,7 +47,13 @@ impl TxnOffsetsSink for FakeSink {
     fn partition_for(&self, _group_id: &str) -> i32 {
         OFFSETS_PARTITION
     }
-    fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool) {
+    fn complete_txn(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        _partitions: &[i32],
+    ) {
         self.completed
             .lock()
             .push((producer_id, producer_epoch, commit));

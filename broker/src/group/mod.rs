@@ -412,13 +412,23 @@ impl GroupCoordinator {
     }
 
     /// Transactions: the transaction coordinator calls this after it wrote the COMMIT/ABORT
-    /// marker to the group's `__consumer_offsets` partition; the producer's staged
-    /// TxnOffsetCommit offsets become committed (commit) or are dropped (abort). As in Kafka, the
-    /// epoch is not checked: the marker decides (it is only logged).
-    pub fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool) {
+    /// marker to the `__consumer_offsets` partitions in `partitions`; the producer's staged
+    /// TxnOffsetCommit offsets there become committed (commit) or are dropped (abort). Offsets
+    /// staged in a partition that got no marker stay staged, as a replay of that partition would
+    /// leave them (Kafka completes them only where the marker is). As in Kafka, the epoch is not
+    /// checked: the marker decides (it is only logged).
+    pub fn complete_txn(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        partitions: &[i32],
+    ) {
         let mut applied = 0;
-        for shard in &self.shards {
-            applied += shard.state.lock().complete_txn(producer_id, commit);
+        for &p in partitions {
+            if let Some(shard) = usize::try_from(p).ok().and_then(|i| self.shards.get(i)) {
+                applied += shard.state.lock().complete_txn(producer_id, commit);
+            }
         }
         tracing::debug!(
             producer_id,

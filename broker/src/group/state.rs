@@ -728,6 +728,9 @@ impl Group {
         let mut m = self.members.remove(old_id).expect("replacing a member");
         m.complete_sync(SyncOutcome::error(fenced));
         m.member_id = new_id.to_string();
+        // Kafka builds the replacement with isNew = false: a parked JoinGroup then counts as
+        // its heartbeat, so the session timeout cannot expel it during a long join phase.
+        m.is_new = false;
         self.members.insert(new_id.to_string(), m);
         if self.is_leader(old_id) {
             self.leader_id = Some(new_id.to_string());

@@ -655,9 +655,19 @@ impl TxnCoordinator {
         assert!(m.state.is_prepared(), "no markers pending for {id}");
         let commit = m.state == TxnState::PrepareCommit;
         self.write_markers(m, commit, done)?;
-        if m.partitions.iter().any(|tp| tp.topic == OFFSETS_TOPIC) {
-            self.offsets
-                .complete_txn(m.producer_id.get(), m.producer_epoch.get(), commit);
+        let offsets_partitions: Vec<i32> = m
+            .partitions
+            .iter()
+            .filter(|tp| tp.topic == OFFSETS_TOPIC)
+            .map(|tp| tp.partition)
+            .collect();
+        if !offsets_partitions.is_empty() {
+            self.offsets.complete_txn(
+                m.producer_id.get(),
+                m.producer_epoch.get(),
+                commit,
+                &offsets_partitions,
+            );
         }
         let next = m.prepare_complete(self.clock.now_ms());
         self.persist(id, Some(&next))?;

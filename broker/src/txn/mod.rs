@@ -77,6 +77,8 @@ pub trait TxnOffsetsSink: Send + Sync {
     /// out: match staged offsets on the producer id. Called once per transaction, and again for
     /// the same transaction after a crash or a failed completion (it must be idempotent).
     /// Called with the transactional id's lock held: it must not call back into the
-    /// transaction coordinator.
-    fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool);
+    /// transaction coordinator. `partitions` are the transaction's `__consumer_offsets`
+    /// partitions (each has its marker): offsets staged in any other stay staged, as they do
+    /// when that partition is replayed, which finds no marker there.
+    fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool, partitions: &[i32]);
 }

@@ -14,8 +14,14 @@ use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// Kafka's internal topics.
-pub const INTERNAL_TOPICS: [&str; 2] = ["__consumer_offsets", "__transaction_state"];
+/// Internal topics: Kafka's two and the mirrors' state (KIP-1279). Clients cannot create,
+/// delete, grow, produce to or trim them; their owners (coordinators, the mirror state store)
+/// depend on their partition counts, topic ids and records.
+pub const INTERNAL_TOPICS: [&str; 3] = [
+    "__consumer_offsets",
+    "__transaction_state",
+    mirrorlog_mirror::state::MIRROR_STATE_TOPIC,
+];
 
 /// One topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +32,7 @@ pub struct TopicMeta {
     pub id: Uuid,
     /// Partitions 0..count.
     pub partitions: i32,
-    /// An internal topic (`__consumer_offsets`, `__transaction_state`).
+    /// An internal topic ([`INTERNAL_TOPICS`]).
     pub internal: bool,
 }
 

@@ -1463,3 +1463,135 @@ fn delete_records_moves_the_log_start_up_to_the_high_watermark() {
         6
     );
 }
+
+// ---- `__mirror_state` is internal (found in review: clients could grow, trim, delete and create it)
+
+use mirrorlog_mirror::state::{MIRROR_STATE_TOPIC, MirrorStateStore, PartitionMirrorState};
+
+/// The broker's mirror state store, opened as `Mirrors` opens it (same log manager, then a
+/// registry refresh).
+fn open_state_store(b: &Broker) -> Result<MirrorStateStore, String> {
+    let st = MirrorStateStore::open(
+        b.logs.clone(),
+        mirrorlog_broker::mirrors::MIRROR_STATE_PARTITIONS,
+    )
+    .map_err(|e| e.to_string())?;
+    b.topics.refresh(&b.logs);
+    Ok(st)
+}
+
+#[test]
+fn the_mirror_state_topic_cannot_be_grown_by_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    drop(open_state_store(&b).unwrap());
+    let meta = b
+        .topics
+        .get(MIRROR_STATE_TOPIC)
+        .expect("listed in the registry");
+    // CreatePartitions on __mirror_state from any client:
+    let grown = grow(&b, MIRROR_STATE_TOPIC, meta.partitions + 1, None, false);
+    // Consequence: the store (opened at every start by Mirrors::restore) no longer opens.
+    let reopened = open_state_store(&b).map(|_| ());
+    assert_eq!(
+        (grown, reopened.clone()),
+        (code(ResponseError::InvalidTopicException), Ok(())),
+        "CreatePartitions on {MIRROR_STATE_TOPIC} answered {grown}; reopening the store: {reopened:?}"
+    );
+}
+
+#[test]
+fn the_mirror_state_topic_cannot_be_deleted_or_trimmed_by_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let st = open_state_store(&b).unwrap();
+    let mut state = PartitionMirrorState::new("m1", [7; 16], 0);
+    state.updated_ms = NOW_MS;
+    st.put(&state).unwrap();
+    let key = state.key();
+    // Which partition holds it, and DeleteRecords to the high watermark there.
+    let mut trimmed = vec![];
+    for p in 0..mirrorlog_broker::mirrors::MIRROR_STATE_PARTITIONS {
+        let mut dp = DeleteRecordsPartition::default();
+        dp.partition_index = p;
+        dp.offset = -1;
+        let mut t = DeleteRecordsTopic::default();
+        t.name = tn(MIRROR_STATE_TOPIC);
+        t.partitions = vec![dp];
+        let mut r = DeleteRecordsRequest::default();
+        r.topics = vec![t];
+        trimmed.push(offsets::delete_records(&b, r, 2).topics[0].partitions[0].error_code);
+    }
+    drop(st);
+    // Consequence: the state a restart reloads is gone.
+    let reloaded = open_state_store(&b).unwrap().get(&key);
+    let mut r = DeleteTopicsRequest::default();
+    r.topic_names = vec![tn(MIRROR_STATE_TOPIC)];
+    let deleted = admin::delete_topics(&b, r, 5).responses[0].error_code;
+    assert_eq!(
+        (trimmed.iter().all(|c| *c != 0), reloaded.is_some(), deleted),
+        (true, true, code(ResponseError::InvalidTopicException)),
+        "DeleteRecords answered {trimmed:?}; state after reload: {reloaded:?}; DeleteTopics answered {deleted}"
+    );
+}
+
+fn big_batch(value_len: usize) -> bytes::Bytes {
+    let mut builder = BatchBuilder::new();
+    builder.append(
+        TimestampMs(NOW_MS),
+        None,
+        Some(&vec![0u8; value_len][..]),
+        &[],
+    );
+    builder.build().into_bytes()
+}
+
+/// IncrementalAlterConfigs segment.bytes applies to existing partitions at once (it used to be
+/// acknowledged while the partition kept rolling at the size its active segment was created
+/// with, until a restart; found in review).
+#[test]
+fn altered_segment_bytes_applies_to_existing_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    create(&b, "shrink", 1);
+    let resp = admin::incremental_alter_configs(
+        &b,
+        alter_req("shrink", &[("segment.bytes", OP_SET, Some("1000"))], false),
+        1,
+    );
+    assert_eq!(resp.responses[0].error_code, 0);
+    assert_eq!(topic_config(&b, "shrink", "segment.bytes").0, "1000");
+    let h = b.partition("shrink", 0).unwrap();
+    for _ in 0..20 {
+        h.append_as_leader_durable(big_batch(200), LeaderEpoch(0), LeaderOrigin::Client)
+            .unwrap();
+    }
+    let files = std::fs::read_dir(dir.path().join("shrink-0"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .count();
+    assert!(
+        files >= 5,
+        "20 batches of ~270 bytes with segment.bytes=1000: {files} segment(s)"
+    );
+}
+
+/// A client creating (or Metadata auto-creating) `__mirror_state` before the first mirror.
+#[test]
+fn clients_cannot_create_the_mirror_state_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let created = admin::create_topics(
+        &b,
+        create_req(vec![new_topic(MIRROR_STATE_TOPIC, 1, 1, &[])], false),
+        7,
+    )
+    .topics[0]
+        .error_code;
+    let store = open_state_store(&b).map(|_| ());
+    assert!(
+        created != 0 && store.is_ok(),
+        "CreateTopics {MIRROR_STATE_TOPIC} answered {created}; the mirror state store then: {store:?}"
+    );
+}

@@ -788,6 +788,19 @@ impl ActiveSegment {
 
     /// Kafka's `shouldRoll`: whether appending `incoming_bytes` whose largest offset is
     /// `max_offset` and largest timestamp `max_timestamp` needs a new segment first.
+    /// Takes a topic config change (IncrementalAlterConfigs): the roll limits
+    /// (`segment.bytes`, `segment.ms` and its jitter) and `index.interval.bytes` apply from the
+    /// next append, as Kafka's roll decision reads the log's current config. The index files'
+    /// size (`segment.index.bytes`) stays as the segment was created with; the next segment
+    /// takes the new one.
+    pub fn update_config(&mut self, c: &SegmentConfig) {
+        let cur = &mut self.r.config;
+        cur.segment_bytes_max = c.segment_bytes_max;
+        cur.segment_ms = c.segment_ms;
+        cur.roll_jitter_ms = c.roll_jitter_ms;
+        cur.index_interval_bytes = c.index_interval_bytes;
+    }
+
     pub fn should_roll(
         &self,
         incoming_bytes: u32,

@@ -476,6 +476,14 @@ fn create_one(
     validate_only: bool,
 ) -> Result<(Uuid, i32, LogConfig), TopicError> {
     validate_topic_name(name)?;
+    if is_internal(name) {
+        // Created by their owners only (a `__mirror_state` made by a client would carry another
+        // topic id and partition count, and no mirror could start on this broker).
+        return Err(error(
+            ResponseError::InvalidRequest,
+            format!("Creation of internal topic {name} is prohibited."),
+        ));
+    }
     if b.topics.get(name).is_some() {
         return Err(error(
             ResponseError::TopicAlreadyExists,

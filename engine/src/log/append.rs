@@ -475,7 +475,8 @@ impl PartitionLog {
             self.name
         );
         let now = self.clock.now_ms();
-        let seg_config = *self.active.config();
+        // The topic's current settings (an altered `segment.index.bytes` applies here).
+        let seg_config = super::segment_config(&self.config, &self.name);
         if self.active.size_bytes() == 0 && self.active.base_offset() == new_base {
             return Ok(());
         }

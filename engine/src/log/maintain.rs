@@ -228,7 +228,7 @@ impl PartitionLog {
         self.raise_leader_epoch(epoch);
         self.truncations += 1;
         let now = self.clock.now_ms();
-        let seg_config = *self.active.config();
+        let seg_config = super::segment_config(&self.config, &self.name);
         for (_, s) in std::mem::take(&mut self.sealed) {
             s.delete()?;
         }
@@ -341,6 +341,10 @@ impl PartitionLog {
     pub fn update_config(&mut self, config: LogConfig) -> EngineResult<()> {
         config.validate()?;
         self.config = config;
+        // The active segment rolls by the new limits from now on (Kafka's roll decision reads
+        // the log's config), and the next segment is created with all of them.
+        self.active
+            .update_config(&super::segment_config(&self.config, &self.name));
         Ok(())
     }
 

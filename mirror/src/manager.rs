@@ -1657,7 +1657,7 @@ impl MirrorManager {
                 p.resync.lock().push(key.clone());
             }
         };
-        for data in resp.partitions {
+        for mut data in resp.partitions {
             let Some((key, entry, pf, epoch)) = parts
                 .iter()
                 .find(|p| p.0.topic == data.topic && p.0.partition == data.partition)
@@ -1677,6 +1677,32 @@ impl MirrorManager {
                 // at a position the log did not reach.
                 resync_later(key);
                 continue;
+            }
+            if data.error == crate::partition::codes::OFFSET_OUT_OF_RANGE
+                && (data.log_start_offset.get() < 0 || data.high_watermark.get() < 0)
+            {
+                // Apache Kafka answers OFFSET_OUT_OF_RANGE with its log start and high watermark
+                // unknown (−1): ask for them, as Kafka's own follower does, before deciding
+                // between starting over at the log start and a truncation at the log end.
+                let spec = |s| {
+                    self.source
+                        .list_offset(&data.topic, data.partition, s)
+                        .map(|(o, _)| o)
+                };
+                match (
+                    spec(crate::source::OffsetSpec::Earliest),
+                    spec(crate::source::OffsetSpec::Latest),
+                ) {
+                    (Ok(start), Ok(end)) => {
+                        data.log_start_offset = start;
+                        data.high_watermark = end;
+                    }
+                    (Err(err), _) | (_, Err(err)) => {
+                        tracing::debug!(mirror = %self.config.name, partition = %key, "out of range, and the source's offsets could not be read: {err}");
+                        resync_later(key);
+                        continue;
+                    }
+                }
             }
             let outcome = apply_fetched(&dest, pf.fetch_offset, &data);
             // The fetcher guessed where this answer leaves the log; anything else (a refused
@@ -1884,6 +1910,14 @@ impl MirrorManager {
                 // An interrupted stop (a crash, or a failure then a retry or recover): its last
                 // mirror epoch was recorded when it entered STOPPING.
                 S::Stopping => {}
+                // A failed stop being stopped again: its STOPPING recorded the last mirror
+                // epoch before the first attempt assigned the stop's own epoch, which the log
+                // would now answer.
+                S::Failed
+                    if e.state.failure.as_ref().map(|f| f.previous_state) == Some(S::Stopping) =>
+                {
+                    self.move_to(&mut e, S::Stopping)?;
+                }
                 _ => {
                     let dest = self.dest_log(&key)?;
                     // Recorded with STOPPING, before the sequence writes anything, so a re-run
@@ -1916,7 +1950,17 @@ impl MirrorManager {
         match r {
             Ok(report) => {
                 e.state.destination_leader_epoch = report.new_leader_epoch;
-                self.move_to(e, S::Stopped)
+                if let Err(err) = self.move_to(e, S::Stopped) {
+                    // Writable only once STOPPED is persisted: read-only again, FAILED (its
+                    // retry comes back to STOPPING, and the re-run only finishes the stop: the
+                    // barrier is written once).
+                    if let Ok(dest) = self.dest_log(key) {
+                        dest.write().set_read_only(true);
+                    }
+                    self.fail(key, e, &format!("recording STOPPED failed: {err}"), true);
+                    return Err(err);
+                }
+                Ok(())
             }
             Err(err) => {
                 self.fail(key, e, &format!("stop failed: {err}"), true);

@@ -171,6 +171,10 @@ pub fn apply_fetched(
     data: &PartitionData,
 ) -> Result<FetchOutcome, EngineError> {
     if let Some((epoch, end)) = data.diverging_epoch {
+        if end.get() < 0 {
+            // Not an end offset (a source bug or a hostile answer): never a truncation target.
+            return Ok(FetchOutcome::Retriable(codes::OFFSET_OUT_OF_RANGE));
+        }
         let log = dest.read();
         let d = truncation_for_leader_answer(
             epoch,
@@ -188,10 +192,18 @@ pub fn apply_fetched(
     match data.error {
         0 => {}
         codes::OFFSET_OUT_OF_RANGE => {
+            if data.log_start_offset.get() < 0 || data.high_watermark.get() < 0 {
+                // Offsets unknown (the caller asks the source for them first): nothing to act on.
+                return Ok(FetchOutcome::Retriable(data.error));
+            }
             if fetch_offset < data.log_start_offset {
                 return Ok(FetchOutcome::BelowSourceLogStart {
                     source_log_start: data.log_start_offset,
                 });
+            }
+            if fetch_offset <= data.high_watermark {
+                // In range after all (the log start or end moved since): ask again.
+                return Ok(FetchOutcome::Retriable(data.error));
             }
             // Ahead of the source's log end: the source lost data (an unclean election on a
             // source without epochs in its answers). Treat as a divergence at its end.
@@ -367,8 +379,11 @@ pub fn last_mirrored_epoch(dest: &PartitionHandle) -> LeaderEpoch {
 /// The stop sequence of [`stop_partition`] with the last mirror epoch `lme` given: what a re-run
 /// of an interrupted stop needs (a crash or a storage failure after the first attempt assigned
 /// the stop's own epoch, so the cache no longer says what was mirrored). Running it again is
-/// safe: it bumps the epoch again, aborts whatever is still open, writes another barrier (a
-/// second MIRROR_PID_RESET with no producer between the two changes nothing), never loses data.
+/// safe and writes no second barrier: a stop that already wrote its MIRROR_PID_RESET (the
+/// first batch of the stop's epoch after its ABORT markers) is only finished (flushed, high
+/// watermark, writable), so local writes made after it are never aborted or reset (KIP-1279
+/// §9: one barrier per partition). A stop cut short before its barrier bumps the epoch again,
+/// aborts whatever is still open and writes the barrier; it never loses data.
 ///
 /// # Errors
 /// Storage failures; the partition then stays read-only.
@@ -379,9 +394,22 @@ pub fn stop_partition_after(
     now_ms: i64,
 ) -> Result<StopReport, EngineError> {
     let mut log = dest.write();
+    if let Some((epoch, reset_offset)) = finished_stop(&log, lme)? {
+        log.flush()?;
+        let leo = log.log_end_offset();
+        log.update_high_watermark(leo);
+        log.set_read_only(false);
+        return Ok(StopReport {
+            last_mirror_epoch: lme,
+            new_leader_epoch: epoch,
+            aborted_producers: vec![],
+            reset_offset,
+            log_end: leo,
+        });
+    }
     // Above everything mirrored and above every bump (so above the source's epoch too: offsets
-    // committed with a source epoch stay valid here).
-    let new_epoch = LeaderEpoch(lme.max(log.leader_epoch()).get().max(-1) + 1);
+    // committed with a source epoch stay valid here). Saturating: a source may send any epoch.
+    let new_epoch = LeaderEpoch(lme.max(log.leader_epoch()).get().max(-1).saturating_add(1));
     log.assign_leader_epoch(new_epoch)?;
     // Each marker carries the producer's epoch and the coordinator epoch of the source's last
     // marker for it, so the engine's epoch checks accept it.
@@ -456,6 +484,50 @@ pub fn align_to_last_mirror_epoch(
         log.truncate_to(target)?;
     }
     Ok(log.log_end_offset())
+}
+
+/// When a stop for `lme` already wrote its barrier: the stop's epoch (the cache's latest, above
+/// `lme`) and the barrier's offset. The stop's first batches in its epoch are its ABORT markers
+/// and then the MIRROR_PID_RESET; anything else first means the barrier was never written.
+fn finished_stop(
+    log: &mirrorlog_engine::log::PartitionLog,
+    lme: LeaderEpoch,
+) -> Result<Option<(LeaderEpoch, Offset)>, EngineError> {
+    use mirrorlog_segment::batch::ControlRecordType as C;
+    let Some(last) = log.epoch_cache().entries().last().copied() else {
+        return Ok(None);
+    };
+    if last.epoch <= lme {
+        return Ok(None);
+    }
+    let mut at = last.start_offset;
+    while at < log.log_end_offset() {
+        let info = log.read(
+            at,
+            64 << 10,
+            mirrorlog_engine::log::FetchIsolation::LogEnd,
+            true,
+        )?;
+        let Some(data) = info.records else {
+            return Ok(None);
+        };
+        let before = at;
+        for batch in Batches::new(data.slice.read_all()?) {
+            let batch = batch?;
+            if batch.next_offset() <= at {
+                continue;
+            }
+            match batch.control_record()?.map(|c| c.kind) {
+                Some(C::Abort) => at = batch.next_offset(),
+                Some(C::MirrorPidReset) => return Ok(Some((last.epoch, batch.base_offset()))),
+                _ => return Ok(None),
+            }
+        }
+        if at <= before {
+            return Ok(None);
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ fn engine_error(e: &EngineError) -> ResponseError {
         EngineError::OffsetsOutOfOrder { .. } => ResponseError::CorruptMessage,
         EngineError::Config(_) => ResponseError::InvalidConfig,
         EngineError::TruncatedBeforeDurable { .. } => ResponseError::NotLeaderOrFollower,
+        EngineError::PartitionDeleted(_) => ResponseError::UnknownTopicOrPartition,
         EngineError::Segment(_)
         | EngineError::Index(_)
         | EngineError::Directory { .. }

@@ -1595,3 +1595,52 @@ fn clients_cannot_create_the_mirror_state_topic() {
         "CreateTopics {MIRROR_STATE_TOPIC} answered {created}; the mirror state store then: {store:?}"
     );
 }
+
+/// A produce that looked its partition up just before a DeleteTopics and appends after it: the
+/// append is refused (UNKNOWN_TOPIC_OR_PARTITION) and the data directory stays online. It used
+/// to write on, and a segment roll into the removed directory failed as a storage error that
+/// took the whole data directory offline (found in review).
+#[test]
+fn an_append_racing_a_topic_delete_does_not_take_the_data_dir_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    create(&b, "other", 1);
+    let req = create_req(
+        vec![new_topic("doomed", 1, 1, &[("segment.bytes", Some("300"))])],
+        false,
+    );
+    assert_eq!(admin::create_topics(&b, req, 7).topics[0].error_code, 0);
+    let batch = || {
+        let mut builder = BatchBuilder::new();
+        builder.append(TimestampMs(NOW_MS), None, Some(&[0u8; 200][..]), &[]);
+        builder.build().into_bytes()
+    };
+    let h = b.partition("doomed", 0).unwrap();
+    h.append_as_leader_durable(batch(), LeaderEpoch(0), LeaderOrigin::Client)
+        .unwrap();
+    // DeleteTopics lands between the produce's lookup and its append.
+    let mut r = DeleteTopicsRequest::default();
+    r.topic_names = vec![tn("doomed")];
+    assert_eq!(admin::delete_topics(&b, r, 5).responses[0].error_code, 0);
+    let late = h.append_as_leader_durable(batch(), LeaderEpoch(0), LeaderOrigin::Client);
+    drop(h);
+    let other_online = b.partition("other", 0).unwrap().check_online();
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("doomed"))
+        .collect();
+    assert!(
+        matches!(
+            late,
+            Err(mirrorlog_engine::error::EngineError::PartitionDeleted(_))
+        ),
+        "late append: {late:?}"
+    );
+    assert!(
+        other_online.is_ok() && leftovers.is_empty(),
+        "late append: {late:?}; unrelated partition: {other_online:?}; offline dirs: {:?}; leftovers: {leftovers:?}",
+        b.logs.offline_dirs()
+    );
+}

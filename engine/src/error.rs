@@ -108,6 +108,10 @@ pub enum EngineError {
         /// The append's last offset.
         last_offset: Offset,
     },
+    /// The partition was deleted (DeleteTopics) while the caller still held it
+    /// (`UNKNOWN_TOPIC_OR_PARTITION`).
+    #[error("partition {0} was deleted")]
+    PartitionDeleted(String),
     /// The partition directory is not usable.
     #[error("{}: {reason}", path.display())]
     Directory {

@@ -807,6 +807,9 @@ impl LogManager {
     pub fn delete(&self, tp: &TopicPartition) -> EngineResult<()> {
         let _g = self.admin.lock();
         let h = self.logs.write().remove(tp).ok_or_else(|| unknown(tp))?;
+        // Waits for a write in progress; later writes through a handle taken before are refused
+        // (not failed as storage errors, which would take the whole data dir offline).
+        h.write().mark_deleted();
         let path = h.data_dir().join(tp.to_string());
         let gone = h.data_dir().join(format!("{tp}.{}-delete", h.topic_id));
         drop(h);

@@ -77,6 +77,7 @@ impl PartitionLog {
         leader_epoch: LeaderEpoch,
         origin: LeaderOrigin,
     ) -> EngineResult<LogAppendInfo> {
+        self.check_not_deleted()?;
         let now = self.clock.now_ms();
         if origin == LeaderOrigin::Client && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
@@ -281,6 +282,7 @@ impl PartitionLog {
         records: Bytes,
         origin: ReplicaOrigin,
     ) -> EngineResult<LogAppendInfo> {
+        self.check_not_deleted()?;
         let producer_origin = match origin {
             ReplicaOrigin::Replication => AppendOrigin::Replication,
             ReplicaOrigin::Mirror => AppendOrigin::Mirror,

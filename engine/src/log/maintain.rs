@@ -135,6 +135,7 @@ impl PartitionLog {
     /// # Errors
     /// Storage failures.
     pub fn truncate_to(&mut self, target: Offset) -> EngineResult<bool> {
+        self.check_not_deleted()?;
         assert!(
             target.get() >= 0,
             "{}: truncating to negative offset {target}",
@@ -219,6 +220,7 @@ impl PartitionLog {
     /// # Errors
     /// Storage failures.
     pub fn truncate_fully_and_start_at(&mut self, new_offset: Offset) -> EngineResult<()> {
+        self.check_not_deleted()?;
         assert!(
             new_offset.get() >= 0,
             "{}: starting at negative offset {new_offset}",
@@ -345,6 +347,19 @@ impl PartitionLog {
         // the log's config), and the next segment is created with all of them.
         self.active
             .update_config(&super::segment_config(&self.config, &self.name));
+        Ok(())
+    }
+
+    /// Marks the log deleted (the log manager is removing its directory): appends and
+    /// truncations fail with [`EngineError::PartitionDeleted`] from now on.
+    pub fn mark_deleted(&mut self) {
+        self.deleted = true;
+    }
+
+    pub(super) fn check_not_deleted(&self) -> EngineResult<()> {
+        if self.deleted {
+            return Err(EngineError::PartitionDeleted(self.name.clone()));
+        }
         Ok(())
     }
 

@@ -111,6 +111,10 @@ pub struct PartitionLog {
     recovery_point: Offset,
     /// Truncations so far (in memory): voids a [`FlushPoint`] taken before one.
     truncations: u64,
+    /// The log manager deleted the partition (DeleteTopics): writes are refused, so a caller
+    /// still holding it (a produce that looked it up just before) cannot write into a directory
+    /// being removed.
+    deleted: bool,
     epochs: LeaderEpochCache,
     /// The lowest leader epoch the partition may report, raised by a mirror's epoch bumps
     /// (KIP-1279 §7); see [`PartitionLog::leader_epoch`]. In memory only: the mirror persists
@@ -211,6 +215,7 @@ impl PartitionLog {
                 high_watermark: start,
                 recovery_point: start,
                 truncations: 0,
+                deleted: false,
                 epochs,
                 leader_epoch_floor: LeaderEpoch::NONE,
                 producers,
@@ -362,6 +367,7 @@ impl PartitionLog {
             high_watermark: hw,
             recovery_point: log_end,
             truncations: 0,
+            deleted: false,
             epochs,
             leader_epoch_floor: LeaderEpoch::NONE,
             producers,

@@ -360,6 +360,25 @@ impl<E: IndexEntry> MmapIndex<E> {
         self.max_entries
     }
 
+    /// Entries that may still be appended through the normal path (the time index keeps one
+    /// slot for the entry written on roll).
+    pub fn free_slots(&self) -> usize {
+        self.max_entries
+            .saturating_sub(E::RESERVED_SLOTS)
+            .saturating_sub(self.entries)
+    }
+
+    /// [`Error::IndexFull`] unless `entries` more fit ([`free_slots`](Self::free_slots)).
+    ///
+    /// # Errors
+    /// As said.
+    pub fn check_room(&self, entries: usize) -> Result<()> {
+        if entries > self.free_slots() {
+            return Err(self.full_error());
+        }
+        Ok(())
+    }
+
     /// `true` when no further entry may be appended through the normal path (the time index keeps
     /// one slot for the entry written on roll).
     pub fn is_full(&self) -> bool {

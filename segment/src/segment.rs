@@ -549,6 +549,19 @@ impl SegmentReader {
         self.offset_index.sanity_check()?;
         self.time_index.sanity_check()?;
         self.txn_index.sanity_check()?;
+        if !self.time_index.is_empty() {
+            // Its last entry must name an offset the log holds (a damaged entry past the log
+            // would make the next append's entry go backwards).
+            let (_, offset) = self.time_index.last_entry();
+            if self.find_batch(offset)?.is_none() {
+                return Err(SegmentError::Inconsistent {
+                    path: self.time_index.path().to_path_buf(),
+                    reason: format!(
+                        "last entry names offset {offset}, which the log does not hold"
+                    ),
+                });
+            }
+        }
         if let Some((offset, position)) = self
             .offset_index
             .entries()
@@ -633,8 +646,17 @@ fn open_indexes(
         writable,
     )?;
     if writable {
-        oi.resize(max)?;
-        ti.resize(max)?;
+        // Never below the entries already there: `segment.index.bytes` may have been lowered
+        // since the files were written (the segment then rolls at its next append).
+        let keep = |entries: usize, size: usize| max.max((entries * size) as u64);
+        oi.resize(keep(
+            oi.entries(),
+            mirrorlog_index::offset_index::OFFSET_ENTRY_SIZE,
+        ))?;
+        ti.resize(keep(
+            ti.entries(),
+            mirrorlog_index::time_index::TIME_ENTRY_SIZE,
+        ))?;
     }
     let txn = TransactionIndex::open(
         segment_path(dir, base_offset, TXN_INDEX_SUFFIX),
@@ -801,6 +823,15 @@ impl ActiveSegment {
         cur.index_interval_bytes = c.index_interval_bytes;
     }
 
+    /// How many batches one append may still carry: each may add an entry to each index
+    /// (see `append`), so a run of batches must not be longer than this.
+    pub fn index_room(&self) -> usize {
+        self.r
+            .offset_index
+            .free_slots()
+            .min(self.r.time_index.free_slots())
+    }
+
     pub fn should_roll(
         &self,
         incoming_bytes: u32,
@@ -947,8 +978,13 @@ impl ActiveSegment {
             return Ok(());
         }
         let position = self.r.size;
-        // Room for the index entries this append may add, before a byte of it is written: on a
-        // full disk the append fails here, cleanly, instead of faulting on a mapped page.
+        // Slots for the index entries this append may add (one per batch at most), before a byte
+        // of it is written: an index filling up half-way would leave the log ahead of the
+        // segment's offsets. Callers split a run where `index_room` ends.
+        self.r.offset_index.check_room(metas.len())?;
+        self.r.time_index.check_room(metas.len())?;
+        // Room for those entries on disk, before a byte is written: on a full disk the append
+        // fails here, cleanly, instead of faulting on a mapped page.
         self.r.offset_index.reserve(metas.len())?;
         self.r.time_index.reserve(metas.len())?;
         let written = if durable {

@@ -360,7 +360,9 @@ impl PartitionLog {
                         self.clock.now_ms(),
                     )
                     .is_none();
-                if !fits {
+                // Each batch may add an index entry: the run must fit the indexes too (an index
+                // filling up half-way through an append would fail it after its bytes are in).
+                if !fits || j + 1 - i > self.active.index_room() {
                     break;
                 }
                 run_bytes += b.size_bytes() as u32;

@@ -108,6 +108,13 @@ pub fn parse_mirror_configs(
     if source.bootstrap_servers.is_empty() {
         return Err("bootstrap.servers (the source cluster's host:port list) is required".into());
     }
+    // The client must accept the largest answer the mirror asks for: the response bound, plus
+    // one partition's first batch beyond it (Kafka's rule) and the frame's own fields. A smaller
+    // frame limit refused every such answer, and the fetch was retried for ever.
+    let asked = mirror.response_max_bytes.max(0) as usize
+        + mirror.partition_fetch_max_bytes.max(0) as usize
+        + (1 << 20);
+    source.response_max_bytes = source.response_max_bytes.max(asked.min(i32::MAX as usize));
     source.validate()?;
     mirror.validate()?;
     Ok((mirror, source))

@@ -1310,6 +1310,16 @@ impl KafkaSource {
         timeout: Duration,
     ) -> Result<FetchResponse, SourceError> {
         let v = c.version(ApiKey::Fetch)?;
+        let id_of = |p: &mirrorlog_mirror::source::PartitionFetch| {
+            ids.get(&p.topic).copied().unwrap_or([0; 16])
+        };
+        // A topic the source's metadata gave no id (an older node answered it, or a server
+        // without ids): fetch by name, as Kafka's consumer drops to v12 then.
+        let v = if v >= 13 && request.partitions.iter().any(|p| id_of(p) == [0; 16]) {
+            12
+        } else {
+            v
+        };
         let by_id = v >= 13;
         let mut req = kafka_protocol::messages::FetchRequest::default();
         // Defaults: replica_id −1 (and replica_state −1 from v15), session 0 / epoch −1
@@ -1320,14 +1330,24 @@ impl KafkaSource {
         let mut local = vec![];
         let mut topic_index: HashMap<&str, usize> = HashMap::new();
         let mut names_by_id: HashMap<Uuid, String> = HashMap::new();
+        let cached: HashMap<String, [u8; 16]> = {
+            let s = self.state.read();
+            request
+                .partitions
+                .iter()
+                .filter_map(|p| Some((p.topic.clone(), *s.topic_ids.get(&p.topic)?)))
+                .collect()
+        };
         for p in &request.partitions {
-            let id = ids.get(&p.topic).copied().unwrap_or([0; 16]);
-            if by_id && id == [0; 16] {
-                // The source's metadata does not know the name: nothing to ask it.
+            let id = id_of(p);
+            let known = cached.get(&p.topic).copied().unwrap_or([0; 16]);
+            if !by_id && p.topic_id != [0; 16] && known != [0; 16] && known != p.topic_id {
+                // By name, the source cannot tell the caller's topic from one recreated under
+                // the same name, but its metadata already did: the caller's topic is gone.
                 local.push(PartitionData {
                     topic: p.topic.clone(),
                     partition: p.partition,
-                    error: UNKNOWN_TOPIC_OR_PARTITION,
+                    error: UNKNOWN_TOPIC_ID,
                     high_watermark: Offset::UNKNOWN,
                     log_start_offset: Offset::UNKNOWN,
                     diverging_epoch: None,

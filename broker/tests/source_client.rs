@@ -1009,3 +1009,87 @@ fn metadata_waits_out_a_leaderless_topic_then_reports_it() {
     drop(source);
     c.stop();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Found in review: the frame bound the mirror gives its client, fetching topics without ids,
+// and a stale topic id below Fetch v13.
+// ---------------------------------------------------------------------------------------------
+
+/// A mirror accepts `fetch.response.max.bytes` up to 1 GiB and sends it as the Fetch's
+/// `max_bytes`, but the source client it builds keeps its 256 MiB frame bound (no key sets it):
+/// every answer above the bound is refused as a protocol error, and the same fetch is sent again.
+#[test]
+fn the_mirror_sizes_the_clients_frame_bound_for_its_fetch_responses() {
+    let configs: std::collections::BTreeMap<String, String> = [
+        ("bootstrap.servers", "127.0.0.1:9092"),
+        ("fetch.response.max.bytes", "536870912"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let (mirror, source) = mirrorlog_broker::mirrors::parse_mirror_configs("m", &configs)
+        .expect("the mirror accepts 512 MiB");
+    assert!(
+        mirror.response_max_bytes as usize + (1 << 20) <= source.response_max_bytes,
+        "fetch.response.max.bytes {} but the client refuses frames above {}",
+        mirror.response_max_bytes,
+        source.response_max_bytes
+    );
+}
+
+/// Below Fetch v13 the caller's topic id is dropped: after the source topic is deleted and
+/// recreated under the same name — and the client's own metadata already shows the new id — a
+/// fetch naming the old id reads the new topic's records as if they were the old topic's.
+#[test]
+fn below_fetch_v13_a_topic_id_the_client_knows_is_stale_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps: Caps = [(ApiKey::Fetch, Some((4, 12)))].into_iter().collect();
+    let c = Cluster::start_capped(dir.path(), 0, caps);
+    let old_id = c.create("t", 1, LogConfig::default());
+    c.append("t", 0, 0, batch(Compression::None, 3, "old", NOW));
+    let source = c.source();
+    let topics = ["t".to_string()];
+    assert_eq!(source.metadata(Some(&topics)).unwrap().topics[0].id, old_id);
+
+    c.broker.topics.delete(&c.broker.logs, "t").unwrap();
+    let new_id = c.create("t", 1, LogConfig::default());
+    c.append("t", 0, 0, batch(Compression::None, 5, "new", NOW));
+    assert_ne!(old_id, new_id);
+    // The client learns the new id.
+    assert_eq!(source.metadata(Some(&topics)).unwrap().topics[0].id, new_id);
+
+    let mut p = part("t", 0, 0, -1, 1 << 20);
+    p.topic_id = old_id;
+    let d = fetch_one(&source, p);
+    assert!(
+        d.error != 0,
+        "fetch for topic id {old_id:?} answered error 0 with {} bytes of topic {new_id:?}",
+        d.records.len()
+    );
+    drop(source);
+    c.stop();
+}
+
+/// A source whose metadata reports no topic ids (Metadata below v10: an older node answering
+/// metadata in a rolling upgrade, or a Kafka-compatible broker) while the fetch node speaks
+/// Fetch v13+: Kafka's consumer falls back to Fetch v12 by name when a topic has no id; this
+/// client answers UNKNOWN_TOPIC_OR_PARTITION itself, on every fetch, without asking the source.
+#[test]
+fn a_topic_without_an_id_is_fetched_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps: Caps = [(ApiKey::Metadata, Some((1, 9)))].into_iter().collect();
+    let c = Cluster::start_capped(dir.path(), 0, caps);
+    c.create("noid", 1, LogConfig::default());
+    c.append("noid", 0, 0, batch(Compression::None, 3, "a", NOW));
+    let source = c.source();
+    let v = versions(&source);
+    assert!(v[&ApiKey::Fetch].unwrap() >= 13, "{v:?}");
+    let d = fetch_one(&source, part("noid", 0, 0, -1, 1 << 20));
+    assert_eq!(
+        (d.error, !d.records.is_empty()),
+        (0, true),
+        "the topic exists and has records"
+    );
+    drop(source);
+    c.stop();
+}

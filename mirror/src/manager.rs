@@ -662,6 +662,33 @@ impl MirrorManager {
             if let Some(dest) = self.logs.get(&tp(&topic, st.partition)) {
                 dest.write().raise_leader_epoch(st.destination_leader_epoch);
             }
+            // A transient state a crash interrupted has no step that finishes it after a restart
+            // (nothing fetches, bumps or pauses from it): finish it here. An epoch bump's epoch
+            // was persisted with EPOCH_FENCING and is raised above; an unfinished ULE truncation
+            // is found again by the next fetch; a pause completes.
+            let mut st = st;
+            let finish = match st.state {
+                S::EpochFencing | S::UleRecovery => Some(S::Mirroring),
+                S::Pausing => Some(S::Paused),
+                _ => None,
+            };
+            if let Some(target) = finish {
+                let epoch = st.state_epoch;
+                let mut next = st.clone();
+                match next
+                    .transition(target, epoch, self.now())
+                    .map_err(MirrorError::from)
+                    .and_then(|()| {
+                        self.store
+                            .put_if_epoch(&next, epoch)
+                            .map_err(MirrorError::from)
+                    }) {
+                    Ok(()) => st = next,
+                    Err(e) => {
+                        tracing::warn!(mirror = %self.config.name, partition = st.partition, "finishing the restored {:?} state failed: {e}", st.state)
+                    }
+                }
+            }
             {
                 let mut topics = self.topics.lock();
                 let info = topics.entry(topic.clone()).or_insert(TopicInfo {
@@ -799,12 +826,14 @@ impl MirrorManager {
                 continue;
             }
             let target = e.state.retry_target();
+            let was_paused = was_paused(&e.state);
             let epoch = e.state.state_epoch;
             let mut next = e.state.clone();
             next.clear_failure();
             next.transition(target, epoch, self.now())?;
             self.store.put_if_epoch(&next, epoch)?;
             e.state = next;
+            self.pause_again(&key, &mut e, was_paused);
             n += 1;
             if e.state.state == S::Stopping {
                 stopping = true;
@@ -1121,10 +1150,12 @@ impl MirrorManager {
         let mut stopped_topics = BTreeSet::new();
         for (key, entry) in entries {
             let mut e = entry.lock();
-            if let Some(target) = e.state.due_retry(self.now())
-                && self.move_to(&mut e, target).is_ok()
-            {
-                self.ensure_leader_epoch(&key, &mut e);
+            if let Some(target) = e.state.due_retry(self.now()) {
+                let was_paused = was_paused(&e.state);
+                if self.move_to(&mut e, target).is_ok() {
+                    self.ensure_leader_epoch(&key, &mut e);
+                    self.pause_again(&key, &mut e, was_paused);
+                }
             }
             // A stop that did not finish: a retry of a failed one, or one a crash interrupted
             // (restored in STOPPING). Nothing else would ever finish it, and the topic stays
@@ -1200,7 +1231,11 @@ impl MirrorManager {
     }
 
     fn sync_topics(&self) -> Result<(), MirrorError> {
-        self.discover()?;
+        // A failed discovery (a changed source cluster id among others) must not skip the checks
+        // below, which fail the partitions for it.
+        if let Err(e) = self.discover() {
+            tracing::warn!(mirror = %self.config.name, "discovering source topics failed: {e}");
+        }
         self.stop_excluded();
         let names: Vec<String> = self.topics.lock().keys().cloned().collect();
         if names.is_empty() {
@@ -1265,15 +1300,18 @@ impl MirrorManager {
                 continue;
             }
             let grown = t.partitions.len() as i32 > info.partitions;
-            if grown {
-                info.partitions = t.partitions.len() as i32;
-            }
             let id = info.id;
             drop(topics);
             if grown {
+                // Counted as grown only once the destination has the partitions: a failure here
+                // is tried again at the next sync (the new partitions are not started without
+                // their logs).
                 self.topics_api
                     .ensure_mirror_topic(&t.name, id, t.partitions.len() as i32)
                     .map_err(MirrorError::Invalid)?;
+                if let Some(info) = self.topics.lock().get_mut(&t.name) {
+                    info.partitions = info.partitions.max(t.partitions.len() as i32);
+                }
             }
             for p in &t.partitions {
                 let key = tp(&t.name, p.partition);
@@ -1557,28 +1595,43 @@ impl MirrorManager {
             .collect();
         let mut by_leader: HashMap<i32, Vec<InFlight>> = HashMap::new();
         for (key, entry) in mine {
-            let e = entry.lock();
+            let mut e = entry.lock();
             if e.state.state != S::Mirroring || e.source_leader < 0 {
                 continue;
             }
             let Some(dest) = self.logs.get(&key) else {
                 continue;
             };
-            let (leader, epoch) = (e.source_leader, e.state.state_epoch);
+            let (mut leader, epoch) = (e.source_leader, e.state.state_epoch);
             let cursor = cursors
                 .as_deref()
                 .and_then(|c| c.0.get(&key))
-                .filter(|c| c.state_epoch == epoch);
+                .filter(|c| c.state_epoch == epoch)
+                .map(|c| (c.offset, c.last_epoch));
             let (offset, last_epoch) = match cursor {
-                Some(c) => (c.offset, c.last_epoch),
+                Some(c) => c,
                 None => {
                     if !settled {
+                        // The applier needs this entry's lock to apply the answers `settle`
+                        // waits for: let go of it meanwhile (holding it froze the fetcher and
+                        // its applier for good), then look again.
+                        drop(e);
                         settle();
                         settled = true;
+                        e = entry.lock();
+                        if e.state.state != S::Mirroring
+                            || e.state.state_epoch != epoch
+                            || e.source_leader < 0
+                        {
+                            continue;
+                        }
+                        leader = e.source_leader;
                     }
                     fetch_position(&dest)
                 }
             };
+            drop(e);
+            // After the entry's lock: the sync thread takes `topics` and then entries.
             let topic_id = self.topics.lock().get(&key.topic).map_or([0; 16], |t| t.id);
             let pf = PartitionFetch {
                 topic: key.topic.clone(),
@@ -1589,7 +1642,6 @@ impl MirrorManager {
                 current_leader_epoch: LeaderEpoch::NONE,
                 max_bytes: self.config.partition_fetch_max_bytes,
             };
-            drop(e);
             by_leader
                 .entry(leader)
                 .or_default()
@@ -1725,6 +1777,12 @@ impl MirrorManager {
                     ..
                 }) => {
                     appended += bytes;
+                    if e.state.failure.is_some() {
+                        // Mirroring again after a retry: earlier failures no longer count
+                        // towards the attempt limit or the backoff. In memory (no state change
+                        // to persist: the next persisted change carries it).
+                        e.state.clear_failure();
+                    }
                     e.source_hw = source_high_watermark;
                     if let Some(new_epoch) = epoch_bump {
                         self.record_epoch_bump(key, &mut e, new_epoch);
@@ -1983,6 +2041,20 @@ impl MirrorManager {
         Ok(())
     }
 
+    /// A partition that failed while paused comes back through MIRRORING (FAILED → PAUSED is not
+    /// a transition) and is paused again at once, under its entry's lock, so nothing fetches it
+    /// in between and the operator's pause is kept.
+    fn pause_again(&self, key: &TopicPartition, e: &mut Entry, was_paused: bool) {
+        if was_paused
+            && e.state.state == S::Mirroring
+            && let Err(err) = self
+                .move_to(e, S::Pausing)
+                .and_then(|()| self.move_to(e, S::Paused))
+        {
+            tracing::warn!(mirror = %self.config.name, partition = %key, "pausing again after the retry failed: {err}");
+        }
+    }
+
     /// Pause: MIRRORING → PAUSING → PAUSED (no fetching; still read-only).
     ///
     /// # Errors
@@ -2087,6 +2159,15 @@ fn stable_hash(tp: &TopicPartition) -> u64 {
         .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
         })
+}
+
+/// Whether a FAILED partition failed while paused (or pausing).
+fn was_paused(st: &PartitionMirrorState) -> bool {
+    st.state == S::Failed
+        && st
+            .failure
+            .as_ref()
+            .is_some_and(|f| matches!(f.previous_state, S::Paused | S::Pausing))
 }
 
 #[cfg(test)]

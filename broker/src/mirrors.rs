@@ -273,10 +273,28 @@ impl DestinationTopics for BrokerTopics {
             })
     }
 
-    fn apply_topic_configs(&self, name: &str, configs: &[(String, String)]) -> Result<(), String> {
+    fn apply_topic_configs(
+        &self,
+        name: &str,
+        configs: &[(String, String)],
+        removed: &[String],
+    ) -> Result<(), String> {
         let b = self.broker()?;
+        // A key the source stopped setting takes the destination's default back.
+        let defaults = b.logs.default_log_config().to_kafka_pairs();
+        let resets: Vec<(String, String)> = removed
+            .iter()
+            .filter(|k| !configs.iter().any(|(c, _)| c == *k))
+            .filter_map(|k| {
+                defaults
+                    .iter()
+                    .find(|(d, _)| d == k)
+                    .map(|(d, v)| (d.to_string(), v.clone()))
+            })
+            .collect();
         let supported: Vec<(&str, &str)> = configs
             .iter()
+            .chain(resets.iter())
             .filter(|(k, _)| LogConfig::SUPPORTED_TOPIC_KEYS.contains(&k.as_str()))
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();

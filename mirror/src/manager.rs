@@ -317,10 +317,17 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
     fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String>;
     /// Applies topic configs copied from the source (already filtered by
     /// `mirror.topic.properties.exclude`); keys the destination does not support are skipped.
+    /// `removed` are keys copied before that the source no longer sets: they go back to the
+    /// destination's defaults.
     ///
     /// # Errors
     /// A value the destination refuses.
-    fn apply_topic_configs(&self, name: &str, configs: &[(String, String)]) -> Result<(), String>;
+    fn apply_topic_configs(
+        &self,
+        name: &str,
+        configs: &[(String, String)],
+        removed: &[String],
+    ) -> Result<(), String>;
     /// Makes the topic writable (after a stop) or read-only again.
     ///
     /// # Errors
@@ -1497,7 +1504,25 @@ impl MirrorManager {
         {
             return;
         }
-        match self.topics_api.apply_topic_configs(topic, &configs) {
+        // Keys copied last time that the source no longer sets (an override deleted there): the
+        // destination goes back to its own default for them, or a deleted `retention.ms=60000`
+        // would keep deleting mirrored data the source keeps.
+        let removed: Vec<String> = self
+            .topics
+            .lock()
+            .get(topic)
+            .and_then(|t| t.synced_configs.as_ref())
+            .map(|prev| {
+                prev.iter()
+                    .filter(|(k, _)| !configs.iter().any(|(c, _)| c == k))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        match self
+            .topics_api
+            .apply_topic_configs(topic, &configs, &removed)
+        {
             Ok(()) => {
                 if let Some(t) = self.topics.lock().get_mut(topic) {
                     t.synced_configs = Some(configs);

@@ -874,9 +874,22 @@ impl DestinationTopics for ConfigDest {
     fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
         self.0.topic_name_for_id(id)
     }
-    fn apply_topic_configs(&self, name: &str, configs: &[(String, String)]) -> Result<(), String> {
+    fn apply_topic_configs(
+        &self,
+        name: &str,
+        configs: &[(String, String)],
+        removed: &[String],
+    ) -> Result<(), String> {
+        // As the broker does: a removed key takes the destination's default back.
+        let defaults = LogConfig::default().to_kafka_pairs();
+        let resets: Vec<(String, String)> = removed
+            .iter()
+            .filter_map(|k| defaults.iter().find(|(d, _)| d == k))
+            .map(|(d, v)| (d.to_string(), v.clone()))
+            .collect();
         let pairs: Vec<(&str, &str)> = configs
             .iter()
+            .chain(resets.iter())
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         let logs = &self.0.0;
@@ -1030,5 +1043,33 @@ fn an_operator_stopped_topic_that_grows_on_the_source_stays_writable() {
         !ro0,
         "orders-0 is {:?} but read-only after the source grew; topic states {states:?}",
         states[0]
+    );
+}
+
+/// An override deleted on the source goes back to the destination's default at the next sync
+/// (found in review: the copied value stayed for good, so a deleted `retention.ms=60000` kept
+/// deleting mirrored data the source keeps).
+#[test]
+fn a_config_override_removed_on_the_source_is_removed_on_the_destination() {
+    let source_config = LogConfig::default()
+        .with_overrides([("retention.ms", "60000")])
+        .unwrap();
+    let w = world_with(
+        MirrorConfig::new("cfg-rm"),
+        &[("logs", 1)],
+        source_config,
+        |dst| Arc::new(ConfigDest(Dest(dst))),
+    );
+    w.mirror.start_topics(&["logs".to_string()]).unwrap();
+    assert_eq!(h(&w.dst, "logs", 0).read().config().retention_ms, 60_000);
+    // The override is deleted on the source.
+    let src = h(&w.src, "logs", 0);
+    w.src
+        .update_config(src.topic_partition(), LogConfig::default())
+        .unwrap();
+    w.mirror.sync().unwrap();
+    assert_eq!(
+        h(&w.dst, "logs", 0).read().config().retention_ms,
+        LogConfig::default().retention_ms
     );
 }

@@ -385,8 +385,13 @@ impl mirrorlog_mirror::manager::DestinationTopics for FlakyDest {
     fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
         self.inner.topic_name_for_id(id)
     }
-    fn apply_topic_configs(&self, name: &str, configs: &[(String, String)]) -> Result<(), String> {
-        self.inner.apply_topic_configs(name, configs)
+    fn apply_topic_configs(
+        &self,
+        name: &str,
+        configs: &[(String, String)],
+        removed: &[String],
+    ) -> Result<(), String> {
+        self.inner.apply_topic_configs(name, configs, removed)
     }
     fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
         self.inner.set_read_only(name, read_only)

@@ -75,6 +75,7 @@ impl DestinationTopics for Dest {
         &self,
         _name: &str,
         _configs: &[(String, String)],
+        _removed: &[String],
     ) -> Result<(), String> {
         Ok(())
     }

@@ -1391,7 +1391,17 @@ impl MirrorManager {
             .partitions
             .lock()
             .iter()
-            .filter(|(_, e)| e.lock().state.state != S::Stopped)
+            // Only partitions still being mirrored: a STOPPING one (or one whose stop failed) is
+            // being handed to local consumers.
+            .filter(|(_, e)| {
+                let st = &e.lock().state;
+                let stop_failed = st.state == S::Failed
+                    && st
+                        .failure
+                        .as_ref()
+                        .is_some_and(|f| f.previous_state == S::Stopping);
+                !(stop_failed || matches!(st.state, S::Stopped | S::Stopping))
+            })
             .map(|(k, _)| k.clone())
             .collect();
         let report = GroupSyncReport {

@@ -1096,6 +1096,19 @@ impl ActiveSegment {
     /// transaction index from them).
     pub fn recover(
         &mut self,
+        on_batch: impl FnMut(&mut ActiveSegment, &RecordBatch) -> SegmentResult<()>,
+    ) -> SegmentResult<RecoveryReport> {
+        let r = self.recover_inner(on_batch);
+        if let Err(e) = &r {
+            // Half-rebuilt (the size is the whole file, the offsets partly rebuilt): no append
+            // may land on it.
+            self.failed = Some(format!("recovery failed: {e}"));
+        }
+        r
+    }
+
+    fn recover_inner(
+        &mut self,
         mut on_batch: impl FnMut(&mut ActiveSegment, &RecordBatch) -> SegmentResult<()>,
     ) -> SegmentResult<RecoveryReport> {
         self.failed = None;

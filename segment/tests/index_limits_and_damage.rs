@@ -149,3 +149,35 @@ fn a_time_index_entry_past_the_log_is_caught_before_an_append_panics() {
     }));
     assert!(r.is_ok(), "append after a sanity-checked open panicked");
 }
+
+/// A recovery that fails part-way (here its caller's `on_batch` refuses a batch) leaves the
+/// segment half-rebuilt: it refuses appends rather than take one at a wrong place (found in
+/// review: `recover` cleared the failure first and left it cleared).
+#[test]
+fn a_failed_recovery_leaves_the_segment_refusing_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(PwriteStorage::new());
+    let config = SegmentConfig::default();
+    let mut seg = ActiveSegment::create(storage.clone(), dir.path(), Offset(0), config, 0).unwrap();
+    for o in 0..3 {
+        seg.append(batch(o, 1, 10, 1_000)).unwrap();
+    }
+    seg.flush().unwrap();
+    drop(seg);
+    let mut seg =
+        ActiveSegment::open_for_recovery(storage, dir.path(), Offset(0), config, 0).unwrap();
+    let mut seen = 0;
+    let r = seg.recover(|_, _| {
+        seen += 1;
+        if seen == 2 {
+            Err(SegmentError::Inconsistent {
+                path: "test".into(),
+                reason: "refused by the caller".into(),
+            })
+        } else {
+            Ok(())
+        }
+    });
+    assert!(r.is_err());
+    assert!(seg.append(batch(3, 1, 10, 1_000)).is_err());
+}

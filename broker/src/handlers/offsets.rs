@@ -260,6 +260,9 @@ pub fn delete_records(b: &Broker, r: DeleteRecordsRequest, _v: i16) -> DeleteRec
         resp.topics.push(out);
     }
     if moved {
+        // A long poll waiting below the new log start has an answer now (OFFSET_OUT_OF_RANGE)
+        // rather than at its max_wait_ms.
+        b.appends.notify();
         // Store the new log start offsets now rather than at the next periodic checkpoint, so a
         // crash cannot bring deleted records back.
         if let Err(e) = b.logs.checkpoint() {

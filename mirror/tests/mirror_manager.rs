@@ -6,33 +6,23 @@
 
 mod common;
 
+use common::{T0, manager};
+
 use bytes::Bytes;
 use common::{Dest, log_bytes};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
+use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{
     LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
 };
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
-use mirrorlog_segment::io::PwriteStorage;
+
 use mirrorlog_segment::{BatchBuilder, Compression};
 use std::sync::Arc;
-
-const T0: i64 = 1_700_000_000_000;
-
-fn manager(dir: &std::path::Path) -> Arc<LogManager> {
-    let (m, _) = LogManager::open(
-        LogManagerConfig::new(dir),
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(T0),
-    )
-    .unwrap();
-    Arc::new(m)
-}
 
 struct World {
     _dirs: (tempfile::TempDir, tempfile::TempDir),

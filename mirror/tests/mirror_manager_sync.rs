@@ -6,12 +6,14 @@
 
 mod common;
 
+use common::{T0, manager};
+
 use bytes::Bytes;
 use common::Dest;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
+use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId, TopicPartition};
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
@@ -20,23 +22,11 @@ use mirrorlog_mirror::source::{
     SourceError, SourceMetadata,
 };
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
-use mirrorlog_segment::io::PwriteStorage;
+
 use mirrorlog_segment::{BatchBuilder, Compression};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
-
-const T0: i64 = 1_700_000_000_000;
-
-fn manager(dir: &std::path::Path) -> Arc<LogManager> {
-    let (m, _) = LogManager::open(
-        LogManagerConfig::new(dir),
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(T0),
-    )
-    .unwrap();
-    Arc::new(m)
-}
 
 fn h(m: &LogManager, t: &str, p: i32) -> Arc<PartitionHandle> {
     m.get(&TopicPartition {

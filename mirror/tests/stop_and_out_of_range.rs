@@ -6,12 +6,14 @@
 
 mod common;
 
+use common::{T0, manager};
+
 use bytes::Bytes;
 use common::Dest;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
+use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{
     LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
 };
@@ -20,21 +22,9 @@ use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
 use mirrorlog_mirror::source::*;
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
 use mirrorlog_segment::batch::Batches;
-use mirrorlog_segment::io::PwriteStorage;
+
 use mirrorlog_segment::{BatchBuilder, Compression};
 use std::sync::Arc;
-
-const T0: i64 = 1_700_000_000_000;
-
-fn manager(dir: &std::path::Path) -> Arc<LogManager> {
-    let (m, _) = LogManager::open(
-        LogManagerConfig::new(dir),
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(T0),
-    )
-    .unwrap();
-    Arc::new(m)
-}
 
 /// An engine source that answers OFFSET_OUT_OF_RANGE the way Apache Kafka's ReplicaManager does
 /// (`createLogReadResult(e)`: highWatermark = logStartOffset = -1, no records).

@@ -8,6 +8,20 @@ use mirrorlog_mirror::manager::DestinationTopics;
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
 use std::sync::Arc;
 
+/// The tests' clock start (2023-11-14).
+pub const T0: i64 = 1_700_000_000_000;
+
+/// A log manager on `dir` with the pwrite backend and a manual clock at [`T0`].
+pub fn manager(dir: &std::path::Path) -> Arc<LogManager> {
+    let (m, _) = LogManager::open(
+        mirrorlog_engine::manager::LogManagerConfig::new(dir),
+        Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
+        mirrorlog_engine::clock::ManualClock::new(T0),
+    )
+    .unwrap();
+    Arc::new(m)
+}
+
 /// Every byte of a partition's log from its log start to its end, as one buffer.
 pub fn log_bytes(h: &PartitionHandle) -> bytes::Bytes {
     let log = h.read();

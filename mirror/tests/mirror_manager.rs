@@ -133,19 +133,7 @@ fn open_txn(w: &World, epoch: i32) {
 /// Drives the mirror until two rounds in a row append nothing (a truncation round appends
 /// nothing but is followed by one that does).
 fn catch_up(w: &World) {
-    let mut idle = 0;
-    for _ in 0..200 {
-        w.mirror.drive();
-        if w.mirror.fetch_round(0) == 0 {
-            idle += 1;
-            if idle == 2 {
-                return;
-            }
-        } else {
-            idle = 0;
-        }
-    }
-    panic!("no convergence");
+    common::catch_up(&w.mirror);
 }
 
 fn state(w: &World, t: &str, p: i32) -> S {

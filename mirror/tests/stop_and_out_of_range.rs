@@ -145,19 +145,7 @@ fn records(n: usize) -> Bytes {
 }
 
 fn catch_up(w: &World) {
-    let mut idle = 0;
-    for _ in 0..200 {
-        w.mirror.drive();
-        if w.mirror.fetch_round(0) == 0 {
-            idle += 1;
-            if idle == 2 {
-                return;
-            }
-        } else {
-            idle = 0;
-        }
-    }
-    panic!("no convergence");
+    common::catch_up(&w.mirror);
 }
 
 fn state(m: &MirrorManager) -> (S, Option<String>, LeaderEpoch) {

@@ -104,3 +104,21 @@ impl DestinationTopics for Dest {
         Ok(())
     }
 }
+
+/// Drives `mirror` (fetcher thread 0) until two rounds in a row append nothing (a truncation
+/// round appends nothing but is followed by one that does).
+pub fn catch_up(mirror: &mirrorlog_mirror::manager::MirrorManager) {
+    let mut idle = 0;
+    for _ in 0..200 {
+        mirror.drive();
+        if mirror.fetch_round(0) == 0 {
+            idle += 1;
+            if idle == 2 {
+                return;
+            }
+        } else {
+            idle = 0;
+        }
+    }
+    panic!("no convergence");
+}

@@ -155,6 +155,9 @@ pub struct Broker {
     /// Threads that help wait for multi-partition `acks = -1` syncs.
     pub durable_waiters: Arc<handlers::produce::DurableWaiters>,
     coordinators: RwLock<Vec<Arc<dyn Coordinator>>>,
+    /// Verifies transactional Produce batches (KIP-890 part 1); none until a transaction
+    /// coordinator is installed.
+    txn_verifier: std::sync::OnceLock<Arc<dyn crate::txn::TxnVerifier>>,
     clock: Arc<dyn Clock>,
     /// This broker's own `Arc`, for handlers that hand it on (mirror creation); set by
     /// [`register_arc`](Broker::register_arc).
@@ -212,6 +215,7 @@ impl Broker {
             mirrors: crate::mirrors::Mirrors::default(),
             durable_waiters: Arc::default(),
             coordinators: RwLock::new(vec![]),
+            txn_verifier: std::sync::OnceLock::new(),
             clock,
             this: std::sync::OnceLock::new(),
         })
@@ -233,6 +237,19 @@ impl Broker {
     /// Adds a coordinator; its APIs are dispatched to it from now on.
     pub fn add_coordinator(&self, c: Arc<dyn Coordinator>) {
         self.coordinators.write().push(c);
+    }
+
+    /// Sets the transaction coordinator that verifies transactional Produce batches (KIP-890
+    /// part 1: a batch is appended only if its partition is in the producer's open
+    /// transaction). Without one, batches are appended unverified, as by Kafka before 3.6.
+    /// Later calls do nothing.
+    pub fn set_txn_verifier(&self, verifier: Arc<dyn crate::txn::TxnVerifier>) {
+        let _ = self.txn_verifier.set(verifier);
+    }
+
+    /// The transaction verifier, once set.
+    pub fn txn_verifier(&self) -> Option<&Arc<dyn crate::txn::TxnVerifier>> {
+        self.txn_verifier.get()
     }
 
     /// The clock.
@@ -295,9 +312,12 @@ impl Broker {
         self.shutdown_coordinators();
         self.mirrors.shutdown();
         let Broker {
-            logs, coordinators, ..
+            logs,
+            coordinators,
+            txn_verifier,
+            ..
         } = self;
-        drop(coordinators);
+        drop((coordinators, txn_verifier));
         let logs = Arc::try_unwrap(logs)
             .map_err(|_| anyhow::anyhow!("the log manager is still in use at shutdown"))?;
         logs.shutdown()?;

@@ -329,6 +329,75 @@ impl Client {
         check(format!("end transaction {txn}"), resp.error_code)
     }
 
+    /// AddOffsetsToTxn: the group's offsets partition joins the transaction.
+    ///
+    /// # Errors
+    /// Transport or the broker's error code.
+    pub fn add_offsets_to_txn(
+        &mut self,
+        txn: &str,
+        pid: i64,
+        epoch: i16,
+        group: &str,
+    ) -> Result<(), ClientError> {
+        let mut r = AddOffsetsToTxnRequest::default();
+        r.transactional_id = TransactionalId(sb(txn));
+        r.producer_id = ProducerId(pid);
+        r.producer_epoch = epoch;
+        r.group_id = GroupId(sb(group));
+        let resp: AddOffsetsToTxnResponse = self.call(ApiKey::AddOffsetsToTxn, 3, &r)?;
+        check(format!("add offsets of {group} to {txn}"), resp.error_code)
+    }
+
+    /// TxnOffsetCommit of a group with no members (generation −1): offsets staged in the
+    /// producer's transaction.
+    ///
+    /// # Errors
+    /// Transport or the broker's error code.
+    pub fn txn_offset_commit(
+        &mut self,
+        txn: &str,
+        pid: i64,
+        epoch: i16,
+        group: &str,
+        topic: &str,
+        offsets: &[(i32, i64)],
+    ) -> Result<(), ClientError> {
+        use kafka_protocol::messages::txn_offset_commit_request::{
+            TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+        };
+        let mut t = TxnOffsetCommitRequestTopic::default();
+        t.name = TopicName(sb(topic));
+        t.partitions = offsets
+            .iter()
+            .map(|(p, o)| {
+                let mut x = TxnOffsetCommitRequestPartition::default();
+                x.partition_index = *p;
+                x.committed_offset = *o;
+                x.committed_leader_epoch = -1;
+                x
+            })
+            .collect();
+        let mut r = TxnOffsetCommitRequest::default();
+        r.transactional_id = TransactionalId(sb(txn));
+        r.group_id = GroupId(sb(group));
+        r.producer_id = ProducerId(pid);
+        r.producer_epoch = epoch;
+        r.generation_id = -1;
+        r.member_id = sb("");
+        r.topics = vec![t];
+        let resp: TxnOffsetCommitResponse = self.call(ApiKey::TxnOffsetCommit, 3, &r)?;
+        for t in resp.topics {
+            for p in t.partitions {
+                check(
+                    format!("txn commit {group} {topic}-{}", p.partition_index),
+                    p.error_code,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     /// OffsetCommit of a group with no members (generation −1), as an admin tool commits.
     ///
     /// # Errors

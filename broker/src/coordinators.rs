@@ -184,6 +184,11 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
         clock,
         TxnConfig::default(),
     )?;
+    // KIP-890 part 1: transactional produce batches and TxnOffsetCommit are verified with the
+    // transaction coordinator before they are written.
+    broker.set_txn_verifier(txns.clone());
+    let verifier: Arc<dyn crate::txn::TxnVerifier> = txns.clone();
+    groups.set_txn_verifier(Arc::downgrade(&verifier));
     broker
         .mirrors
         .set_group_sink(Arc::new(MirrorGroupSink(groups.clone())));

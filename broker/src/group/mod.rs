@@ -180,6 +180,9 @@ pub struct GroupCoordinator {
     clock: Arc<dyn Clock>,
     shards: Vec<Shard>,
     commit_clamp: RwLock<Option<CommitClamp>>,
+    /// Verifies TxnOffsetCommit with the transaction coordinator (KIP-890 part 1); weak, as
+    /// the transaction coordinator holds this one.
+    txn_verifier: RwLock<Option<std::sync::Weak<dyn crate::txn::TxnVerifier>>>,
     next_retention_check_ms: AtomicI64,
     closed: AtomicBool,
 }
@@ -288,6 +291,7 @@ impl GroupCoordinator {
             clock,
             shards,
             commit_clamp: RwLock::new(None),
+            txn_verifier: RwLock::new(None),
             closed: AtomicBool::new(false),
         }))
     }
@@ -505,6 +509,17 @@ impl GroupCoordinator {
     /// the coordinator's locks but must not call back into the coordinator's commit path.
     pub fn set_commit_clamp(&self, f: CommitClamp) {
         *self.commit_clamp.write() = Some(f);
+    }
+
+    /// Sets the transaction coordinator that verifies TxnOffsetCommit (KIP-890 part 1): the
+    /// offsets are staged only if the group's `__consumer_offsets` partition is in the
+    /// producer's open transaction (AddOffsetsToTxn put it there), and while that transaction
+    /// cannot end — so staged offsets always meet their marker. Answers as Kafka's:
+    /// `INVALID_TXN_STATE` (not in the transaction), `INVALID_PRODUCER_EPOCH` (fenced),
+    /// `INVALID_PRODUCER_ID_MAPPING`, `CONCURRENT_TRANSACTIONS` (the previous transaction is
+    /// completing). Default: none (commits are staged unverified, as by Kafka before 3.6).
+    pub fn set_txn_verifier(&self, verifier: std::sync::Weak<dyn crate::txn::TxnVerifier>) {
+        *self.txn_verifier.write() = Some(verifier);
     }
 
     /// A group's state now, or `None` if there is no such group.
@@ -820,7 +835,27 @@ impl GroupCoordinator {
                 generation_id: r.generation_id,
                 txn: Some((r.producer_id.0, r.producer_epoch)),
             };
-            self.commit(&committer, entries, now)
+            let verifier = (!committer.group_id.is_empty())
+                .then(|| self.txn_verifier.read().as_ref().and_then(|w| w.upgrade()))
+                .flatten();
+            match verifier {
+                None => self.commit(&committer, entries, now),
+                Some(v) => {
+                    let tp = TopicPartition {
+                        topic: OFFSETS_TOPIC.to_string(),
+                        partition: self.partition_for(&committer.group_id),
+                    };
+                    crate::txn::verified(
+                        &*v,
+                        &r.transactional_id.0,
+                        r.producer_id.0,
+                        r.producer_epoch,
+                        &tp,
+                        || self.commit(&committer, entries, now),
+                    )
+                    .unwrap_or_else(|e| vec![txn_offset_commit_verification_error(&e); n])
+                }
+            }
         };
         let mut codes = codes.into_iter();
         TxnOffsetCommitResponse::default().with_topics(
@@ -1113,6 +1148,20 @@ fn join_response(v: i16, o: JoinOutcome) -> JoinGroupResponse {
         )
 }
 
+/// A failed TxnOffsetCommit verification as Kafka's group coordinator answers it
+/// (`AddPartitionsToTxnManager`'s mapping, then `maybeConvertOffsetCommitError`).
+fn txn_offset_commit_verification_error(e: &crate::txn::TxnError) -> i16 {
+    use crate::txn::TxnError as T;
+    match e {
+        T::PartitionNotInTransaction => E::InvalidTxnState,
+        T::ProducerFenced => E::InvalidProducerEpoch,
+        T::InvalidProducerIdMapping => E::InvalidProducerIdMapping,
+        T::ConcurrentTransactions => E::ConcurrentTransactions,
+        T::InvalidRequest(_) => E::InvalidRequest,
+        _ => E::UnknownServerError,
+    }
+    .code()
+}
 #[cfg(test)]
 mod tests {
     use super::*;

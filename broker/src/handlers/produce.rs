@@ -24,13 +24,24 @@
 //! own ISR) and waiting long-poll fetches are woken. A failure in one partition never affects
 //! the others. A retried batch the producer state recognises as a duplicate is answered with the
 //! original base offset and no error, as Kafka does. `acks = 0` gets no response at all.
-//! Transactional state (`transactional_id`) is checked by the engine's producer state; the
-//! transaction coordinator lives elsewhere.
+//!
+//! Transactional batches are verified with the transaction coordinator first (KIP-890 part 1,
+//! on by default since Kafka 3.6; [`crate::txn::TxnVerifier`]): with the request's
+//! `transactional_id`, the batch is appended only if its partition is in the producer's open
+//! transaction, and while that transaction cannot end; otherwise nothing is appended and the
+//! partition is answered as Kafka's `ReplicaManager` answers — `INVALID_TXN_STATE` ("Partition
+//! was not added to the transaction"), `INVALID_PRODUCER_EPOCH` for a fenced producer,
+//! `INVALID_PRODUCER_ID_MAPPING`, or the retriable `NOT_ENOUGH_REPLICAS` while the previous
+//! transaction's markers are being written. Without a transactional id, a transactional batch
+//! may only continue a transaction the producer already has open in the partition
+//! ([`LeaderOrigin::ClientUnverified`]). The rest of the transactional state (epochs,
+//! sequences, a plain batch inside an open transaction) is the engine's producer state.
 
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
 use crate::server::Reply;
 use crate::topics::{INTERNAL_TOPICS, sb};
+use crate::txn::TxnError;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{
@@ -40,7 +51,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use mirrorlog_engine::error::{EngineError, EngineResult};
 use mirrorlog_engine::log::{LeaderOrigin, LogAppendInfo};
 use mirrorlog_engine::manager::{PartitionHandle, PendingSync};
-use mirrorlog_index::LeaderEpoch;
+use mirrorlog_index::{LeaderEpoch, TopicPartition};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -50,6 +61,11 @@ const MAX_PARALLEL_DURABLE_APPENDS: usize = 16;
 /// Byte offsets in a RecordBatch v2 header.
 const MAGIC_AT: usize = 16;
 const ATTRIBUTES_AT: usize = 21;
+const PRODUCER_ID_AT: usize = 43;
+const PRODUCER_EPOCH_AT: usize = 51;
+/// Attributes bits: transactional, control.
+const TRANSACTIONAL_BIT: i16 = 0x10;
+const CONTROL_BIT: i16 = 0x20;
 /// Kafka's codec id of ZStandard (attributes bits 0–2).
 const ZSTD_CODEC: i16 = 4;
 
@@ -59,6 +75,8 @@ struct Job {
     partition: usize,
     handle: Arc<PartitionHandle>,
     records: Bytes,
+    /// The request's transactional id.
+    transactional_id: Option<Arc<str>>,
 }
 
 /// Answers a Produce request; `None` for `acks = 0` (Kafka sends no response).
@@ -68,9 +86,13 @@ pub fn handle(b: &Broker, r: ProduceRequest, version: i16) -> Option<ProduceResp
         return Some(durable(b, responses, jobs, version)());
     }
     for job in jobs {
-        let result = append(b, &job.handle, job.records.clone());
         let resp = &mut responses[job.topic].partition_responses[job.partition];
-        fill(resp, &job.handle, result, version);
+        match verified_append(b, &job, |origin| {
+            append(b, &job.handle, job.records.clone(), origin)
+        }) {
+            Ok(result) => fill(resp, &job.handle, result, version),
+            Err(refused) => refuse(resp, refused, version),
+        }
     }
     (acks != 0).then(|| produce_response(responses))
 }
@@ -102,6 +124,7 @@ fn prepare(
 ) -> (i16, Vec<TopicProduceResponse>, Vec<Job>) {
     let acks = r.acks;
     let acks_valid = matches!(acks, -1..=1);
+    let transactional_id: Option<Arc<str>> = r.transactional_id.as_ref().map(|t| Arc::from(&*t.0));
     let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(r.topic_data.len());
     let mut jobs = vec![];
     for (ti, td) in r.topic_data.into_iter().enumerate() {
@@ -129,14 +152,10 @@ fn prepare(
                         partition: pi,
                         handle,
                         records,
+                        transactional_id: transactional_id.clone(),
                     });
                 }
-                Err((code, message)) => {
-                    resp.error_code = code;
-                    if version >= 8 {
-                        resp.error_message = Some(sb(&message));
-                    }
-                }
+                Err(refused) => refuse(&mut resp, refused, version),
             }
             tr.partition_responses.push(resp);
         }
@@ -155,14 +174,23 @@ fn durable(
 ) -> impl FnOnce() -> ProduceResponse + Send + 'static {
     let appended: Vec<_> = jobs
         .into_iter()
-        .map(|job| {
+        .filter_map(|job| {
             let epoch = LeaderEpoch(b.leader_epoch(&job.handle));
-            let r = job.handle.append_as_leader_unsynced(
-                job.records.clone(),
-                epoch,
-                LeaderOrigin::Client,
-            );
-            (job, r)
+            let r = verified_append(b, &job, |origin| {
+                job.handle
+                    .append_as_leader_unsynced(job.records.clone(), epoch, origin)
+            });
+            match r {
+                Ok(r) => Some((job, r)),
+                Err(refused) => {
+                    refuse(
+                        &mut responses[job.topic].partition_responses[job.partition],
+                        refused,
+                        version,
+                    );
+                    None
+                }
+            }
         })
         .collect();
     let appends = b.appends.clone();
@@ -426,12 +454,100 @@ fn validate_records(version: i16, records: &[u8]) -> Result<(), (i16, String)> {
     Ok(())
 }
 
+/// The producer id and epoch of a transactional data batch (`None` for any other, or for bytes
+/// too short to tell: the engine refuses those).
+fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
+    let a = records.get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)?;
+    let attributes = i16::from_be_bytes([a[0], a[1]]);
+    if attributes & TRANSACTIONAL_BIT == 0 || attributes & CONTROL_BIT != 0 {
+        return None;
+    }
+    let pid = records.get(PRODUCER_ID_AT..PRODUCER_ID_AT + 8)?;
+    let epoch = records.get(PRODUCER_EPOCH_AT..PRODUCER_EPOCH_AT + 2)?;
+    Some((
+        i64::from_be_bytes(pid.try_into().ok()?),
+        i16::from_be_bytes(epoch.try_into().ok()?),
+    ))
+}
+
+/// Runs `append` with the origin transaction verification (KIP-890 part 1) asks for — see the
+/// module docs: a transactional batch of a request with a transactional id only inside its
+/// verified transaction, one without only as [`LeaderOrigin::ClientUnverified`]. A broker with
+/// no transaction coordinator appends unverified, as Kafka did before 3.6.
+fn verified_append<R>(
+    b: &Broker,
+    job: &Job,
+    append: impl FnOnce(LeaderOrigin) -> R,
+) -> Result<R, (i16, String)> {
+    let (Some((producer_id, producer_epoch)), Some(verifier)) =
+        (transactional_producer(&job.records), b.txn_verifier())
+    else {
+        return Ok(append(LeaderOrigin::Client));
+    };
+    let Some(transactional_id) = &job.transactional_id else {
+        return Ok(append(LeaderOrigin::ClientUnverified));
+    };
+    let tp = job.handle.topic_partition();
+    crate::txn::verified(
+        &**verifier,
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        tp,
+        || append(LeaderOrigin::Client),
+    )
+    .map_err(|e| verification_failure(e, tp))
+}
+
+/// A failed verification as Kafka's `ReplicaManager` answers it to a producer.
+fn verification_failure(e: TxnError, tp: &TopicPartition) -> (i16, String) {
+    let unverified = |underlying: ResponseError| {
+        failure(
+            ResponseError::NotEnoughReplicas,
+            format!(
+                "Unable to verify the partition has been added to the transaction. \
+                 Underlying error: {}",
+                crate::errors::error_name(underlying.code())
+            ),
+        )
+    };
+    match e {
+        TxnError::PartitionNotInTransaction => failure(
+            ResponseError::InvalidTxnState,
+            format!("Partition {tp} was not added to the transaction"),
+        ),
+        TxnError::ProducerFenced => failure(ResponseError::InvalidProducerEpoch, e.to_string()),
+        TxnError::InvalidProducerIdMapping => {
+            failure(ResponseError::InvalidProducerIdMapping, e.to_string())
+        }
+        TxnError::InvalidRequest(_) => failure(ResponseError::InvalidRequest, e.to_string()),
+        TxnError::ConcurrentTransactions => unverified(ResponseError::ConcurrentTransactions),
+        other => failure(ResponseError::UnknownServerError, other.to_string()),
+    }
+}
+
+/// Fills a partition's response refused before reaching the log.
+fn refuse(resp: &mut PartitionProduceResponse, (code, message): (i16, String), version: i16) {
+    resp.error_code = code;
+    resp.base_offset = -1;
+    resp.log_append_time_ms = -1;
+    resp.log_start_offset = -1;
+    if version >= 8 {
+        resp.error_message = Some(sb(&message));
+    }
+}
+
 /// One append as leader (`acks` 0/1) with the partition's current leader epoch; then HW = LEO
 /// and a wake-up for long polls.
-fn append(b: &Broker, h: &PartitionHandle, records: Bytes) -> EngineResult<LogAppendInfo> {
+fn append(
+    b: &Broker,
+    h: &PartitionHandle,
+    records: Bytes,
+    origin: LeaderOrigin,
+) -> EngineResult<LogAppendInfo> {
     let mut log = h.write();
     let epoch = LeaderEpoch(log.epoch_cache().latest_epoch().map_or(0, |e| e.get()));
-    let r = log.append_as_leader(records, epoch, LeaderOrigin::Client);
+    let r = log.append_as_leader(records, epoch, origin);
     let moved = r.is_ok() && advance_hw(&mut log);
     drop(log);
     if moved {

@@ -436,6 +436,24 @@ impl TxnCoordinator {
         producer_epoch: ProducerEpoch,
         partitions: &[TopicPartition],
     ) -> Result<Vec<TopicPartition>, TxnError> {
+        self.with_open_txn(transactional_id, producer_id, producer_epoch, |m| {
+            Ok(partitions
+                .iter()
+                .filter(|tp| !m.partitions.contains(tp))
+                .cloned()
+                .collect())
+        })
+    }
+
+    /// Runs `f` on the locked state of `transactional_id` once Kafka's verification checks
+    /// passed: a non-empty id, the producer's current id and epoch, no markers being written.
+    fn with_open_txn<R>(
+        &self,
+        transactional_id: &str,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        f: impl FnOnce(&TxnMetadata) -> Result<R, TxnError>,
+    ) -> Result<R, TxnError> {
         if transactional_id.is_empty() {
             return Err(TxnError::InvalidRequest("the transactional id is empty"));
         }
@@ -444,11 +462,36 @@ impl TxnCoordinator {
             if m.state.is_prepared() {
                 return Err(TxnError::ConcurrentTransactions);
             }
-            Ok(partitions
-                .iter()
-                .filter(|tp| !m.partitions.contains(tp))
-                .cloned()
-                .collect())
+            f(m)
+        })
+    }
+
+    /// Runs `write` — a transactional write to `tp` on the producer's behalf (a Produce batch,
+    /// or a TxnOffsetCommit staging offsets in the group's `__consumer_offsets` partition) —
+    /// only if `tp` is in the producer's open transaction (KIP-890 part 1, Kafka's checks of
+    /// AddPartitionsToTxn `verify_only`), and while the transaction cannot end: `write` runs
+    /// under the transaction's lock, which EndTxn, timeouts and fencing also take before they
+    /// write markers. So the write either lands inside the transaction, before its marker, or
+    /// is refused; it can never open a transaction nobody will end (Kafka closes the same race
+    /// with a verification guard the marker clears).
+    ///
+    /// # Errors
+    /// `InvalidRequest` (empty transactional id), `InvalidProducerIdMapping`, `ProducerFenced`,
+    /// `ConcurrentTransactions` (the markers of the previous transaction are being written),
+    /// `PartitionNotInTransaction`.
+    pub fn run_verified<R>(
+        &self,
+        transactional_id: &str,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        tp: &TopicPartition,
+        write: impl FnOnce() -> R,
+    ) -> Result<R, TxnError> {
+        self.with_open_txn(transactional_id, producer_id, producer_epoch, |m| {
+            if !m.partitions.contains(tp) {
+                return Err(TxnError::PartitionNotInTransaction);
+            }
+            Ok(write())
         })
     }
 

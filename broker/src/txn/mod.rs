@@ -41,6 +41,11 @@
 //! - A state is in memory only once it is durable in `__transaction_state`.
 //! - A marker is written only after its Prepare record is durable; Complete is written only
 //!   after every marker is durable (or its partition is gone).
+//! - Transaction verification (KIP-890 part 1, on by default since Kafka 3.6): a transactional
+//!   Produce batch, or a TxnOffsetCommit, is written only if its partition is in the
+//!   producer's open transaction, and under that transaction's lock
+//!   ([`TxnVerifier`], [`TxnCoordinator::run_verified`]), so the transaction cannot end
+//!   between the check and the write: no write ever opens a transaction nobody will end.
 //! - The epoch handed to a producer only grows for a producer id; fencing bumps it first.
 //!
 //! ## Limits
@@ -64,6 +69,8 @@ pub use coordinator::TxnCoordinator;
 pub use error::TxnError;
 pub use state::{TxnMetadata, TxnState};
 
+use mirrorlog_index::{ProducerEpoch, ProducerId, TopicPartition};
+
 /// What the transaction coordinator needs from the group coordinator: where a group's offsets
 /// live, and the end of a transaction that committed offsets with TxnOffsetCommit.
 pub trait TxnOffsetsSink: Send + Sync {
@@ -81,4 +88,67 @@ pub trait TxnOffsetsSink: Send + Sync {
     /// partitions (each has its marker): offsets staged in any other stay staged, as they do
     /// when that partition is replayed, which finds no marker there.
     fn complete_txn(&self, producer_id: i64, producer_epoch: i16, commit: bool, partitions: &[i32]);
+}
+
+/// Verification of transactional writes (KIP-890 part 1), as the produce path and the group
+/// coordinator ask for it; implemented by [`TxnCoordinator`].
+pub trait TxnVerifier: Send + Sync {
+    /// Runs `write` if `tp` is in the open transaction of `transactional_id` under
+    /// (`producer_id`, `producer_epoch`), with the transaction unable to end meanwhile; see
+    /// [`TxnCoordinator::run_verified`].
+    ///
+    /// # Errors
+    /// As [`TxnCoordinator::run_verified`]; `write` has not run.
+    fn run_verified(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        tp: &TopicPartition,
+        write: &mut dyn FnMut(),
+    ) -> Result<(), TxnError>;
+}
+
+impl TxnVerifier for TxnCoordinator {
+    fn run_verified(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        tp: &TopicPartition,
+        write: &mut dyn FnMut(),
+    ) -> Result<(), TxnError> {
+        TxnCoordinator::run_verified(
+            self,
+            transactional_id,
+            ProducerId(producer_id),
+            ProducerEpoch(producer_epoch),
+            tp,
+            write,
+        )
+    }
+}
+
+/// [`TxnVerifier::run_verified`] for a write that returns something.
+///
+/// # Errors
+/// As [`TxnCoordinator::run_verified`]; `write` has not run.
+pub fn verified<R>(
+    verifier: &dyn TxnVerifier,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    tp: &TopicPartition,
+    write: impl FnOnce() -> R,
+) -> Result<R, TxnError> {
+    let mut write = Some(write);
+    let mut out = None;
+    verifier.run_verified(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        tp,
+        &mut || out = write.take().map(|w| w()),
+    )?;
+    out.ok_or_else(|| TxnError::Internal("the verified write did not run".to_string()))
 }

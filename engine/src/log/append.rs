@@ -15,7 +15,7 @@
 
 use super::{PartitionLog, record_completed_txn};
 use crate::error::{EngineError, EngineResult};
-use crate::producer_state::{AppendOrigin, BatchInfo, Transition};
+use crate::producer_state::{AppendOrigin, BatchInfo, ProducerStateError, Transition};
 use bytes::{Bytes, BytesMut};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
 use mirrorlog_segment::batch::{Batches, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, field};
@@ -24,10 +24,27 @@ use mirrorlog_segment::{BatchBuilder, BatchHeaderMut, Compression, RecordBatch, 
 /// Who appends as leader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaderOrigin {
-    /// A producer (every check).
+    /// A producer (every check). A transactional batch may open a transaction here: the caller
+    /// has verified with the transaction coordinator that this partition is in the producer's
+    /// transaction (KIP-890 part 1), or runs without verification (Kafka before 3.6).
     Client,
+    /// A producer whose transactional batch was *not* verified with its transaction
+    /// coordinator (a Produce request without a transactional id): every check of
+    /// [`Client`](Self::Client), and a transactional batch may only continue a transaction the
+    /// producer already has open in this partition — one that would open a transaction fails
+    /// with `INVALID_TXN_STATE`, as Kafka's log refuses a transactional batch without a
+    /// verification guard.
+    ClientUnverified,
     /// The transaction coordinator or the mirror's stop sequence (markers, barriers).
     Coordinator,
+}
+
+impl LeaderOrigin {
+    /// A producer's append ([`Client`](Self::Client) or
+    /// [`ClientUnverified`](Self::ClientUnverified)).
+    pub fn is_client(self) -> bool {
+        matches!(self, LeaderOrigin::Client | LeaderOrigin::ClientUnverified)
+    }
 }
 
 /// Who appends as a replica.
@@ -79,14 +96,14 @@ impl PartitionLog {
     ) -> EngineResult<LogAppendInfo> {
         self.check_not_deleted()?;
         let now = self.clock.now_ms();
-        if origin == LeaderOrigin::Client && self.config.read_only {
+        if origin.is_client() && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
         }
         let mut batch = single_batch(records)?;
         // The largest record timestamp of a client batch (CreateTime topics): the header's
         // `maxTimestamp` is set to it, as Kafka's LogValidator does, rather than trusted.
         let mut max_record_ts = None;
-        if origin == LeaderOrigin::Client {
+        if origin.is_client() {
             max_record_ts = self.validate_client_batch(&batch, now)?;
             let target = self.config.compression.codec();
             let codec = batch.compression()?;
@@ -105,10 +122,11 @@ impl PartitionLog {
         // Duplicate detection looks at sequences only, so it can run before offsets exist.
         let pre = BatchInfo::from_batch(&batch)?;
         let producer_origin = match origin {
-            LeaderOrigin::Client => AppendOrigin::Client,
+            LeaderOrigin::Client | LeaderOrigin::ClientUnverified => AppendOrigin::Client,
             LeaderOrigin::Coordinator => AppendOrigin::Coordinator,
         };
-        if let Transition::Duplicate(meta) = self.producers.transition(&pre, producer_origin)? {
+        let pre_transition = self.producers.transition(&pre, producer_origin)?;
+        if let Transition::Duplicate(meta) = pre_transition {
             return Ok(LogAppendInfo {
                 first_offset: meta.first_offset(),
                 last_offset: meta.last_offset,
@@ -124,6 +142,23 @@ impl PartitionLog {
                 duplicate: true,
             });
         }
+        if origin == LeaderOrigin::ClientUnverified
+            && matches!(
+                pre_transition,
+                Transition::Update {
+                    started_txn: Some(_),
+                    ..
+                }
+            )
+        {
+            return Err(ProducerStateError::InvalidTxnState {
+                producer_id: pre.producer_id,
+                offset: self.log_end_offset(),
+                reason: "a transactional batch that was not verified with the transaction \
+                         coordinator (no transactional id) may not open a transaction",
+            }
+            .into());
+        }
         // Assign offsets and stamp the broker-owned header fields in place.
         let base = self.log_end_offset();
         let header_max_ts = batch.max_timestamp();
@@ -132,9 +167,7 @@ impl PartitionLog {
             let mut h = BatchHeaderMut::new(&mut buf)?;
             h.set_base_offset(base);
             h.set_partition_leader_epoch(leader_epoch);
-            if origin == LeaderOrigin::Client
-                && self.config.timestamp_type == TimestampType::LogAppendTime
-            {
+            if origin.is_client() && self.config.timestamp_type == TimestampType::LogAppendTime {
                 h.set_max_timestamp(TimestampType::LogAppendTime, TimestampMs(now));
                 Some(TimestampMs(now))
             } else {

@@ -2,6 +2,7 @@
 //! also encoded at its request version, so a field set for a version that lacks it fails here.
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -549,7 +550,7 @@ fn read_committed_skips_past_nothing_and_lists_aborted_transactions() {
 }
 
 #[test]
-fn replicas_read_to_the_log_end_and_consumers_to_the_high_watermark() {
+fn consumers_read_to_the_high_watermark_and_replica_fetches_are_refused() {
     let (_d, b) = broker();
     assert_eq!(
         produce_one(&b, "t", 0, bytes(Compression::None, 2, "hw")),
@@ -566,15 +567,32 @@ fn replicas_read_to_the_log_end_and_consumers_to_the_high_watermark() {
         .unwrap();
     let resp = fetch_v(&b, by_id(&b, fetch_req(&[("t", 0, 0)])), 15);
     assert_eq!(values_of(only(&resp)), ["hw-0", "hw-1"]);
-    // v15: the replica id moved into replica_state.
+    // A single node has no follower replicas: a fetch posing as one (v15: the replica id in
+    // replica_state) reads nothing, as Kafka answers a replica outside the assignment.
     let mut r = by_id(&b, fetch_req(&[("t", 0, 0)]));
     r.replica_state.replica_id = BrokerId(2);
-    let resp = fetch_v(&b, r, 15);
-    assert_eq!(values_of(only(&resp)), ["hw-0", "hw-1", "beyond-0"]);
+    let d = fetch_v(&b, r, 15);
+    let d = only(&d);
+    assert_eq!(d.error_code, ResponseError::NotLeaderOrFollower.code());
+    assert!(d.records.as_ref().is_none_or(|r| r.is_empty()));
     let mut r = fetch_req(&[("t", 0, 0)]);
     r.replica_id = BrokerId(2);
-    let resp = fetch_v(&b, r, 12);
-    assert_eq!(values_of(only(&resp)).len(), 3);
+    r.topics[0].partitions[0].current_leader_epoch = 0;
+    let d = fetch_v(&b, r, 12);
+    assert_eq!(
+        only(&d).error_code,
+        ResponseError::UnknownLeaderEpoch.code(),
+        "with a current leader epoch, the follower is told to retry"
+    );
+    // The leader-epoch checks still come first.
+    let mut r = fetch_req(&[("t", 0, 0)]);
+    r.replica_id = BrokerId(2);
+    r.topics[0].partitions[0].current_leader_epoch = 7;
+    let d = fetch_v(&b, r, 12);
+    assert_eq!(
+        only(&d).error_code,
+        ResponseError::UnknownLeaderEpoch.code()
+    );
 }
 
 #[test]
@@ -594,7 +612,6 @@ fn leader_epochs_are_checked_and_divergence_reported() {
 
     let follower = |offset: i64, last_epoch: i32, current: i32| {
         let mut r = fetch_req(&[("t", 2, offset)]);
-        r.replica_id = BrokerId(2);
         r.topics[0].partitions[0].last_fetched_epoch = last_epoch;
         r.topics[0].partitions[0].current_leader_epoch = current;
         fetch_v(&b, r, 12)

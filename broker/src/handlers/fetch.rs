@@ -2,9 +2,13 @@
 //! (KIP-227).
 //!
 //! # Reads
-//! A fetch from a replica (`replica_id >= 0`, or `replica_state.replica_id >= 0` from v15) reads
-//! to the log end; a consumer reads to the high watermark (`isolation_level` 0) or to the last
-//! stable offset with the aborted transactions of the range (`isolation_level` 1). Per partition,
+//! A fetch from a replica (`replica_id >= 0`, or `replica_state.replica_id >= 0` from v15) is
+//! answered, per partition, as Kafka's leader answers a replica that is not in the partition's
+//! assignment — a single node has no followers: `UNKNOWN_LEADER_EPOCH` when it names a current
+//! leader epoch, else `NOT_LEADER_OR_FOLLOWER` (after the leader-epoch checks, as in Kafka), so
+//! no client posing as a follower reads past the high watermark. A consumer reads to the high
+//! watermark (`isolation_level` 0) or to the last stable offset with the aborted transactions
+//! of the range (`isolation_level` 1). Per partition,
 //! in the order of Kafka's `Partition.fetchRecords`: the partition must exist
 //! (`UNKNOWN_TOPIC_OR_PARTITION`; an unknown topic id from v13 is `UNKNOWN_TOPIC_ID`), the
 //! request's `current_leader_epoch` must match ours (`FENCED_LEADER_EPOCH` when older,
@@ -795,6 +799,17 @@ fn read_partition(
             d.error_code = ResponseError::FencedLeaderEpoch.code();
             return d;
         }
+    }
+    if isolation == FetchIsolation::LogEnd {
+        // A fetch from a replica: this single node has no follower replicas, so, as Kafka's
+        // leader answers a replica outside the assignment (`followerReplicaOrThrow`), nothing
+        // is served — a client posing as a follower must not read past the high watermark.
+        d.error_code = if p.current_leader_epoch >= 0 {
+            ResponseError::UnknownLeaderEpoch.code()
+        } else {
+            ResponseError::NotLeaderOrFollower.code()
+        };
+        return d;
     }
     let out_of_range = |d: &mut PartitionData| {
         d.error_code = ResponseError::OffsetOutOfRange.code();

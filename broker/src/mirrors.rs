@@ -473,11 +473,22 @@ impl Mirrors {
             self.durable.lock().remove(name);
             return Err(e);
         }
-        let m = self
-            .start_locked(&mut mirrors, broker, config, source)
-            .map_err(|e| MirrorsError::Storage(e.to_string()))?;
-        self.bootstrap.lock().insert(name.into(), bootstrap);
-        Ok(m)
+        match self.start_locked(&mut mirrors, broker, config, source) {
+            Ok(m) => {
+                self.bootstrap.lock().insert(name.into(), bootstrap);
+                Ok(m)
+            }
+            Err(e) => {
+                // Refused: it must not come back at the next start either.
+                let removed = self.durable.lock().remove(name);
+                if removed.is_some()
+                    && let Err(save) = self.save(broker)
+                {
+                    tracing::error!(mirror = %name, "a cluster mirror that failed to start stays in {MIRRORS_FILE}: {save}");
+                }
+                Err(MirrorsError::Storage(e.to_string()))
+            }
+        }
     }
 
     /// Starts every mirror recorded in [`MIRRORS_FILE`] (broker start). A mirror whose settings
@@ -521,27 +532,33 @@ impl Mirrors {
         include: &[String],
         exclude: &[String],
     ) -> Result<(), MirrorsError> {
-        let m = self
+        // Held throughout: two additions must not interleave between file and memory.
+        let mirrors = self.mirrors.lock();
+        let m = mirrors
             .get(name)
+            .cloned()
             .ok_or_else(|| MirrorsError::Unknown(name.into()))?;
-        m.add_patterns(include, exclude)
+        let (inc, exc) = m
+            .patterns_with(include, exclude)
             .map_err(|e| MirrorsError::InvalidConfig(e.to_string()))?;
-        let (inc, exc) = m.patterns();
-        let durable = {
+        // Durable first: patterns in force are always the ones a restart brings back.
+        let previous = {
             let mut d = self.durable.lock();
-            match d.get_mut(name) {
-                Some(c) => {
-                    c.insert("mirror.topics.include".into(), inc.join(","));
-                    c.insert("mirror.topics.exclude".into(), exc.join(","));
-                    true
-                }
-                None => false,
-            }
+            d.get_mut(name).map(|c| {
+                let before = c.clone();
+                c.insert("mirror.topics.include".into(), inc.join(","));
+                c.insert("mirror.topics.exclude".into(), exc.join(","));
+                before
+            })
         };
-        if durable {
-            self.save(broker)?;
+        if let Some(before) = previous
+            && let Err(e) = self.save(broker)
+        {
+            self.durable.lock().insert(name.into(), before);
+            return Err(e);
         }
-        Ok(())
+        m.set_patterns(inc, exc)
+            .map_err(|e| MirrorsError::InvalidConfig(e.to_string()))
     }
 
     /// DeleteClusterMirror: refused while a partition of the mirror is not STOPPED (MM13:
@@ -556,16 +573,9 @@ impl Mirrors {
             .get(name)
             .cloned()
             .ok_or_else(|| MirrorsError::Unknown(name.into()))?;
-        let active: Vec<String> = m
-            .topic_names()
-            .into_iter()
-            .filter(|t| {
-                m.topic_states(t)
-                    .iter()
-                    .any(|s| *s != mirrorlog_mirror::state::MirrorPartitionState::Stopped)
-            })
-            .collect();
-        if !active.is_empty() {
+        // Checked and closed to new topics in one step, so a topic discovery starts meanwhile
+        // cannot be left read-only with no mirror to stop it.
+        if let Err(active) = m.close_to_new_topics() {
             return Err(MirrorsError::NotEmpty {
                 mirror: name.into(),
                 topics: active.join(", "),
@@ -578,6 +588,7 @@ impl Mirrors {
             self.durable
                 .lock()
                 .insert(name.into(), removed.unwrap_or_default());
+            m.reopen_to_new_topics();
             return Err(e);
         }
         mirrors.remove(name);

@@ -587,6 +587,8 @@ pub struct MirrorManager {
     source_cluster_id: Mutex<Option<String>>,
     filters: Mutex<Filters>,
     starting: Mutex<()>,
+    /// Set by [`MirrorManager::close_to_new_topics`] (DeleteClusterMirror): no topic starts.
+    closed_to_new_topics: AtomicBool,
     group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
     last_group_sync: Mutex<Option<GroupSyncReport>>,
     topics: Mutex<BTreeMap<String, TopicInfo>>,
@@ -637,6 +639,7 @@ impl MirrorManager {
             source_cluster_id: Mutex::new(None),
             filters: Mutex::new(filters),
             starting: Mutex::new(()),
+            closed_to_new_topics: AtomicBool::new(false),
             group_sink: Mutex::new(None),
             last_group_sync: Mutex::new(None),
             topics: Mutex::new(BTreeMap::new()),
@@ -740,22 +743,84 @@ impl MirrorManager {
     /// # Errors
     /// An invalid regex (nothing changes).
     pub fn add_patterns(&self, include: &[String], exclude: &[String]) -> Result<(), MirrorError> {
-        let mut f = self.filters.lock();
-        let mut next = self.config.clone();
-        next.topics_include = f.include.clone();
-        next.topics_exclude = f.exclude.clone();
+        let (include, exclude) = self.patterns_with(include, exclude)?;
+        self.set_patterns(include, exclude)
+    }
+
+    /// The include and exclude lists [`add_patterns`](Self::add_patterns) would leave, checked
+    /// but not put in force (so a caller can record them durably first).
+    ///
+    /// # Errors
+    /// An invalid regex.
+    pub fn patterns_with(
+        &self,
+        include: &[String],
+        exclude: &[String],
+    ) -> Result<(Vec<String>, Vec<String>), MirrorError> {
+        let (mut inc, mut exc) = self.patterns();
         for p in include {
-            if !next.topics_include.contains(p) {
-                next.topics_include.push(p.clone());
+            if !inc.contains(p) {
+                inc.push(p.clone());
             }
         }
         for p in exclude {
-            if !next.topics_exclude.contains(p) {
-                next.topics_exclude.push(p.clone());
+            if !exc.contains(p) {
+                exc.push(p.clone());
             }
         }
-        *f = Filters::new(&next).map_err(MirrorError::Invalid)?;
+        self.filters_for(inc.clone(), exc.clone())?;
+        Ok((inc, exc))
+    }
+
+    /// Puts `include` and `exclude` in force as the mirror's whole pattern lists.
+    ///
+    /// # Errors
+    /// An invalid regex (nothing changes).
+    pub fn set_patterns(
+        &self,
+        include: Vec<String>,
+        exclude: Vec<String>,
+    ) -> Result<(), MirrorError> {
+        let f = self.filters_for(include, exclude)?;
+        *self.filters.lock() = f;
         Ok(())
+    }
+
+    fn filters_for(
+        &self,
+        include: Vec<String>,
+        exclude: Vec<String>,
+    ) -> Result<Filters, MirrorError> {
+        let mut next = self.config.clone();
+        next.topics_include = include;
+        next.topics_exclude = exclude;
+        Filters::new(&next).map_err(MirrorError::Invalid)
+    }
+
+    /// DeleteClusterMirror's check: when every partition of the mirror is STOPPED, no topic
+    /// is started from now on (discovery, operators) until
+    /// [`reopen_to_new_topics`](Self::reopen_to_new_topics); otherwise the topics not stopped,
+    /// and nothing changes. Checked under the lock starts take, so no start slips in between.
+    ///
+    /// # Errors
+    /// The topics with a partition not STOPPED.
+    pub fn close_to_new_topics(&self) -> Result<(), Vec<String>> {
+        let _serial = self.starting.lock();
+        let active: Vec<String> = self
+            .topic_names()
+            .into_iter()
+            .filter(|t| self.topic_states(t).iter().any(|s| *s != S::Stopped))
+            .collect();
+        if !active.is_empty() {
+            return Err(active);
+        }
+        self.closed_to_new_topics.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Undoes [`close_to_new_topics`](Self::close_to_new_topics) (a delete that failed).
+    pub fn reopen_to_new_topics(&self) {
+        self.closed_to_new_topics.store(false, Ordering::SeqCst);
     }
 
     /// Whether `topic` matches `mirror.topics.exclude` (such a topic is never started).
@@ -937,6 +1002,12 @@ impl MirrorManager {
     /// thread's discovery of the same topic never race for its first state write.
     fn start_topics_inner(&self, topics: &[String], only_new: bool) -> Result<(), MirrorError> {
         let _serial = self.starting.lock();
+        if self.closed_to_new_topics.load(Ordering::SeqCst) {
+            return Err(MirrorError::Invalid(format!(
+                "cluster mirror {} is being deleted: it starts no topics",
+                self.config.name
+            )));
+        }
         let topics: Vec<String> = topics
             .iter()
             .filter(|t| !only_new || !self.topics.lock().contains_key(*t))

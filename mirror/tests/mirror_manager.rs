@@ -1051,3 +1051,32 @@ fn a_config_override_removed_on_the_source_is_removed_on_the_destination() {
         LogConfig::default().retention_ms
     );
 }
+
+#[test]
+fn a_mirror_closed_for_deletion_starts_no_topic() {
+    let mut config = MirrorConfig::new("m1");
+    config.topics_include = vec!["pay.*".into()];
+    let w = world(config, &[("payments", 1), ("payouts", 1)]);
+    w.mirror.start_topics(&["payments".into()]).unwrap();
+    // Not every partition is STOPPED: refused, nothing changes.
+    assert_eq!(
+        w.mirror.close_to_new_topics(),
+        Err(vec!["payments".to_string()])
+    );
+    w.mirror.stop_topic("payments").unwrap();
+    w.mirror.close_to_new_topics().unwrap();
+    // Neither discovery nor an operator starts a topic now: none can be left read-only and
+    // unmanaged once the mirror is gone.
+    w.mirror.sync().unwrap();
+    assert_eq!(w.mirror.topic_names(), vec!["payments"]);
+    assert!(w.mirror.start_topics(&["payouts".into()]).is_err());
+    let payouts = TopicPartition {
+        topic: "payouts".into(),
+        partition: 0,
+    };
+    assert!(w.dst.get(&payouts).is_none());
+    // A delete that failed reopens it.
+    w.mirror.reopen_to_new_topics();
+    w.mirror.sync().unwrap();
+    assert_eq!(w.mirror.topic_names(), vec!["payments", "payouts"]);
+}

@@ -5,8 +5,9 @@
 //!
 //! - higher is better: `ratio` and every other numeric field named `ratio_…` (ours ÷ a baseline);
 //!   a regression when `current < baseline × (1 − tolerance)`;
-//! - lower is better: every numeric field ending in `_vs_baseline_p99` (a latency ÷ a baseline
-//!   latency); a regression when `current > baseline × (1 + tolerance)`.
+//! - lower is better: every numeric field named `…_vs_…_p99` (a latency ÷ a baseline latency:
+//!   `p99_vs_baseline_p99`, `p99_vs_fdatasync_p99`); a regression when
+//!   `current > baseline × (1 + tolerance)`.
 //!
 //! Absolute figures (MB/s, µs) are never compared: on a shared machine only ratios measured in
 //! one run are stable. A variant of the baseline missing from the current run fails the gate
@@ -40,7 +41,7 @@ pub fn metrics(line: &Value) -> Vec<(String, f64, Better)> {
             let x = v.as_f64()?;
             if k == "ratio" || k.starts_with("ratio_") {
                 Some((k.clone(), x, Better::Higher))
-            } else if k.ends_with("_vs_baseline_p99") {
+            } else if k.contains("_vs_") && k.ends_with("_p99") {
                 Some((k.clone(), x, Better::Lower))
             } else {
                 None
@@ -104,7 +105,10 @@ impl Comparison {
 
 /// Parses the JSON lines of a `--json` run; `name` is used in errors. Blank lines are skipped;
 /// anything else that is not a JSON object with string `scenario` and `variant` is an error
-/// naming the line. A `(scenario, variant)` seen twice is an error too.
+/// naming the line. A line is keyed `scenario/variant vs BASELINE` (`scenario/variant` without a
+/// string `baseline`): `produce` and `consume` print one line per peer, told apart by
+/// `baseline`, and a ratio against one peer must never be compared with a ratio against another.
+/// A key seen twice is an error.
 pub fn parse_lines(name: &str, text: &str) -> Result<BTreeMap<String, Value>> {
     let mut out = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
@@ -120,7 +124,10 @@ pub fn parse_lines(name: &str, text: &str) -> Result<BTreeMap<String, Value>> {
         ) else {
             bail!("{name}:{}: no string `scenario` and `variant`", n + 1);
         };
-        let key = format!("{s}/{var}");
+        let key = match v.get("baseline").and_then(Value::as_str) {
+            Some(b) => format!("{s}/{var} vs {b}"),
+            None => format!("{s}/{var}"),
+        };
         ensure!(
             !out.contains_key(&key),
             "{name}:{}: {key} appears twice",

@@ -150,13 +150,18 @@ impl Sequence {
     /// Kafka's `NO_SEQUENCE`.
     pub const NONE: Sequence = Sequence(-1);
 
-    /// Kafka's `incrementSequence`: `self + n`, wrapping past `i32::MAX` to 0.
+    /// Kafka's `incrementSequence`: `self + n`, wrapping past `i32::MAX` to 0. Java `int`
+    /// arithmetic, so it never panics: a corrupt header's negative `lastOffsetDelta` gives what
+    /// Kafka computes from it.
     #[inline]
     pub fn increment(self, n: i32) -> Sequence {
-        if self.0 > i32::MAX - n {
-            Sequence(n - (i32::MAX - self.0) - 1)
+        if self.0 > i32::MAX.wrapping_sub(n) {
+            Sequence(
+                n.wrapping_sub(i32::MAX.wrapping_sub(self.0))
+                    .wrapping_sub(1),
+            )
         } else {
-            Sequence(self.0 + n)
+            Sequence(self.0.wrapping_add(n))
         }
     }
 }
@@ -201,6 +206,8 @@ mod tests {
         assert_eq!(Sequence(5).increment(3), Sequence(8));
         assert_eq!(Sequence(i32::MAX).increment(1), Sequence(0));
         assert_eq!(Sequence(i32::MAX - 1).increment(3), Sequence(1));
+        // Java int arithmetic for a corrupt negative delta (Kafka: 0 + -1 -> Integer.MAX_VALUE).
+        assert_eq!(Sequence(0).increment(-1), Sequence(i32::MAX));
     }
 
     #[test]

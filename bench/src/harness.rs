@@ -54,7 +54,7 @@ impl Report {
             "mb_per_s": round3(self.mb_per_s()),
             "baseline": self.baseline,
             "baseline_mb_per_s": round3(self.baseline_mb_per_s()),
-            "ratio": round3(self.ratio()),
+            "ratio": round_ratio(self.ratio()),
         });
         let obj = v.as_object_mut().expect("object");
         for (k, x) in &self.extra {
@@ -88,6 +88,18 @@ fn mb_per_s(bytes: u64, d: Duration) -> f64 {
 /// Rounds to 3 decimals for stable JSON.
 pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// Rounds a ratio for JSON: 3 decimals, or 4 significant digits when that keeps more. The gate
+/// compares ratios relatively, so a ratio far below 1 (0.002) must not lose most of its
+/// precision to an absolute 0.001 quantum.
+pub fn round_ratio(x: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    let decimals = (3 - x.abs().log10().floor() as i32).clamp(3, 15);
+    let f = 10f64.powi(decimals);
+    (x * f).round() / f
 }
 
 /// The median of some durations.

@@ -67,8 +67,9 @@ pub fn decode_checkpoint<E: CheckpointEntry>(
         Ok(v) => return Err(lines.error(path, at, format!("unsupported version {v}"))),
         Err(_) => return Err(lines.error(path, at, format!("malformed version {line:?}"))),
     }
+    // Kafka's `CheckpointFile` reader: a file that ends after its version line has no entries.
     let Some((at, line)) = lines.next() else {
-        return Err(lines.error(path, text.len(), "missing entry count line"));
+        return Ok(Vec::new());
     };
     let Ok(expected) = line.trim().parse::<usize>() else {
         return Err(lines.error(path, at, format!("malformed entry count {line:?}")));
@@ -385,11 +386,16 @@ mod tests {
     }
 
     #[test]
+    fn a_version_line_alone_has_no_entries_as_in_kafka() {
+        assert_eq!(decode_epochs("0\n").unwrap(), vec![]);
+        assert_eq!(decode_epochs("0").unwrap(), vec![]);
+    }
+
+    #[test]
     fn malformed_lines_are_corrupt_errors_naming_the_line() {
         let cases: &[(&str, u64, &str)] = &[
             ("x\n0\n", 0, "line 1"),
             ("1\n0\n", 0, "line 1: unsupported version 1"),
-            ("0\n", 2, "missing entry count"),
             ("0\ntwo\n", 2, "line 2"),
             ("0\n2\n1 5\n2\n", 8, "line 4: malformed entry"),
             ("0\n1\n1 5 6\n", 4, "line 3"),

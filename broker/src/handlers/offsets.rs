@@ -49,6 +49,27 @@ fn current_epoch(log: &PartitionLog) -> i32 {
     log.leader_epoch().get().max(0)
 }
 
+/// `end_offset_for` as a Kafka leader answers it. Kafka's leader always holds its current epoch
+/// in its cache (`Partition.makeLeader` assigns `(epoch, LEO)`); here the current epoch (0 on a
+/// fresh partition, or a floor a mirror raised) may be missing from the cache, so it is answered
+/// as if it began at the log end: the current epoch ends at the log end, and an epoch between the
+/// latest cached one and the current one ends there too.
+fn leader_end_offset_for(log: &PartitionLog, requested: LeaderEpoch) -> (LeaderEpoch, Offset) {
+    let leo = log.log_end_offset();
+    let cache = log.epoch_cache();
+    let answer = cache.end_offset_for(requested, leo);
+    let current = LeaderEpoch(current_epoch(log));
+    if answer.1 != Offset::UNKNOWN || requested == LeaderEpoch::NONE || requested > current {
+        return answer;
+    }
+    // Undefined with `requested <= current`: every cached epoch is below `requested`.
+    if requested == current {
+        (current, leo)
+    } else {
+        (cache.latest_epoch().unwrap_or(requested), leo)
+    }
+}
+
 /// Kafka's leader-epoch fencing of a request's `current_leader_epoch`.
 fn check_epoch(requested: i32, ours: i32) -> Result<(), i16> {
     if requested == -1 || requested == ours {
@@ -210,10 +231,7 @@ pub fn offset_for_leader_epoch(
                     .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
                 let log = h.read();
                 check_epoch(p.current_leader_epoch, current_epoch(&log))?;
-                Ok::<_, i16>(
-                    log.epoch_cache()
-                        .end_offset_for(LeaderEpoch(p.leader_epoch), log.log_end_offset()),
-                )
+                Ok::<_, i16>(leader_end_offset_for(&log, LeaderEpoch(p.leader_epoch)))
             })();
             match answer {
                 Ok((epoch, end)) => {

@@ -360,6 +360,7 @@ fn update_partition_configs(
     name: &str,
     change: impl Fn(&LogConfig) -> Result<LogConfig, String>,
 ) -> Result<(), String> {
+    let _serialised = b.topics.config_change_lock();
     let t = b
         .topics
         .get(name)

@@ -10,7 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::LogManager;
 use mirrorlog_index::{TopicId, TopicPartition};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -104,6 +104,9 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
 #[derive(Debug, Default)]
 pub struct TopicRegistry {
     topics: RwLock<BTreeMap<String, TopicMeta>>,
+    /// Serialises topic config changes, each a read of the current config, a change and a
+    /// write to every partition (see [`TopicRegistry::config_change_lock`]).
+    config_changes: Mutex<()>,
 }
 
 impl TopicRegistry {
@@ -122,6 +125,7 @@ impl TopicRegistry {
         }
         TopicRegistry {
             topics: RwLock::new(topics),
+            config_changes: Mutex::new(()),
         }
     }
 
@@ -129,6 +133,13 @@ impl TopicRegistry {
     pub fn refresh(&self, logs: &LogManager) {
         let fresh = TopicRegistry::load(logs).topics.into_inner();
         *self.topics.write() = fresh;
+    }
+
+    /// Held across reading a topic's config, changing it and storing it for every partition
+    /// (IncrementalAlterConfigs, a mirror's config sync), so that concurrent changes to
+    /// different keys do not overwrite each other with the config they read.
+    pub fn config_change_lock(&self) -> MutexGuard<'_, ()> {
+        self.config_changes.lock()
     }
 
     /// A topic by name.

@@ -63,7 +63,7 @@ fn concurrent_alters_of_different_keys_both_apply() {
     r.topics = vec![t];
     assert_eq!(admin::create_topics(&b, r, 7).topics[0].error_code, 0);
 
-    for i in 0..200i64 {
+    for i in 0..50i64 {
         let retention = (1_000_000 + i).to_string();
         let segment_ms = (2_000_000 + i).to_string();
         let barrier = Arc::new(Barrier::new(2));

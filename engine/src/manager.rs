@@ -473,7 +473,7 @@ pub struct LogManager {
     dirs: Vec<Arc<LogDir>>,
     logs: RwLock<BTreeMap<TopicPartition, Arc<PartitionHandle>>>,
     group_commit: Arc<GroupCommit>,
-    /// Serialises creation and deletion (not appends).
+    /// Serialises creation, deletion and config changes (not appends).
     admin: Mutex<()>,
 }
 
@@ -790,6 +790,9 @@ impl LogManager {
     /// # Errors
     /// Unknown partition, invalid config, storage failure.
     pub fn update_config(&self, tp: &TopicPartition, config: LogConfig) -> EngineResult<()> {
+        // `topic.config` is rewritten through one temporary file name: two writers at once
+        // would rename each other's file away (or store the older config last).
+        let _g = self.admin.lock();
         let h = self.get(tp).ok_or_else(|| unknown(tp))?;
         write_topic_config(
             &h.data_dir().join(tp.to_string()),

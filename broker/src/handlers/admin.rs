@@ -1260,6 +1260,7 @@ fn alter_one(
             format!("Topic '{name}' does not exist."),
         )
     };
+    let _serialised = b.topics.config_change_lock();
     let meta = b.topics.get(&name).ok_or_else(unknown)?;
     let current = topic_config(b, &meta).ok_or_else(unknown)?;
     let defaults: BTreeMap<&str, String> = b

@@ -1,0 +1,71 @@
+//! `__consumer_offsets` and `__transaction_state` are kept by mirrorlog with `retention.ms=-1`
+//! and `retention.bytes=-1` because it has no log compaction: their owners rely on every record
+//! staying (group/transaction state is reloaded from the whole log). In Kafka these topics are
+//! `cleanup.policy=compact`, so changing or deleting their `retention.ms` never deletes live
+//! offsets. mirrorlog's IncrementalAlterConfigs accepts SET/DELETE of `retention.ms` /
+//! `retention.bytes` on them (it refuses to create, grow, delete or trim them), which turns on
+//! time/size retention: old offset commits of groups are deleted and lost at the next reload.
+
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::group::{OFFSETS_TOPIC, offsets_topic_id};
+use mirrorlog_broker::handlers::admin::{self, *};
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_index::TopicPartition;
+use mirrorlog_segment::io::PwriteStorage;
+use std::sync::Arc;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+fn alter(b: &Broker, topic: &str, key: &str, op: i8, value: Option<&str>) -> i16 {
+    let mut c = AlterableConfig::default();
+    c.name = s(key);
+    c.config_operation = op;
+    c.value = value.map(s);
+    let mut res = AlterConfigsResource::default();
+    res.resource_type = RESOURCE_TOPIC;
+    res.resource_name = s(topic);
+    res.configs = vec![c];
+    let mut r = IncrementalAlterConfigsRequest::default();
+    r.resources = vec![res];
+    admin::incremental_alter_configs(b, r, 1).responses[0].error_code
+}
+
+#[test]
+fn the_offsets_topic_keeps_unlimited_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
+    config.cluster_id = Some("test-cluster".into());
+    let b = Broker::open(
+        config,
+        Arc::new(PwriteStorage::new()),
+        ManualClock::new(1_700_000_000_000),
+    )
+    .unwrap();
+    // As the group coordinator creates it (group/mod.rs): never deleted by retention.
+    let tp = TopicPartition {
+        topic: OFFSETS_TOPIC.to_string(),
+        partition: 0,
+    };
+    let mut c = b.logs.default_log_config().clone();
+    c.retention_ms = -1;
+    c.retention_bytes = -1;
+    b.logs.create(&tp, offsets_topic_id(), c).unwrap();
+    b.topics.refresh(&b.logs);
+
+    // `kafka-configs --alter --delete-config retention.ms` (harmless on Kafka's compacted topic).
+    let code = alter(&b, OFFSETS_TOPIC, "retention.ms", OP_DELETE, None);
+    let code2 = alter(&b, OFFSETS_TOPIC, "retention.bytes", OP_SET, Some("1024"));
+    let after = b.logs.get(&tp).unwrap().read().config().clone();
+    assert_eq!(
+        (after.retention_ms, after.retention_bytes),
+        (-1, -1),
+        "alter answered {code} / {code2}: the offsets topic now deletes old offset commits"
+    );
+}

@@ -1333,6 +1333,17 @@ fn alter_one(
         }
     }
     let new = apply_topic_configs(&current, &pairs)?;
+    if is_internal(&name) && (new.retention_ms >= 0 || new.retention_bytes >= 0) {
+        // Kafka keeps these topics compacted, so their retention settings never delete live
+        // state; mirrorlog has no compaction and their owners reload state from every record.
+        return Err(error(
+            ResponseError::InvalidConfig,
+            format!(
+                "{name} keeps every record (mirrorlog has no log compaction): its retention.ms \
+                 and retention.bytes stay -1."
+            ),
+        ));
+    }
     if validate_only || new == current {
         return Ok(());
     }

@@ -169,6 +169,9 @@ fn list_one(
     let h = b
         .partition(topic, partition)
         .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+    // An offline log dir serves nothing (Kafka: KAFKA_STORAGE_ERROR), as Fetch.
+    h.check_online()
+        .map_err(|_| ResponseError::KafkaStorageError.code())?;
     let log = h.read();
     check_epoch(current_leader_epoch, current_epoch(&log))?;
     let lookup = match timestamp {
@@ -229,6 +232,9 @@ pub fn offset_for_leader_epoch(
                 let h = b
                     .partition(&topic, p.partition)
                     .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+                // An offline log dir serves nothing (Kafka: KAFKA_STORAGE_ERROR), as Fetch.
+                h.check_online()
+                    .map_err(|_| ResponseError::KafkaStorageError.code())?;
                 let log = h.read();
                 check_epoch(p.current_leader_epoch, current_epoch(&log))?;
                 Ok::<_, i16>(leader_end_offset_for(&log, LeaderEpoch(p.leader_epoch)))
@@ -298,6 +304,9 @@ fn delete_one(b: &Broker, topic: &str, partition: i32, offset: i64) -> Result<(i
     let h = b
         .partition(topic, partition)
         .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+    // An offline log dir serves nothing (Kafka: KAFKA_STORAGE_ERROR), as Fetch.
+    h.check_online()
+        .map_err(|_| ResponseError::KafkaStorageError.code())?;
     let mut log = h.write();
     let target = if offset == DELETE_TO_HIGH_WATERMARK {
         log.high_watermark()

@@ -218,6 +218,9 @@ impl TopicRegistry {
         name: &str,
         total: i32,
     ) -> Result<TopicMeta, TopicError> {
+        // The new partitions copy partition 0's config: no config change may run between that
+        // read and their creation (it would not reach them). Lock order: config, then topics.
+        let _serialised = self.config_change_lock();
         let mut topics = self.topics.write();
         let t = topics.get_mut(name).ok_or_else(|| {
             TopicError::new(

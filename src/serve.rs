@@ -279,3 +279,7 @@ mod tests {
         assert!(e.contains("log.io.direct.durability=always"), "{e}");
     }
 }
+
+#[cfg(test)]
+#[path = "serve_config_tests.rs"]
+mod config_tests;

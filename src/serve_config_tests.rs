@@ -1,0 +1,119 @@
+//! `server.properties` parsing against Kafka's behaviour (review findings).
+
+use super::*;
+use clap::Parser;
+
+fn args_with(props: &str, data_dir: bool) -> (ServeArgs, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("server.properties");
+    std::fs::write(&file, props).unwrap();
+    let args = ServeArgs {
+        data_dir: data_dir.then(|| dir.path().join("data")),
+        listen: "127.0.0.1:9092".into(),
+        node_id: None,
+        cluster_id: None,
+        advertised_listener: None,
+        config: Some(file),
+    };
+    (args, dir)
+}
+
+/// Kafka: `log.dirs` takes precedence over `log.dir`, and a repeated key's last value wins
+/// (`java.util.Properties`). mirrorlog keeps the first of either: a file that ends with an
+/// override (`log.dirs=/data/kafka` appended to the stock file) opens the stock directory.
+#[test]
+fn log_dirs_wins_over_log_dir_and_the_last_value_wins() {
+    let (args, _d) = args_with("log.dir=/stock\nlog.dirs=/data/kafka\n", false);
+    let (cfg, _) = settings(&args).unwrap();
+    assert_eq!(
+        cfg.logs.data_dirs,
+        vec![PathBuf::from("/data/kafka")],
+        "log.dirs must win over log.dir"
+    );
+    let (args, _d) = args_with("log.dirs=/stock\nlog.dirs=/data/kafka\n", false);
+    let (cfg, _) = settings(&args).unwrap();
+    assert_eq!(
+        cfg.logs.data_dirs,
+        vec![PathBuf::from("/data/kafka")],
+        "the last log.dirs must win"
+    );
+}
+
+/// Same for `advertised.listeners`: the last value wins in Kafka (mirrorlog: the first).
+#[test]
+fn the_last_advertised_listeners_wins() {
+    let (args, _d) = args_with(
+        "advertised.listeners=PLAINTEXT://old:9092\nadvertised.listeners=PLAINTEXT://new:9092\n",
+        true,
+    );
+    let (cfg, _) = settings(&args).unwrap();
+    assert_eq!(cfg.advertised_host, "new");
+}
+
+/// Kafka: `socket.request.max.bytes` is an int `atLeast(1)`; 0, negatives and values above
+/// `i32::MAX` are a `ConfigException`. mirrorlog clamps them silently (0 → 1 byte: every request
+/// then closes its connection), though the module docs promise out-of-range values are rejected.
+#[test]
+fn out_of_range_socket_request_max_bytes_is_rejected() {
+    for bad in ["0", "-1", "3000000000"] {
+        let (args, _d) = args_with(&format!("socket.request.max.bytes={bad}\n"), true);
+        let r = settings(&args);
+        assert!(
+            r.is_err(),
+            "socket.request.max.bytes={bad} accepted as {}",
+            r.unwrap().1.request_max_bytes
+        );
+    }
+}
+
+/// `node.id` and `num.partitions` are Kafka ints; mirrorlog parses an i64 and truncates with
+/// `as i32`, so 4294967297 becomes 1 and passes validation.
+#[test]
+fn int_settings_beyond_i32_are_rejected_not_truncated() {
+    for (key, bad) in [("node.id", "4294967297"), ("num.partitions", "4294967297")] {
+        let (args, _d) = args_with(&format!("{key}={bad}\n"), true);
+        let r = settings(&args);
+        assert!(
+            r.is_err(),
+            "{key}={bad} accepted as node.id {} / num.partitions {}",
+            r.as_ref().unwrap().0.node_id,
+            r.as_ref().unwrap().0.num_partitions
+        );
+    }
+}
+
+/// Kafka's stock `server.properties` says `listeners=PLAINTEXT://:9092` (empty host: every
+/// interface). mirrorlog hands ":9092" to `to_socket_addrs` and refuses to start.
+#[test]
+fn a_listener_with_an_empty_host_binds_every_interface() {
+    let (args, _d) = args_with("listeners=PLAINTEXT://:9092\n", true);
+    let (_, server) = settings(&args).expect("Kafka's stock listeners line");
+    assert!(server.listen.ip().is_unspecified(), "{}", server.listen);
+    assert_eq!(server.listen.port(), 9092);
+}
+
+#[derive(clap::Parser)]
+struct Cli {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// "Flags win over the file": an explicit `--listen 127.0.0.1:9092` loses to the file's
+/// `listeners`, because the flag is recognised only by comparing with its default string.
+#[test]
+fn an_explicit_listen_flag_wins_over_the_file() {
+    let (_, dir) = args_with("", true);
+    let file = dir.path().join("server.properties");
+    std::fs::write(&file, "listeners=PLAINTEXT://127.0.0.1:19092\n").unwrap();
+    let cli = Cli::parse_from([
+        "serve",
+        "--listen",
+        "127.0.0.1:9092",
+        "--data-dir",
+        dir.path().join("data").to_str().unwrap(),
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    let (_, server) = settings(&cli.serve).unwrap();
+    assert_eq!(server.listen.port(), 9092, "the flag must win");
+}

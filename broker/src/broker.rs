@@ -107,14 +107,28 @@ pub trait Coordinator: Send + Sync {
     fn shutdown(&self) {}
 }
 
-/// Wakes long-polling fetches when data arrives.
+/// Wakes long-polling fetches when data arrives, and for good when the broker stops.
 #[derive(Debug, Default)]
 pub struct AppendNotifier {
     generation: Mutex<u64>,
     cv: Condvar,
+    /// Set when shutdown starts: long polls answer with what they have instead of waiting.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl AppendNotifier {
+    /// The broker is stopping: wakes every waiter, and no wait blocks from now on (a graceful
+    /// shutdown waits for in-flight requests, and a fetch may ask to wait ~24 days).
+    pub fn close(&self) {
+        let _g = self.generation.lock();
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.cv.notify_all();
+    }
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
     /// Something was appended somewhere.
     pub fn notify(&self) {
         *self.generation.lock() += 1;
@@ -128,6 +142,9 @@ impl AppendNotifier {
     pub fn wait_past(&self, seen: u64, deadline: Instant) -> bool {
         let mut g = self.generation.lock();
         while *g == seen {
+            if self.is_closed() {
+                return false;
+            }
             if self.cv.wait_until(&mut g, deadline).timed_out() {
                 return *g != seen;
             }
@@ -301,6 +318,8 @@ impl Broker {
         for c in self.coordinators.read().iter() {
             c.shutdown();
         }
+        // Long-polling fetches answer now rather than at their deadline.
+        self.appends.close();
     }
 
     /// Clean shutdown: coordinators released, every log flushed and closed, checkpoints and the

@@ -707,6 +707,7 @@ fn read_with_wait(
             || bytes >= min_bytes
             || answer_now
             || Instant::now() >= deadline
+            || b.appends.is_closed()
         {
             return datas;
         }

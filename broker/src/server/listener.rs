@@ -45,6 +45,11 @@ pub const MAX_PENDING_RESPONSES: usize = 32;
 /// does not spin on an error that only a closing connection can clear. Shutdown still wakes it.
 const ACCEPT_BACKOFF_MS: i32 = 100;
 
+/// How long [`Server::run`] lets connections finish after shutdown before it closes them
+/// outright (a response being written to a peer that does not read would otherwise hold the
+/// shutdown forever).
+const SHUTDOWN_WRITE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Connection ids are unique for the life of the process, across servers.
 static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -255,12 +260,34 @@ impl Server {
             self.shutdown_handle().shutdown();
         }
         let mut reg = self.shared.registry.lock();
+        let grace_end = std::time::Instant::now() + SHUTDOWN_WRITE_GRACE;
+        let mut forced = false;
         while !reg.connections.is_empty() {
             debug!(
                 open = reg.connections.len(),
                 "waiting for connections to finish"
             );
-            self.shared.drained.wait(&mut reg);
+            if forced {
+                self.shared.drained.wait(&mut reg);
+            } else if self
+                .shared
+                .drained
+                .wait_until(&mut reg, grace_end)
+                .timed_out()
+                && !reg.connections.is_empty()
+            {
+                // A peer that does not read its responses would block a writer forever:
+                // closing both halves fails that write, and the connection thread ends.
+                warn!(
+                    open = reg.connections.len(),
+                    "connections still open {} s after shutdown; closing them",
+                    SHUTDOWN_WRITE_GRACE.as_secs()
+                );
+                for stream in reg.connections.values() {
+                    let _ = stream.shutdown(Shutdown::Both);
+                }
+                forced = true;
+            }
         }
         drop(reg);
         info!("server stopped");

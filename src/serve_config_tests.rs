@@ -117,3 +117,18 @@ fn an_explicit_listen_flag_wins_over_the_file() {
     let (_, server) = settings(&cli.serve).unwrap();
     assert_eq!(server.listen.port(), 9092, "the flag must win");
 }
+
+/// Only `PLAINTEXT://` is stripped: `advertised.listeners=SSL://broker:9093` (there is no TLS
+/// here) is taken as host `SSL://broker`, port 9093, and advertised in Metadata to every
+/// client, which cannot resolve it. Kafka refuses a listener whose security protocol it cannot
+/// serve; a plain error is the least.
+#[test]
+fn a_non_plaintext_advertised_listener_is_rejected() {
+    let (args, _d) = args_with("advertised.listeners=SSL://broker:9093\n", true);
+    let r = settings(&args);
+    assert!(
+        r.is_err(),
+        "advertised as host {:?}",
+        r.unwrap().0.advertised_host
+    );
+}

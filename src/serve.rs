@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `node.id` | 1 | ≥ 0 |
 //! | `log.dirs` (or `log.dir`) | the `--data-dir` flag | comma-separated paths |
-//! | `listeners` | the `--listen` flag | `PLAINTEXT://host:port` |
+//! | `listeners` | 127.0.0.1:9092 | the `PLAINTEXT://host:port` entry (empty host: every interface) |
 //! | `advertised.listeners` | the listen address | `PLAINTEXT://host:port` |
 //! | `num.partitions` | 1 | 1 ..= 100000 |
 //! | `auto.create.topics.enable` | true | true/false |
@@ -34,9 +34,9 @@ pub struct ServeArgs {
     /// Data directory (Kafka's `log.dirs`).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    pub listen: String,
+    /// Address to listen on (default: the file's `listeners`, else 127.0.0.1:9092).
+    #[arg(long)]
+    pub listen: Option<String>,
     /// `node.id`.
     #[arg(long)]
     pub node_id: Option<i32>,
@@ -51,12 +51,30 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
 }
 
-fn strip_listener(v: &str) -> &str {
-    v.split(',')
-        .next()
-        .unwrap_or(v)
-        .trim()
-        .trim_start_matches("PLAINTEXT://")
+/// The listen address when neither `--listen` nor `listeners` gives one.
+const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
+
+/// The `host:port` of the `PLAINTEXT://host:port` entry of a `listeners` or
+/// `advertised.listeners` value (the only security protocol served here); an empty host (Kafka:
+/// every interface) becomes `empty_host`, or is an error when `None`.
+fn plaintext_listener(key: &str, v: &str, empty_host: Option<&str>) -> Result<String> {
+    let Some(hp) = v
+        .split(',')
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("PLAINTEXT://"))
+    else {
+        bail!("{key}={v}: no PLAINTEXT://host:port listener (the only protocol served)");
+    };
+    let (host, port) = hp
+        .rsplit_once(':')
+        .with_context(|| format!("{key}={v}: {hp} is not host:port"))?;
+    if host.is_empty() {
+        let Some(h) = empty_host else {
+            bail!("{key}={v}: the host is empty");
+        };
+        return Ok(format!("{h}:{port}"));
+    }
+    Ok(hp.to_string())
 }
 
 /// Builds the broker and server settings from flags and the optional properties file.
@@ -80,9 +98,10 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
             props.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
-    let mut data_dirs: Option<Vec<PathBuf>> = args.data_dir.clone().map(|d| vec![d]);
-    let mut listen = args.listen.clone();
-    let mut advertised = args.advertised_listener.clone();
+    let mut log_dirs: Option<Vec<PathBuf>> = None;
+    let mut log_dir: Option<Vec<PathBuf>> = None;
+    let mut file_listen = None;
+    let mut file_advertised = None;
     let mut node_id = 1;
     let mut num_partitions = 1;
     let mut auto_create = true;
@@ -96,32 +115,29 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let parse = |k: &str, v: &str| -> Result<i64> {
         v.parse().with_context(|| format!("{k}={v}: not a number"))
     };
+    let parse_i32 = |k: &str, v: &str| -> Result<i32> {
+        i32::try_from(parse(k, v)?).map_err(|_| anyhow::anyhow!("{k}={v}: not a 32-bit int"))
+    };
+    let dirs = |v: &str| Some(v.split(',').map(|d| PathBuf::from(d.trim())).collect());
     for (k, v) in &props {
         match k.as_str() {
-            "node.id" | "broker.id" => node_id = parse(k, v)? as i32,
-            "log.dirs" | "log.dir" => {
-                if data_dirs.is_none() {
-                    data_dirs = Some(v.split(',').map(|d| PathBuf::from(d.trim())).collect());
-                }
-            }
-            "listeners" => {
-                if args.listen == "127.0.0.1:9092" {
-                    listen = strip_listener(v).to_string();
-                }
-            }
-            "advertised.listeners" => {
-                if advertised.is_none() {
-                    advertised = Some(strip_listener(v).to_string());
-                }
-            }
-            "num.partitions" => num_partitions = parse(k, v)? as i32,
+            // As `java.util.Properties`, a repeated key's last value wins.
+            "node.id" | "broker.id" => node_id = parse_i32(k, v)?,
+            "log.dirs" => log_dirs = dirs(v),
+            "log.dir" => log_dir = dirs(v),
+            "listeners" => file_listen = Some(plaintext_listener(k, v, Some("0.0.0.0"))?),
+            "advertised.listeners" => file_advertised = Some(plaintext_listener(k, v, None)?),
+            "num.partitions" => num_partitions = parse_i32(k, v)?,
             "auto.create.topics.enable" => {
                 auto_create = v
                     .parse()
                     .with_context(|| format!("{k}={v}: not true/false"))?
             }
             "socket.request.max.bytes" => {
-                request_max = parse(k, v)?.clamp(1, i32::MAX as i64) as usize
+                request_max = match parse_i32(k, v)? {
+                    n @ 1.. => n as usize,
+                    _ => bail!("{k}={v}: must be at least 1"),
+                }
             }
             "num.recovery.threads.per.data.dir" => recovery_threads = parse(k, v)? as usize,
             "fetch.max.bytes" => {
@@ -150,7 +166,20 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     if let Some(n) = args.node_id {
         node_id = n;
     }
-    let data_dirs = data_dirs.context("no data directory: pass --data-dir or set log.dirs")?;
+    // Kafka: `log.dirs` wins over `log.dir`; the flag wins over both.
+    let data_dirs = args
+        .data_dir
+        .clone()
+        .map(|d| vec![d])
+        .or(log_dirs)
+        .or(log_dir)
+        .context("no data directory: pass --data-dir or set log.dirs")?;
+    let listen = args
+        .listen
+        .clone()
+        .or(file_listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+    let advertised = args.advertised_listener.clone().or(file_advertised);
     let listen_addr: SocketAddr = listen
         .to_socket_addrs()
         .with_context(|| format!("listen address {listen}"))?
@@ -216,7 +245,7 @@ mod tests {
         std::fs::write(&file, props).unwrap();
         let args = ServeArgs {
             data_dir: Some(dir.path().join("data")),
-            listen: "127.0.0.1:9092".into(),
+            listen: None,
             node_id: None,
             cluster_id: None,
             advertised_listener: None,

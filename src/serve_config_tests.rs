@@ -9,7 +9,7 @@ fn args_with(props: &str, data_dir: bool) -> (ServeArgs, tempfile::TempDir) {
     std::fs::write(&file, props).unwrap();
     let args = ServeArgs {
         data_dir: data_dir.then(|| dir.path().join("data")),
-        listen: "127.0.0.1:9092".into(),
+        listen: None,
         node_id: None,
         cluster_id: None,
         advertised_listener: None,

@@ -90,6 +90,13 @@ extern "C" fn on_signal(_signal: libc::c_int) {
         let errno = errno_location();
         let saved = *errno;
         libc::write(fd, [1u8].as_ptr().cast(), 1);
+        // SA_RESETHAND only reset the signal delivered: restore the default action of the
+        // other one too, so that any second SIGTERM or SIGINT terminates (sigaction(2) is
+        // async-signal-safe; a zeroed sigaction is SIG_DFL with an empty mask).
+        let default: libc::sigaction = std::mem::zeroed();
+        for s in [libc::SIGTERM, libc::SIGINT] {
+            libc::sigaction(s, &default, std::ptr::null_mut());
+        }
         *errno = saved;
     }
 }

@@ -420,7 +420,7 @@ impl Handler for Broker {
         request: RequestKind,
     ) -> Reply {
         match request {
-            RequestKind::Produce(r) if r.acks == -1 => {
+            RequestKind::Produce(r) => {
                 handlers::produce::handle_pipelined(self, r, ctx.api_version)
             }
             other => self.handle(ctx, header, other).into(),

@@ -81,10 +81,21 @@ struct Job {
 
 /// Answers a Produce request; `None` for `acks = 0` (Kafka sends no response).
 pub fn handle(b: &Broker, r: ProduceRequest, version: i16) -> Option<ProduceResponse> {
-    let (acks, mut responses, jobs) = prepare(b, r, version);
+    let (acks, responses, jobs) = prepare(b, r, version);
     if acks == -1 {
         return Some(durable(b, responses, jobs, version)());
     }
+    let responses = append_all(b, responses, jobs, version);
+    (acks != 0).then(|| produce_response(responses))
+}
+
+/// Appends `jobs` (acks 0 or 1) and fills in their responses.
+fn append_all(
+    b: &Broker,
+    mut responses: Vec<TopicProduceResponse>,
+    jobs: Vec<Job>,
+    version: i16,
+) -> Vec<TopicProduceResponse> {
     for job in jobs {
         let resp = &mut responses[job.topic].partition_responses[job.partition];
         match verified_append(b, &job, |origin| {
@@ -94,12 +105,22 @@ pub fn handle(b: &Broker, r: ProduceRequest, version: i16) -> Option<ProduceResp
             Err(refused) => refuse(resp, refused, version),
         }
     }
-    (acks != 0).then(|| produce_response(responses))
+    responses
 }
 
 /// As [`handle`], but an `acks = -1` request answers with [`Reply::Later`]: appended now, in
 /// order, and waiting for its syncs on the connection's writer thread.
 pub fn handle_pipelined(b: &Broker, r: ProduceRequest, version: i16) -> Reply {
+    if r.acks == 0 {
+        // Kafka closes the connection when an acks=0 request fails in any partition.
+        let (_, responses, jobs) = prepare(b, r, version);
+        let responses = append_all(b, responses, jobs, version);
+        let failed = responses
+            .iter()
+            .flat_map(|t| &t.partition_responses)
+            .any(|p| p.error_code != 0);
+        return if failed { Reply::Close } else { Reply::None };
+    }
     if r.acks != -1 {
         return handle(b, r, version).map(ResponseKind::Produce).into();
     }

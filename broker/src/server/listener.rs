@@ -656,6 +656,16 @@ impl Connection {
                 let body = match self.handle(&header, api_key, request) {
                     Ok(Reply::Now(response)) => Body::Ready(response),
                     Ok(Reply::None) => return Answer::Nothing,
+                    Ok(Reply::Close) => {
+                        info!(
+                            connection_id = id,
+                            %peer,
+                            ?api_key,
+                            correlation_id,
+                            "request failed and has no response (acks=0); closing connection"
+                        );
+                        return Answer::Close;
+                    }
                     Ok(Reply::Later(finish)) => Body::Pending(finish),
                     Err(panic) => {
                         error!(

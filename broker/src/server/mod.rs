@@ -99,6 +99,9 @@ pub struct MirrorRequestContext {
 pub enum Reply {
     /// No response (Produce with acks=0).
     None,
+    /// No response, and the connection is closed (a Produce with acks=0 that failed: as Kafka
+    /// does, so that the producer notices and refreshes its metadata).
+    Close,
     /// The response, ready now.
     Now(ResponseKind),
     /// Work that finishes the response — e.g. waiting for an `fdatasync` — run by the
@@ -125,6 +128,7 @@ impl std::fmt::Debug for Reply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Reply::None => f.write_str("Reply::None"),
+            Reply::Close => f.write_str("Reply::Close"),
             Reply::Now(_) => f.write_str("Reply::Now(..)"),
             Reply::Later(_) => f.write_str("Reply::Later(..)"),
         }

@@ -315,12 +315,11 @@ pub fn decode_request_with_mirror(
                 supported: range,
             });
         }
-        let header =
-            RequestHeader::decode(&mut frame, 2).map_err(|e| FrameError::MirrorHeader {
-                api_key,
-                api_version,
-                source: e.into(),
-            })?;
+        let header = decode_header(&mut frame, 2).map_err(|e| FrameError::MirrorHeader {
+            api_key,
+            api_version,
+            source: e.into(),
+        })?;
         let request =
             MirrorRequest::decode(api_key, &frame).map_err(|source| FrameError::MirrorBody {
                 api_key,
@@ -341,12 +340,11 @@ pub fn decode_request_with_mirror(
         });
     };
     let header_version = api_key.request_header_version(api_version);
-    let header =
-        RequestHeader::decode(&mut frame, header_version).map_err(|e| FrameError::Header {
-            api_key,
-            api_version,
-            source: e.into(),
-        })?;
+    let header = decode_header(&mut frame, header_version).map_err(|e| FrameError::Header {
+        api_key,
+        api_version,
+        source: e.into(),
+    })?;
     let correlation_id = header.correlation_id;
     let handler_range = supported(api_key);
     // The codec's range bounds what we can decode and encode, whatever the handler claims.
@@ -399,6 +397,47 @@ pub fn decode_request_with_mirror(
         api_key,
         request,
     })
+}
+
+/// [`RequestHeader::decode`], but a `client_id` that is not valid UTF-8 is read as Kafka reads
+/// it (`new String(bytes, UTF_8)`: invalid sequences become U+FFFD) instead of refused.
+fn decode_header(frame: &mut Bytes, version: i16) -> anyhow::Result<RequestHeader> {
+    let mut attempt = frame.clone();
+    match RequestHeader::decode(&mut attempt, version) {
+        Ok(h) => {
+            *frame = attempt;
+            return Ok(h);
+        }
+        Err(e) => {
+            // key, version, correlation id, then the client id's int16 length.
+            let len = frame
+                .get(8..10)
+                .map(|b| i16::from_be_bytes([b[0], b[1]]))
+                .unwrap_or(-1);
+            let Some(raw) = usize::try_from(len)
+                .ok()
+                .and_then(|n| frame.get(10..10 + n))
+            else {
+                return Err(e);
+            };
+            if std::str::from_utf8(raw).is_ok() {
+                return Err(e);
+            }
+            let lossy = String::from_utf8_lossy(raw);
+            let Ok(lossy_len) = i16::try_from(lossy.len()) else {
+                return Err(e);
+            };
+            let mut fixed = BytesMut::with_capacity(frame.len() + lossy.len());
+            fixed.put_slice(&frame[..8]);
+            fixed.put_i16(lossy_len);
+            fixed.put_slice(lossy.as_bytes());
+            fixed.put_slice(&frame[10 + raw.len()..]);
+            let mut fixed = fixed.freeze();
+            let h = RequestHeader::decode(&mut fixed, version)?;
+            *frame = fixed;
+            Ok(h)
+        }
+    }
 }
 
 /// The KIP-511 answer to an ApiVersions request at a version we do not support: error

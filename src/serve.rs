@@ -227,9 +227,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
         node_id = running.broker.config.node_id,
         "mirrorlog broker listening"
     );
+    // Before the line scripts wait for: a SIGTERM sent right after it must shut down cleanly,
+    // not kill the process with the default action.
+    shutdown_on_signals(running.shutdown_handle())?;
     // Tests and scripts wait for this line.
     println!("listening on {}", running.addr);
-    shutdown_on_signals(running.shutdown_handle())?;
     running.wait()?;
     tracing::info!("clean shutdown");
     Ok(())

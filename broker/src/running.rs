@@ -138,11 +138,17 @@ impl RunningBroker {
     /// # Errors
     /// The server failed, or the clean shutdown did.
     pub fn wait(mut self) -> anyhow::Result<()> {
-        if let Some(s) = self.server.take() {
-            s.join()
-                .map_err(|_| anyhow::anyhow!("server thread panicked"))??;
-        }
-        self.finish()
+        let served = match self.server.take() {
+            Some(s) => s
+                .join()
+                .map_err(|_| anyhow::anyhow!("server thread panicked"))
+                .and_then(|r| r.map_err(anyhow::Error::from)),
+            None => Ok(()),
+        };
+        // Even when the listener failed, its connections are drained: stop the background
+        // threads and close the logs cleanly (flushed, checkpoints, clean-shutdown marker).
+        let finished = self.finish();
+        served.and(finished)
     }
 
     /// Stops the listener, lets in-flight requests finish and shuts down cleanly (the next

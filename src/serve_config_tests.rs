@@ -132,3 +132,21 @@ fn a_non_plaintext_advertised_listener_is_rejected() {
         r.unwrap().0.advertised_host
     );
 }
+
+/// Listening on every interface without `advertised.listeners` advertises `0.0.0.0` in
+/// Metadata: a remote client bootstraps, then connects to 0.0.0.0 (its own host) and fails.
+/// Kafka refuses to start ("advertised.listeners cannot use the nonroutable meta-address
+/// 0.0.0.0"), and for the empty-host form advertises the machine's host name.
+#[test]
+fn the_unspecified_address_is_never_advertised() {
+    for props in [
+        "listeners=PLAINTEXT://0.0.0.0:9092\n",
+        "listeners=PLAINTEXT://:9092\n",
+        "advertised.listeners=PLAINTEXT://0.0.0.0:9092\n",
+    ] {
+        let (args, _d) = args_with(props, true);
+        if let Ok((cfg, _)) = settings(&args) {
+            assert_ne!(cfg.advertised_host, "0.0.0.0", "{props}");
+        }
+    }
+}

@@ -189,6 +189,17 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let (host, port) = adv
         .rsplit_once(':')
         .with_context(|| format!("advertised listener {adv} is not host:port"))?;
+    // As Kafka: clients would connect to 0.0.0.0 (their own host).
+    if host
+        .trim_matches(|c| c == '[' || c == ']')
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_unspecified())
+    {
+        bail!(
+            "the advertised listener {adv} uses the nonroutable meta-address {host}: set \
+             advertised.listeners (or --advertised-listener) to a routable host"
+        );
+    }
     let port: i32 = port
         .parse()
         .with_context(|| format!("advertised port in {adv}"))?;

@@ -86,7 +86,10 @@ fn int_settings_beyond_i32_are_rejected_not_truncated() {
 /// interface). mirrorlog hands ":9092" to `to_socket_addrs` and refuses to start.
 #[test]
 fn a_listener_with_an_empty_host_binds_every_interface() {
-    let (args, _d) = args_with("listeners=PLAINTEXT://:9092\n", true);
+    let (args, _d) = args_with(
+        "listeners=PLAINTEXT://:9092\nadvertised.listeners=PLAINTEXT://localhost:9092\n",
+        true,
+    );
     let (_, server) = settings(&args).expect("Kafka's stock listeners line");
     assert!(server.listen.ip().is_unspecified(), "{}", server.listen);
     assert_eq!(server.listen.port(), 9092);

@@ -406,7 +406,7 @@ fn decode_header(frame: &mut Bytes, version: i16) -> anyhow::Result<RequestHeade
     match RequestHeader::decode(&mut attempt, version) {
         Ok(h) => {
             *frame = attempt;
-            return Ok(h);
+            Ok(h)
         }
         Err(e) => {
             // key, version, correlation id, then the client id's int16 length.

@@ -12,6 +12,7 @@
 //! | `num.partitions` | 1 | 1 ..= 100000 |
 //! | `auto.create.topics.enable` | true | true/false |
 //! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
+//! | `connections.max.idle.ms` | 600000 | 1 ..= 2147483647: a connection silent this long while a request is awaited is closed |
 //! | `fetch.max.bytes` | 57671680 | 1024 ..= 2147483647: the most record bytes in one Fetch answer (its first batch may exceed it) |
 //! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64 |
 //! | `log.io.mode` | `buffered` | `buffered`, `direct` (O_DIRECT through io_uring, see README "Direct I/O") |
@@ -106,6 +107,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut num_partitions = 1;
     let mut auto_create = true;
     let mut request_max = 104_857_600usize;
+    let mut idle_timeout_ms = ServerConfig::DEFAULT_IDLE_TIMEOUT_MS;
     let mut fetch_max = mirrorlog_broker::broker::DEFAULT_FETCH_MAX_BYTES;
     let mut recovery_threads = 2usize;
     let mut io_mode = mirrorlog_engine::manager::IoMode::default();
@@ -136,6 +138,12 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
             "socket.request.max.bytes" => {
                 request_max = match parse_i32(k, v)? {
                     n @ 1.. => n as usize,
+                    _ => bail!("{k}={v}: must be at least 1"),
+                }
+            }
+            "connections.max.idle.ms" => {
+                idle_timeout_ms = match parse_i32(k, v)? {
+                    n @ 1.. => n as u64,
                     _ => bail!("{k}={v}: must be at least 1"),
                 }
             }
@@ -223,8 +231,10 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let server = ServerConfig {
         listen: listen_addr,
         request_max_bytes: request_max,
-        max_connections: 10_000,
+        max_connections: ServerConfig::DEFAULT_MAX_CONNECTIONS,
+        idle_timeout_ms,
     };
+    server.validate()?;
     Ok((cfg, server))
 }
 

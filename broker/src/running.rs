@@ -173,6 +173,9 @@ impl RunningBroker {
             t.join()
                 .map_err(|_| anyhow::anyhow!("a background thread panicked"))?;
         }
+        // The mirrors' threads hold the broker weakly but upgrade it while they sync topics:
+        // stopped first, none can hold it at the unwrap (which would skip the clean close).
+        broker.mirrors.shutdown();
         let broker = Arc::try_unwrap(broker)
             .map_err(|_| anyhow::anyhow!("broker still in use at shutdown"))?;
         broker.shutdown()

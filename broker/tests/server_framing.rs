@@ -153,6 +153,7 @@ impl TestServer {
             listen: "127.0.0.1:0".parse().unwrap(),
             request_max_bytes: 1024,
             max_connections: 100,
+            ..ServerConfig::default()
         };
         tweak(&mut config);
         let server = Server::bind(config, Arc::new(handler)).unwrap();
@@ -708,6 +709,7 @@ fn bind_rejects_an_out_of_range_config() {
         listen: "127.0.0.1:0".parse().unwrap(),
         request_max_bytes: 0,
         max_connections: 1,
+        ..ServerConfig::default()
     };
     let err = Server::bind(config, Arc::new(TestHandler::default())).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);

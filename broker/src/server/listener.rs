@@ -66,6 +66,11 @@ pub struct ServerConfig {
     /// Default 10000 (Kafka's `max.connections` defaults to `i32::MAX`; we keep a bound because
     /// each connection is a thread), range `1 ..= i32::MAX`.
     pub max_connections: usize,
+    /// Kafka's `connections.max.idle.ms`: a connection that sends nothing for this long while
+    /// the broker waits for its next request (or the rest of one) is closed, so silent or
+    /// half-sent connections cannot hold every slot of `max_connections`. Default 600000
+    /// (10 minutes, Kafka's), range `1 ..= 2147483647`.
+    pub idle_timeout_ms: u64,
 }
 
 impl ServerConfig {
@@ -73,6 +78,8 @@ impl ServerConfig {
     pub const DEFAULT_REQUEST_MAX_BYTES: usize = 104_857_600;
     /// Default of [`ServerConfig::max_connections`].
     pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+    /// Default of [`ServerConfig::idle_timeout_ms`].
+    pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
 
     /// Rejects out-of-range settings with a message naming the setting.
     pub fn validate(&self) -> io::Result<()> {
@@ -89,6 +96,12 @@ impl ServerConfig {
                 self.max_connections
             )));
         }
+        if !(1..=max as u64).contains(&self.idle_timeout_ms) {
+            return Err(invalid_input(format!(
+                "connections.max.idle.ms must be in 1..={max}, got {}",
+                self.idle_timeout_ms
+            )));
+        }
         Ok(())
     }
 }
@@ -99,6 +112,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 9092)),
             request_max_bytes: Self::DEFAULT_REQUEST_MAX_BYTES,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            idle_timeout_ms: Self::DEFAULT_IDLE_TIMEOUT_MS,
         }
     }
 }
@@ -324,7 +338,7 @@ impl Server {
     /// Registers an accepted connection and starts its thread, or closes it.
     fn admit(&self, stream: TcpStream, peer: SocketAddr) {
         let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = configure_accepted(&stream) {
+        if let Err(e) = configure_accepted(&stream, self.config.idle_timeout_ms) {
             warn!(connection_id = id, %peer, error = %e, "cannot configure connection; closing it");
             return;
         }
@@ -467,6 +481,15 @@ impl Connection {
                     e @ (ReadFrameError::NegativeSize { .. } | ReadFrameError::TooLarge { .. }),
                 ) => {
                     warn!(connection_id = id, %peer, error = %e, "closing connection");
+                    break;
+                }
+                Err(ReadFrameError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    info!(connection_id = id, %peer, "closing connection: nothing received for connections.max.idle.ms");
                     break;
                 }
                 Err(e) => {
@@ -731,11 +754,16 @@ fn bytes_waiting(fd: RawFd) -> bool {
     rc != 0 || n > 0
 }
 
-/// Blocking reads, `TCP_NODELAY` (responses are written whole, so Nagle only adds latency) and
-/// `SO_KEEPALIVE` (as Kafka sets on accepted sockets, so dead idle peers are eventually noticed).
-fn configure_accepted(stream: &TcpStream) -> io::Result<()> {
+/// Blocking reads that give up after `idle_timeout_ms` without a byte (`connections.max.idle.ms`:
+/// the read fails, and the connection closes with the reason logged), `TCP_NODELAY` (responses
+/// are written whole, so Nagle only adds latency) and `SO_KEEPALIVE` (as Kafka sets on accepted
+/// sockets, so dead idle peers are eventually noticed).
+fn configure_accepted(stream: &TcpStream, idle_timeout_ms: u64) -> io::Result<()> {
     // Accepted sockets do not inherit O_NONBLOCK on Linux, but other systems differ.
     stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(std::time::Duration::from_millis(
+        idle_timeout_ms.max(1),
+    )))?;
     stream.set_nodelay(true)?;
     let on: libc::c_int = 1;
     // SAFETY: the fd is an open socket owned by `stream` for the duration of the call, and the
@@ -850,6 +878,13 @@ mod tests {
                     ..base.clone()
                 },
                 "max_connections",
+            ),
+            (
+                ServerConfig {
+                    idle_timeout_ms: 0,
+                    ..base.clone()
+                },
+                "connections.max.idle.ms",
             ),
         ] {
             let e = c.validate().unwrap_err();

@@ -288,7 +288,18 @@ impl PartitionLog {
 
         // Recover in order; a segment that had to be truncated ends the log.
         let mut truncated_at: Option<Offset> = None;
+        let mut replayed_to = first_recover.unwrap_or(Offset(i64::MAX));
         for &base in &to_recover {
+            if truncated_at.is_none() {
+                // Sealed segments kept between the recovered ones were not replayed above
+                // (producer state only went up to the first recovered segment): replay them
+                // in order before this one.
+                for s in sealed.range(replayed_to..base).map(|(_, s)| s) {
+                    replay_segment(&mut producers, s, replayed_to, base)?;
+                }
+                // Past this segment's base: it is replayed by its recovery below.
+                replayed_to = Offset(base.get() + 1);
+            }
             if truncated_at.is_some() {
                 // Everything after a truncated segment is gone.
                 let a =
@@ -322,6 +333,18 @@ impl PartitionLog {
                 active = Some(seg);
             } else {
                 sealed.insert(base, seg.seal()?);
+            }
+        }
+        if truncated_at.is_none() {
+            // Sealed segments after the last recovered one (a clean log whose index check
+            // failed in an earlier segment).
+            for s in sealed.range(replayed_to..).map(|(_, s)| s) {
+                replay_segment(&mut producers, s, replayed_to, Offset(i64::MAX))?;
+            }
+            if let Some(a) = active.as_ref().filter(|a| a.base_offset() >= replayed_to)
+                && !to_recover.contains(&a.base_offset())
+            {
+                replay_segment(&mut producers, a, replayed_to, Offset(i64::MAX))?;
             }
         }
         // A recovered active segment replaced a sealed one: sealed entries past it must go.

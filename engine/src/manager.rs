@@ -522,8 +522,18 @@ impl LogManager {
             std::fs::create_dir_all(data_dir).map_err(|e| dir_err(data_dir, e))?;
             storage.create_dir_all(data_dir)?;
             let clean = data_dir.join(CLEAN_SHUTDOWN_FILE).exists();
-            let rp = OffsetCheckpoint::new(data_dir.join(RECOVERY_POINT_CHECKPOINT)).read()?;
-            let ls = OffsetCheckpoint::new(data_dir.join(LOG_START_CHECKPOINT)).read()?;
+            // As Kafka's `loadLogs`: an unreadable recovery-point or log-start checkpoint costs
+            // a longer recovery (from 0) or a log start at the first segment, not the broker.
+            let lenient = |name: &str| {
+                OffsetCheckpoint::new(data_dir.join(name))
+                    .read()
+                    .unwrap_or_else(|e| {
+                        tracing::warn!("{name} of {}: {e}; ignoring it", data_dir.display());
+                        Default::default()
+                    })
+            };
+            let rp = lenient(RECOVERY_POINT_CHECKPOINT);
+            let ls = lenient(LOG_START_CHECKPOINT);
             let hw = OffsetCheckpoint::new(data_dir.join(HIGH_WATERMARK_CHECKPOINT)).read()?;
             for entry in std::fs::read_dir(data_dir).map_err(|e| dir_err(data_dir, e))? {
                 let path = entry.map_err(|e| dir_err(data_dir, e))?.path();
@@ -542,6 +552,13 @@ impl LogManager {
                 let Some(tp) = parse_partition_dir(&name) else {
                     continue;
                 };
+                // `create` writes `partition.metadata` before any log data: a directory without
+                // it and without segments is what a crash in the middle of `create` leaves.
+                if !PartitionMetadata::path_in(&path).exists() && !has_log_files(&*storage, &path) {
+                    tracing::warn!("removing {}: left by an interrupted create", path.display());
+                    remove_dir(&*storage, &path)?;
+                    continue;
+                }
                 let offsets = OpenOffsets {
                     log_start_offset: ls.get(&tp).copied().unwrap_or(Offset(0)),
                     recovery_point: rp.get(&tp).copied().unwrap_or(Offset(0)),
@@ -1024,6 +1041,14 @@ fn sync_dir(dir: &Path) -> EngineResult<()> {
     std::fs::File::open(dir)
         .and_then(|f| f.sync_all())
         .map_err(|e| dir_err(dir, e))
+}
+
+fn has_log_files(storage: &dyn Storage, dir: &Path) -> bool {
+    storage.list_dir(dir).map_or(true, |files| {
+        files
+            .iter()
+            .any(|f| f.extension().is_some_and(|x| x == "log"))
+    })
 }
 
 fn remove_dir(storage: &dyn Storage, dir: &Path) -> EngineResult<()> {

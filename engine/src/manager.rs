@@ -834,6 +834,11 @@ impl LogManager {
         let gone = h.data_dir().join(format!("{tp}.{}-delete", h.topic_id));
         drop(h);
         std::fs::rename(&path, &gone).map_err(|e| dir_err(&path, e))?;
+        if self.storage.name() == SimStorage::NAME {
+            // The simulated backend keeps `.log` files itself: move its view of the directory
+            // too, or `remove_dir` below finds nothing under the new name.
+            self.storage.rename(&path, &gone)?;
+        }
         sync_dir(&gone.parent().map(Path::to_path_buf).unwrap_or_default())?;
         remove_dir(&*self.storage, &gone)?;
         self.checkpoint()

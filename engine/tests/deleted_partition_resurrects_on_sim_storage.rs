@@ -31,5 +31,9 @@ fn a_recreated_partition_starts_empty_on_the_simulated_backend() {
     drop(h);
     mgr.delete(&a).unwrap();
     let h = mgr.create(&a, TopicId([2; 16]), small_config()).unwrap();
-    assert_eq!(h.read().log_end_offset(), Offset(0), "the new partition is empty");
+    assert_eq!(
+        h.read().log_end_offset(),
+        Offset(0),
+        "the new partition is empty"
+    );
 }

@@ -579,6 +579,7 @@ impl LogManager {
                         let Some((dir, path, tp, clean, offsets)) = queue.lock().pop() else {
                             break;
                         };
+                        let dir_of_job = dir.clone();
                         let r = Self::open_one(
                             &config,
                             &storage,
@@ -597,15 +598,24 @@ impl LogManager {
                                 if clean { "" } else { ", recovered" }
                             );
                         }
-                        results.lock().push((tp, clean, r));
+                        results.lock().push((dir_of_job, tp, clean, r));
                     }
                 });
             }
         });
         let mut report = ManagerLoadReport::default();
         let mut logs = BTreeMap::new();
-        for (tp, clean, r) in results.into_inner() {
-            let (handle, load) = r?;
+        for (dir, tp, clean, r) in results.into_inner() {
+            let (handle, load) = match r {
+                Ok(x) => x,
+                // As Kafka's `loadLogs`: an I/O failure takes the log's directory offline and
+                // the other directories are still served.
+                Err(e) if is_io_failure(&e) => {
+                    dir.take_offline(format!("loading {tp}: {e}"));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             report.logs += 1;
             if !clean {
                 report.unclean_logs += 1;
@@ -614,8 +624,13 @@ impl LogManager {
             report.problems.extend(load.problems);
             logs.insert(tp, Arc::new(handle));
         }
+        logs.retain(|_, h: &mut Arc<PartitionHandle>| h.check_online().is_ok());
         // From here on a crash is unclean.
-        for data_dir in &config.data_dirs {
+        for data_dir in dirs
+            .iter()
+            .filter(|d| d.offline_reason().is_none())
+            .map(|d| &d.path)
+        {
             let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
             if marker.exists() {
                 std::fs::remove_file(&marker).map_err(|e| dir_err(&marker, e))?;
@@ -1046,6 +1061,16 @@ fn sync_dir(dir: &Path) -> EngineResult<()> {
     std::fs::File::open(dir)
         .and_then(|f| f.sync_all())
         .map_err(|e| dir_err(dir, e))
+}
+
+/// Whether `e` is a failure of the storage under a log (not a problem with its contents).
+fn is_io_failure(e: &EngineError) -> bool {
+    use mirrorlog_segment::segment::SegmentError;
+    matches!(
+        e,
+        EngineError::Segment(SegmentError::Io(_) | SegmentError::Failed { .. })
+            | EngineError::Index(mirrorlog_index::Error::Io { .. })
+    )
 }
 
 fn has_log_files(storage: &dyn Storage, dir: &Path) -> bool {

@@ -33,7 +33,9 @@ fn an_io_error_loading_one_dir_leaves_the_other_dir_served() {
         })
         .collect();
     for (i, tp) in tps.iter().enumerate() {
-        let h = mgr.create(tp, TopicId([i as u8 + 1; 16]), small_config()).unwrap();
+        let h = mgr
+            .create(tp, TopicId([i as u8 + 1; 16]), small_config())
+            .unwrap();
         h.append_as_leader_durable(client_batch(2, T0), LeaderEpoch(0), LeaderOrigin::Client)
             .unwrap();
     }

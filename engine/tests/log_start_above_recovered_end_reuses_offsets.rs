@@ -36,9 +36,17 @@ fn a_log_start_above_the_recovered_end_starts_an_empty_log_there() {
         },
     );
     assert_eq!(log.log_start_offset(), Offset(30), "log start kept");
-    assert_eq!(log.log_end_offset(), Offset(30), "log restarts at the log start");
+    assert_eq!(
+        log.log_end_offset(),
+        Offset(30),
+        "log restarts at the log start"
+    );
     let info = log
         .append_as_leader(client_batch(1, T0), LeaderEpoch(0), LeaderOrigin::Client)
         .unwrap();
-    assert_eq!(info.first_offset, Offset(30), "no offset below the log start is reused");
+    assert_eq!(
+        info.first_offset,
+        Offset(30),
+        "no offset below the log start is reused"
+    );
 }

@@ -908,6 +908,10 @@ impl LogManager {
                 continue;
             }
             let mut log = h.write();
+            if log.is_deleted() {
+                // Deleted since the snapshot above: its files are gone with its directory.
+                continue;
+            }
             let r = h.noting_failure((|| -> EngineResult<usize> {
                 log.maybe_flush_by_time()?;
                 log.remove_expired_producers();

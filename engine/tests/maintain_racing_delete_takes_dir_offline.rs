@@ -26,7 +26,9 @@ fn deleting_a_partition_during_maintenance_keeps_the_dir_online() {
         topic: t.into(),
         partition: 0,
     };
-    let a = mgr.create(&tp("a"), TopicId([1; 16]), small_config()).unwrap();
+    let a = mgr
+        .create(&tp("a"), TopicId([1; 16]), small_config())
+        .unwrap();
     let mut retained = small_config();
     retained.retention_bytes = 1;
     let b = mgr.create(&tp("b"), TopicId([2; 16]), retained).unwrap();

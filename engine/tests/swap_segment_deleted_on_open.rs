@@ -31,6 +31,10 @@ fn a_swap_segment_whose_original_is_gone_is_swapped_in() {
     std::fs::remove_file(p("timeindex")).unwrap();
 
     let log = open(dir.path(), small_config(), clock, Shutdown::Unclean);
-    assert_eq!(log.segment_base_offsets()[0], Offset(0), "the swap segment is swapped in");
+    assert_eq!(
+        log.segment_base_offsets()[0],
+        Offset(0),
+        "the swap segment is swapped in"
+    );
     assert_eq!(values(&log, Offset(0)).len(), 200);
 }

@@ -356,6 +356,11 @@ impl PartitionLog {
         self.deleted = true;
     }
 
+    /// Whether the log manager deleted the log ([`mark_deleted`](Self::mark_deleted)).
+    pub fn is_deleted(&self) -> bool {
+        self.deleted
+    }
+
     pub(super) fn check_not_deleted(&self) -> EngineResult<()> {
         if self.deleted {
             return Err(EngineError::PartitionDeleted(self.name.clone()));

@@ -604,7 +604,7 @@ impl LogManager {
             }
         });
         let mut report = ManagerLoadReport::default();
-        let mut logs = BTreeMap::new();
+        let mut logs: BTreeMap<TopicPartition, Arc<PartitionHandle>> = BTreeMap::new();
         for (dir, tp, clean, r) in results.into_inner() {
             let (handle, load) = match r {
                 Ok(x) => x,
@@ -622,6 +622,16 @@ impl LogManager {
             }
             report.bytes_truncated += load.bytes_truncated;
             report.problems.extend(load.problems);
+            if let Some(first) = logs.get(&tp) {
+                // As Kafka: which copy is current cannot be told, so refuse to pick one.
+                return Err(EngineError::Directory {
+                    path: handle.data_dir().join(tp.to_string()),
+                    reason: format!(
+                        "duplicate log directories for {tp}: also in {}",
+                        first.data_dir().display()
+                    ),
+                });
+            }
             logs.insert(tp, Arc::new(handle));
         }
         logs.retain(|_, h: &mut Arc<PartitionHandle>| h.check_online().is_ok());

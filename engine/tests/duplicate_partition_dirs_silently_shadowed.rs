@@ -36,7 +36,11 @@ fn the_same_partition_in_two_data_dirs_is_refused() {
     drop(h);
     mgr.shutdown().unwrap();
     // A second copy, e.g. left by an interrupted move between disks.
-    let other = if home == d1.path() { d2.path() } else { d1.path() };
+    let other = if home == d1.path() {
+        d2.path()
+    } else {
+        d1.path()
+    };
     let src = home.join("orders-0");
     let dst = other.join("orders-0");
     std::fs::create_dir(&dst).unwrap();

@@ -634,7 +634,6 @@ impl LogManager {
             }
             logs.insert(tp, Arc::new(handle));
         }
-        logs.retain(|_, h: &mut Arc<PartitionHandle>| h.check_online().is_ok());
         // From here on a crash is unclean.
         for data_dir in dirs
             .iter()

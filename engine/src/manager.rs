@@ -855,7 +855,11 @@ impl LogManager {
         // (not failed as storage errors, which would take the whole data dir offline).
         h.write().mark_deleted();
         let path = h.data_dir().join(tp.to_string());
-        let gone = h.data_dir().join(format!("{tp}.{}-delete", h.topic_id));
+        // As Kafka's `logDirNameWithSuffixCappedLength`: the topic part is cut so the name fits
+        // in 255 bytes (topic names are ASCII, up to 249 characters).
+        let suffix = format!("-{}.{}-delete", tp.partition, h.topic_id);
+        let keep = tp.topic.len().min(255usize.saturating_sub(suffix.len()));
+        let gone = h.data_dir().join(format!("{}{suffix}", &tp.topic[..keep]));
         drop(h);
         std::fs::rename(&path, &gone).map_err(|e| dir_err(&path, e))?;
         if self.storage.name() == SimStorage::NAME {

@@ -29,5 +29,8 @@ fn a_partition_of_a_249_character_topic_can_be_deleted() {
     mgr.create(&tp, TopicId([7; 16]), small_config()).unwrap();
     mgr.delete(&tp).expect("the delete succeeds");
     mgr.shutdown().unwrap();
-    assert!(open().get(&tp).is_none(), "the deleted partition stays deleted");
+    assert!(
+        open().get(&tp).is_none(),
+        "the deleted partition stays deleted"
+    );
 }

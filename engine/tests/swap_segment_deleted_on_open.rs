@@ -1,7 +1,7 @@
 //! Bug: `PartitionLog::open` deletes every `*.swap` file as a leftover (log/mod.rs
 //! `is_leftover`). In Kafka a `.log.swap` is a finished replacement segment (the log cleaner's
 //! `replaceSegments`: `.cleaned` → `.swap`, old segments deleted, then `.swap` → `.log`); a crash
-//! after the old segments went leaves the `.swap` as the only copy of its records, and Kafka's
+//! after the old segments went (`.deleted`) leaves the `.swap` as the only copy of their records, and Kafka's
 //! `LogLoader` completes the swap (renames it to `.log`) instead of deleting it
 //! (spec/kafka-storage-format.md §11: "Swap/cleaned/deleted files are completed or removed").
 //! Opening such a Kafka data directory here loses those records.
@@ -13,7 +13,7 @@ use mirrorlog_engine::log::{LeaderOrigin, Shutdown};
 use mirrorlog_index::{LeaderEpoch, Offset};
 
 #[test]
-fn a_swap_segment_whose_original_is_gone_is_swapped_in() {
+fn an_interrupted_kafka_segment_swap_is_completed() {
     let dir = tempfile::tempdir().unwrap();
     let clock = clock();
     let mut log = open(dir.path(), small_config(), clock.clone(), Shutdown::Clean);
@@ -23,12 +23,17 @@ fn a_swap_segment_whose_original_is_gone_is_swapped_in() {
     }
     assert!(log.segment_count() >= 3);
     log.close().unwrap();
-    // Kafka crashed mid-swap of the first segment: its replacement is `.log.swap`, the original
-    // and its indexes were already deleted.
-    let p = |ext: &str| dir.path().join(format!("{:020}.{ext}", 0));
-    std::fs::rename(p("log"), p("log.swap")).unwrap();
-    std::fs::remove_file(p("index")).unwrap();
-    std::fs::remove_file(p("timeindex")).unwrap();
+    // Kafka crashed in the middle of the cleaner's `replaceSegments` for the first two segments:
+    // their replacement (here simply both segments' batches) is `<first>.log.swap`, the second
+    // segment was already renamed `.deleted`, the first is overwritten only by the final rename.
+    let bases = log_bases(dir.path());
+    let p = |b: u64, ext: &str| dir.path().join(format!("{b:020}.{ext}"));
+    let mut swap = std::fs::read(p(bases[0], "log")).unwrap();
+    swap.extend(std::fs::read(p(bases[1], "log")).unwrap());
+    std::fs::write(p(bases[0], "log.swap"), swap).unwrap();
+    for ext in ["log", "index", "timeindex"] {
+        std::fs::rename(p(bases[1], ext), p(bases[1], &format!("{ext}.deleted"))).unwrap();
+    }
 
     let log = open(dir.path(), small_config(), clock, Shutdown::Unclean);
     assert_eq!(
@@ -37,4 +42,16 @@ fn a_swap_segment_whose_original_is_gone_is_swapped_in() {
         "the swap segment is swapped in"
     );
     assert_eq!(values(&log, Offset(0)).len(), 200);
+}
+
+fn log_bases(dir: &std::path::Path) -> Vec<u64> {
+    let mut v: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().into_string().unwrap();
+            n.strip_suffix(".log")?.parse().ok()
+        })
+        .collect();
+    v.sort();
+    v
 }

@@ -168,9 +168,14 @@ impl PartitionLog {
         // segments. `.log` files live in the storage backend; indexes, snapshots and
         // checkpoints are regular files beside them.
         let mut bases = vec![];
+        let mut swaps = vec![];
         for p in storage.list_dir(dir)? {
             let n = file_name(&p);
-            if is_leftover(&n) {
+            if n.ends_with(LOG_SWAP_SUFFIX)
+                && let Some(base) = offset_from_file_name(&n)
+            {
+                swaps.push((base, p));
+            } else if is_leftover(&n) {
                 storage.remove(&p)?;
             } else if let Some(base) = n
                 .ends_with(LOG_SUFFIX)
@@ -179,6 +184,36 @@ impl PartitionLog {
             {
                 bases.push(base);
             }
+        }
+        // A `.log.swap` is a finished replacement of the segments it covers (Kafka's cleaner
+        // `replaceSegments`: `.cleaned` → `.swap`, old segments deleted, `.swap` → `.log`): as
+        // Kafka's `LogLoader`, complete the swap — the segments it overlaps go, it becomes the
+        // `.log` (its indexes are rebuilt below, being absent).
+        for (base, swap) in swaps {
+            let file = storage.open(&swap, mirrorlog_segment::io::OpenMode::Read)?;
+            let len = file.len()?;
+            let mut last = None;
+            for b in mirrorlog_segment::scan::FileBatches::new(&*file, 0, len) {
+                match b {
+                    Ok(b) => last = Some(b.last_offset()),
+                    Err(_) => break,
+                }
+            }
+            drop(file);
+            let Some(last) = last else {
+                storage.remove(&swap)?;
+                continue;
+            };
+            for old in bases.iter().copied().filter(|b| *b >= base && *b <= last) {
+                storage.remove(&segment_path(dir, old, LOG_SUFFIX))?;
+                for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
+                    remove_file(&segment_path(dir, old, suffix))?;
+                }
+            }
+            bases.retain(|b| !(*b >= base && *b <= last));
+            storage.rename(&swap, &segment_path(dir, base, LOG_SUFFIX))?;
+            storage.sync_dir(dir)?;
+            bases.push(base);
         }
         bases.sort();
         std::fs::create_dir_all(dir).map_err(|e| dir_error(dir, e))?;
@@ -524,6 +559,9 @@ fn file_name(p: &Path) -> String {
         .unwrap_or("")
         .to_string()
 }
+
+/// A replacement segment log not yet swapped in (Kafka's log cleaner).
+const LOG_SWAP_SUFFIX: &str = ".log.swap";
 
 fn is_leftover(name: &str) -> bool {
     [".deleted", ".cleaned", ".swap", ".tmp"]

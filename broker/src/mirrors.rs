@@ -292,16 +292,22 @@ impl DestinationTopics for BrokerTopics {
                     .map(|(d, v)| (d.to_string(), v.clone()))
             })
             .collect();
-        let supported: Vec<(&str, &str)> = configs
-            .iter()
-            .chain(resets.iter())
-            .filter(|(k, _)| LogConfig::SUPPORTED_TOPIC_KEYS.contains(&k.as_str()))
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        let supported = |pairs: &'_ [(String, String)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .filter(|(k, _)| LogConfig::SUPPORTED_TOPIC_KEYS.contains(&k.as_str()))
+                .cloned()
+                .collect()
+        };
+        let (set, reset) = (supported(configs), supported(&resets));
         update_partition_configs(&b, name, |current| {
+            // The source's topic overrides are this topic's own; reset keys are defaults again.
             let mut next = current
-                .with_overrides(supported.iter().copied())
+                .with_topic_overrides(set.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .and_then(|c| c.with_overrides(reset.iter().map(|(k, v)| (k.as_str(), v.as_str()))))
                 .map_err(|e| e.to_string())?;
+            next.overrides
+                .retain(|k| !reset.iter().any(|(r, _)| r == k));
             // The mirror decides writability, never the source's configs.
             next.read_only = current.read_only;
             Ok(next)

@@ -1094,9 +1094,11 @@ fn incremental_alter_configs_rejects_bad_changes_and_changes_nothing() {
         topic_config(&b, "strict", "retention.ms"),
         ("604800000".into(), SOURCE_DEFAULT_CONFIG)
     );
+    // APPEND sets the key for the topic (as Kafka's controller records it): an override now,
+    // even with the default's value.
     assert_eq!(
         topic_config(&b, "strict", "cleanup.policy"),
-        ("delete".into(), SOURCE_DEFAULT_CONFIG)
+        ("delete".into(), SOURCE_DYNAMIC_TOPIC_CONFIG)
     );
 
     let mut r = alter_req("1", &[("num.partitions", OP_SET, Some("3"))], false);

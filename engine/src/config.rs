@@ -230,6 +230,11 @@ pub struct LogConfig {
     /// Not a Kafka config: a mirror topic's read-only flag (client produce is rejected with
     /// `READ_ONLY_TOPIC`). Default false.
     pub read_only: bool,
+    /// The topic config names set explicitly for this topic (Kafka's topic overrides:
+    /// DescribeConfigs' `DYNAMIC_TOPIC_CONFIG`), whatever their value — an override equal to
+    /// the broker default today stays when that default changes. Filled by
+    /// [`LogConfig::with_topic_overrides`]; empty for broker defaults. Default empty.
+    pub overrides: std::collections::BTreeSet<&'static str>,
 }
 
 impl Default for LogConfig {
@@ -257,6 +262,7 @@ impl Default for LogConfig {
             file_delete_delay_ms: DEFAULT_FILE_DELETE_DELAY_MS,
             producer_id_expiration_ms: DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             read_only: false,
+            overrides: std::collections::BTreeSet::new(),
         }
     }
 }
@@ -299,6 +305,32 @@ const FLUSH_MESSAGES: &str = "flush.messages";
 const FLUSH_MS: &str = "flush.ms";
 const FILE_DELETE_DELAY_MS: &str = "file.delete.delay.ms";
 const PRODUCER_ID_EXPIRATION_MS: &str = "producer.id.expiration.ms";
+
+/// The topic config name `key` spells, if it is one (the `&'static` form kept in
+/// [`LogConfig::overrides`]).
+fn topic_config_name(key: &str) -> Option<&'static str> {
+    [
+        SEGMENT_BYTES,
+        SEGMENT_INDEX_BYTES,
+        INDEX_INTERVAL_BYTES,
+        SEGMENT_MS,
+        SEGMENT_JITTER_MS,
+        RETENTION_BYTES,
+        RETENTION_MS,
+        MAX_MESSAGE_BYTES,
+        TIMESTAMP_TYPE,
+        TIMESTAMP_BEFORE_MAX_MS,
+        TIMESTAMP_AFTER_MAX_MS,
+        COMPRESSION_TYPE,
+        CLEANUP_POLICY,
+        FLUSH_MESSAGES,
+        FLUSH_MS,
+        FILE_DELETE_DELAY_MS,
+        PRODUCER_ID_EXPIRATION_MS,
+    ]
+    .into_iter()
+    .find(|n| *n == key)
+}
 
 /// An inclusive range check, producing Kafka-style reasons.
 fn check_range(key: &str, value: i64, min: i64, max: i64) -> Result<(), ConfigError> {
@@ -532,6 +564,44 @@ impl LogConfig {
         }
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// [`with_overrides`](Self::with_overrides) for a topic's own settings: every topic config
+    /// name among `pairs` is also recorded in [`overrides`](Self::overrides) (broker key
+    /// spellings such as `log.retention.hours` are applied but not recorded).
+    ///
+    /// # Errors
+    /// As [`with_overrides`](Self::with_overrides).
+    pub fn with_topic_overrides<K, V>(
+        &self,
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<LogConfig, ConfigError>
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let pairs: Vec<(K, V)> = pairs.into_iter().collect();
+        let mut cfg = self.with_overrides(pairs.iter().map(|(k, v)| (k.as_ref(), v.as_ref())))?;
+        for (k, _) in &pairs {
+            if let Some(name) = topic_config_name(k.as_ref()) {
+                cfg.overrides.insert(name);
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Whether `name` (a topic config name) is this topic's own setting: recorded as an
+    /// override, or with a value other than `defaults`' (Kafka's `DYNAMIC_TOPIC_CONFIG`).
+    pub fn is_topic_override(&self, name: &str, defaults: &LogConfig) -> bool {
+        if self.overrides.contains(name) {
+            return true;
+        }
+        let mine = self.to_kafka_pairs().into_iter().find(|(k, _)| *k == name);
+        let theirs = defaults
+            .to_kafka_pairs()
+            .into_iter()
+            .find(|(k, _)| *k == name);
+        mine.is_some() && mine != theirs
     }
 
     /// Applies one pair; precedence families go to `pending`.

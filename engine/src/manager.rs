@@ -826,6 +826,25 @@ impl LogManager {
         Ok(h)
     }
 
+    /// Makes `tp` keep every record whatever the broker defaults become: `retention.ms` and
+    /// `retention.bytes` −1, stored as the topic's own settings (so a later
+    /// `log.retention.*` change cannot reach it). For internal topics, whose owners rebuild
+    /// their state from every record (mirrorlog has no log compaction). Writes only when
+    /// something changes.
+    ///
+    /// # Errors
+    /// Unknown partition, storage failure.
+    pub fn keep_every_record(&self, tp: &TopicPartition) -> EngineResult<()> {
+        let h = self.get(tp).ok_or_else(|| unknown(tp))?;
+        let current = h.read().config().clone();
+        let next =
+            current.with_topic_overrides([("retention.ms", "-1"), ("retention.bytes", "-1")])?;
+        if next != current {
+            self.update_config(tp, next)?;
+        }
+        Ok(())
+    }
+
     /// Changes a partition's topic config and stores it.
     ///
     /// # Errors
@@ -1034,7 +1053,7 @@ fn topic_config(path: &Path, defaults: &LogConfig) -> EngineResult<LogConfig> {
             pairs.push((k.to_string(), v.to_string()));
         }
     }
-    let mut c = defaults.with_overrides(pairs)?;
+    let mut c = defaults.with_topic_overrides(pairs)?;
     c.read_only = read_only;
     Ok(c)
 }
@@ -1043,7 +1062,9 @@ fn write_topic_config(path: &Path, config: &LogConfig, defaults: &LogConfig) -> 
     let base: HashMap<&str, String> = defaults.to_kafka_pairs().into_iter().collect();
     let mut text = String::new();
     for (k, v) in config.to_kafka_pairs() {
-        if base.get(k) != Some(&v) {
+        // The topic's own settings: an explicit override stays one even while it equals the
+        // broker default (so a later default change does not move it).
+        if config.overrides.contains(k) || base.get(k) != Some(&v) {
             text.push_str(&format!("{k}={v}\n"));
         }
     }

@@ -10,7 +10,7 @@
 //! | [`fetch`](SourceCluster::fetch) | READ_UNCOMMITTED (bounded by the high watermark); per partition, in this order: request to another node → 6 NOT_LEADER_OR_FOLLOWER; unknown → 3 UNKNOWN_TOPIC_OR_PARTITION (100 UNKNOWN_TOPIC_ID when asked by an id this cluster never had); `current_leader_epoch` ≥ 0 and ≠ ours → 74 FENCED_LEADER_EPOCH (older) / 75 UNKNOWN_LEADER_EPOCH (newer); then the leader's check of a follower's `last_fetched_epoch` (below); fetch offset outside [log start, LEO] → 1 OFFSET_OUT_OF_RANGE; else the records |
 //! | [`list_offset`](SourceCluster::list_offset) | earliest → log start (epoch of that offset); latest → high watermark (the partition's leader epoch); by timestamp → the first record at or after it, `(-1, -1)` when none |
 //! | [`end_offset_for_epoch`](SourceCluster::end_offset_for_epoch) | [`LeaderEpochCache::end_offset_for`](mirrorlog_engine::epoch_cache::LeaderEpochCache::end_offset_for) with the log end offset |
-//! | [`topic_configs`](SourceCluster::topic_configs) | the topic's Kafka config pairs whose value differs from the broker default ([`LogManager::default_log_config`]), i.e. its DYNAMIC_TOPIC_CONFIG entries |
+//! | [`topic_configs`](SourceCluster::topic_configs) | the topic's own Kafka config pairs ([`LogConfig::is_topic_override`](mirrorlog_engine::config::LogConfig::is_topic_override): set for the topic, or differing from the broker default), i.e. its DYNAMIC_TOPIC_CONFIG entries |
 //! | [`list_groups`](SourceCluster::list_groups), [`committed_offsets`](SourceCluster::committed_offsets) | an in-memory table filled by [`EngineSource::set_group_offsets`] (groups are a broker concept, not an engine one); an unknown group has no offsets |
 //!
 //! Partition-level failures of the whole-call methods (`list_offset`, `end_offset_for_epoch`,
@@ -53,7 +53,7 @@ use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
 use mirrorlog_segment::batch::RECORD_BATCH_OVERHEAD;
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -554,16 +554,13 @@ impl SourceCluster for EngineSource {
                     format!("UNKNOWN_TOPIC_OR_PARTITION: {topic}"),
                 )
             })?;
-        let defaults: HashMap<&str, String> = self
-            .logs
-            .default_log_config()
+        let defaults = self.logs.default_log_config();
+        let log = h.read();
+        let config = log.config();
+        Ok(config
             .to_kafka_pairs()
             .into_iter()
-            .collect();
-        let config = h.read().config().to_kafka_pairs();
-        Ok(config
-            .into_iter()
-            .filter(|(k, v)| defaults.get(k) != Some(v))
+            .filter(|(k, _)| config.is_topic_override(k, defaults))
             .map(|(k, v)| (k.to_string(), v))
             .collect())
     }

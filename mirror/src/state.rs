@@ -1051,6 +1051,7 @@ impl MirrorStateStore {
                 Some(h) => h,
                 None => logs.create(&tp, MIRROR_STATE_TOPIC_ID, config.clone())?,
             };
+            logs.keep_every_record(&tp)?;
             handles.push((h, Mutex::new(Records::default())));
         }
         let mut states = HashMap::new();

@@ -250,6 +250,8 @@ impl GroupCoordinator {
                     .create(&tp, offsets_topic_id(), log_config.clone())
                     .with_context(|| format!("creating {tp}"))?,
             };
+            logs.keep_every_record(&tp)
+                .with_context(|| format!("pinning the retention of {tp}"))?;
             shards.push(Shard::new(p, handle));
         }
         let now = clock.now_ms();

@@ -7,9 +7,12 @@
 //!
 //! Topics live in the [`TopicRegistry`](crate::topics::TopicRegistry); their configs are the
 //! engine's [`LogConfig`], stored by the log manager as overrides of the broker default. A config
-//! counts as a topic override (`DYNAMIC_TOPIC_CONFIG`) when its value differs from the broker
-//! default; otherwise it is `STATIC_BROKER_CONFIG` when the broker default differs from Kafka's
-//! default, else `DEFAULT_CONFIG`.
+//! is a topic override (`DYNAMIC_TOPIC_CONFIG`) when it was set for the topic (CreateTopics,
+//! IncrementalAlterConfigs SET/APPEND/SUBTRACT, a mirror's config sync) — even to the broker
+//! default's value, which it then keeps when that default changes, as in Kafka — or when its
+//! value differs from the broker default; DELETE makes it the default again. Otherwise it is
+//! `STATIC_BROKER_CONFIG` when the broker default differs from Kafka's default, else
+//! `DEFAULT_CONFIG`.
 //!
 //! Behaviour follows Kafka's KRaft broker and controller (`KafkaApis`, `ControllerApis`,
 //! `ReplicationControlManager`, `ConfigAdminManager`), with these single-node choices:
@@ -654,7 +657,7 @@ fn apply_topic_configs(
             ));
         }
     }
-    base.with_overrides(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    base.with_topic_overrides(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|e| error(ResponseError::InvalidConfig, e.to_string()))
 }
 
@@ -709,7 +712,8 @@ fn topic_config_entries(b: &Broker, config: &LogConfig) -> Vec<ConfigView> {
             let broker_value = broker.get(name).cloned().unwrap_or_default();
             let kafka_value = kafka.get(name).cloned().unwrap_or_default();
             let mut synonyms = vec![];
-            if value != broker_value {
+            // A topic override, even one equal to the broker default (Kafka's topic config).
+            if value != broker_value || config.overrides.contains(name) {
                 synonyms.push((name.to_string(), value.clone(), SOURCE_DYNAMIC_TOPIC_CONFIG));
             }
             if broker_value != kafka_value {
@@ -1271,6 +1275,8 @@ fn alter_one(
         .collect();
     let now: BTreeMap<&str, String> = current.to_kafka_pairs().into_iter().collect();
     let mut pairs: Vec<(String, String)> = vec![];
+    // Deleted keys go back to the broker default and stop being topic overrides.
+    let mut deleted: Vec<String> = vec![];
     for c in &res.configs {
         let key = name_of(&c.name);
         let value = c.value.as_ref().map(name_of).unwrap_or_default();
@@ -1279,6 +1285,7 @@ fn alter_one(
             // Back to the broker default; a key that cannot be set has nothing to delete.
             OP_DELETE => {
                 if let Some(d) = defaults.get(key.as_str()) {
+                    deleted.push(key.clone());
                     pairs.push((key, d.clone()));
                 }
             }
@@ -1332,7 +1339,8 @@ fn alter_one(
             }
         }
     }
-    let new = apply_topic_configs(&current, &pairs)?;
+    let mut new = apply_topic_configs(&current, &pairs)?;
+    new.overrides.retain(|k| !deleted.iter().any(|d| d == k));
     if is_internal(&name) && (new.retention_ms >= 0 || new.retention_bytes >= 0) {
         // Kafka keeps these topics compacted, so their retention settings never delete live
         // state; mirrorlog has no compaction and their owners reload state from every record.

@@ -1014,8 +1014,12 @@ fn ensure_state_partitions(
     let log_config = state_log_config(logs.default_log_config(), config);
     (0..count)
         .map(|p| {
-            logs.create(&state_tp(p), topic_id, log_config.clone())
-                .with_context(|| format!("creating {}", state_tp(p)))
+            let h = logs
+                .create(&state_tp(p), topic_id, log_config.clone())
+                .with_context(|| format!("creating {}", state_tp(p)))?;
+            logs.keep_every_record(&state_tp(p))
+                .with_context(|| format!("pinning the retention of {}", state_tp(p)))?;
+            Ok(h)
         })
         .collect()
 }

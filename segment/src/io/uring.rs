@@ -237,7 +237,16 @@ impl RingPool {
         }
         let mut guard = guard.unwrap_or_else(|| lock_slot(&self.slots[hint]));
         if guard.is_none() {
-            *guard = Some(Ring::new(self.entries).map_err(|e| (op, e))?);
+            match Ring::new(self.entries) {
+                Ok(ring) => *guard = Some(ring),
+                Err(e) => {
+                    // No new ring now (no free descriptor, no memory): a ring that exists serves
+                    // the operation instead of failing it; only when there is none is this
+                    // operation's error the ring's.
+                    drop(guard);
+                    guard = self.lock_existing().ok_or((op, e))?;
+                }
+            }
         }
         let Some(ring) = guard.as_mut() else {
             unreachable!("the slot was filled just above");
@@ -247,6 +256,21 @@ impl RingPool {
             *guard = None;
         }
         result
+    }
+}
+
+impl RingPool {
+    /// Locks a slot that holds a ring: a free one if any, else waits for one. `None` when no
+    /// slot holds a ring. Called holding no slot, so waiting cannot deadlock.
+    fn lock_existing(&self) -> Option<MutexGuard<'_, Option<Ring>>> {
+        for slot in self.slots.iter() {
+            if let Ok(g) = slot.try_lock()
+                && g.is_some()
+            {
+                return Some(g);
+            }
+        }
+        self.slots.iter().map(lock_slot).find(|g| g.is_some())
     }
 }
 

@@ -1383,7 +1383,9 @@ fn compaction_bounds_the_offsets_log_and_keeps_the_state() {
     b.wait_for("cg", "C parked", |s| s.awaiting_join == 1);
     b.coord.tick(b.now());
     let after = b.coord.offsets_log_records()[0];
-    assert_eq!(after, 2 + 4 + 1, "two groups, five offsets");
+    // The group record of `cg` as stored, none for `other` (made by a commit, never stored,
+    // as in Kafka's log), five offsets.
+    assert_eq!(after, 1 + 4 + 1, "one group record, five offsets");
     let ja = spawn_join(&b, "cg", &a, None);
     b.wait_for("cg", "A parked", |s| s.awaiting_join == 2);
     let rm = join(&b.coord, 9, join_req("cg", &_m, None));
@@ -1416,7 +1418,7 @@ fn compaction_bounds_the_offsets_log_and_keeps_the_state() {
         (snap.state, snap.generation_id, snap.members.len()),
         ("Stable", 2, 2)
     );
-    assert_eq!(b.coord.offsets_log_records()[0], 7);
+    assert_eq!(b.coord.offsets_log_records()[0], 6);
 }
 
 #[test]
@@ -1642,4 +1644,73 @@ fn a_replaced_static_member_parked_in_a_join_is_not_expired_by_its_session() {
         "the parked static member was expired by its session timeout: {snap:?}; s2 = {:?}",
         s2.try_recv().map(|r| r.error_code)
     );
+}
+
+#[test]
+fn compaction_mid_rebalance_of_a_commit_made_group_stores_no_unsynced_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let config = GroupConfig {
+        offsets_topic_partitions: 1,
+        offsets_compaction_min_dirty_records: 1000,
+        ..GroupConfig::default()
+    };
+    let b = open(dir.path(), &clock, config.clone());
+    // Made by an offset commit alone: no group record exists yet.
+    assert_eq!(commit(&b, "solo", "", -1, &[("orders", 0, 7)]), vec![0]);
+    // A consumer joins; its generation is not stored until SyncGroup completes it.
+    let m = member_id(&b, "solo");
+    let joined = join(&b.coord, 9, join_req("solo", &m, None));
+    assert_eq!((joined.error_code, joined.generation_id), (0, 1));
+    for i in 0..1100 {
+        assert_eq!(commit(&b, "filler", "", -1, &[("payments", 0, i)]), vec![0]);
+    }
+    b.coord.tick(b.now());
+    assert!(
+        b.coord.offsets_log_records()[0] < 10,
+        "compacted: {}",
+        b.coord.offsets_log_records()[0]
+    );
+    // A crash now: Kafka's log holds no record of generation 1 (nothing was synced), so the
+    // group comes back empty with its offsets — not as generation 1 with an empty assignment.
+    let b = b.reopen(dir.path(), config);
+    let snap = b.coord.group_snapshot("solo").unwrap();
+    assert_eq!(
+        (snap.state, snap.generation_id, snap.members.len()),
+        ("Empty", 0, 0)
+    );
+    assert_eq!(fetch(&b, "solo", &[("orders", 0)]), vec![7]);
+    assert_eq!(fetch(&b, "filler", &[("payments", 0)]), vec![1099]);
+}
+
+#[test]
+fn a_shard_whose_groups_are_all_gone_is_compacted_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let config = GroupConfig {
+        offsets_topic_partitions: 1,
+        offsets_compaction_min_dirty_records: 1000,
+        ..GroupConfig::default()
+    };
+    let b = open(dir.path(), &clock, config.clone());
+    for i in 0..1100 {
+        assert_eq!(commit(&b, "gone", "", -1, &[("payments", 0, i)]), vec![0]);
+    }
+    assert_eq!(delete(&b, &["gone"]), vec![0]);
+    b.coord.tick(b.now());
+    let tp = TopicPartition {
+        topic: OFFSETS_TOPIC.into(),
+        partition: 0,
+    };
+    let h = b.logs.get(&tp).unwrap();
+    let (start, end) = {
+        let log = h.read();
+        (log.log_start_offset(), log.log_end_offset())
+    };
+    drop(h);
+    assert_eq!(start, end, "nothing live: every record can go");
+    assert_eq!(b.coord.offsets_log_records()[0], 0);
+    let b = b.reopen(dir.path(), config);
+    assert!(b.coord.group_snapshot("gone").is_none());
+    assert_eq!(fetch(&b, "gone", &[("payments", 0)]), vec![-1]);
 }

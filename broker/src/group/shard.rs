@@ -522,21 +522,20 @@ impl Shard {
         let mut owners: Vec<(String, Option<TopicPartition>)> = Vec::with_capacity(live as usize);
         for id in ids {
             let g = &st.groups[id];
-            // The group as last stored (not a state in the middle of a rebalance); a group
-            // never stored (made by offset commits alone) as it is.
-            let stored = match &g.stored_value {
-                Some(v) => Ok(v.clone()),
-                None => records::group_value(&g.to_value(None)),
-            };
-            let value = match stored.and_then(|v| Ok((records::group_key(id)?, v))) {
-                Ok((k, v)) => (k, Some(v)),
-                Err(e) => {
-                    tracing::warn!(group = %id, "compaction skipped: {e}");
-                    return;
+            // The group as last stored (not a state in the middle of a rebalance). A group never
+            // stored (made by offset commits alone, perhaps now in its first rebalance) gets no
+            // group record, as in Kafka's log: its offsets alone bring it back, empty — never
+            // as a generation whose assignment SyncGroup has not stored yet.
+            if let Some(v) = &g.stored_value {
+                match records::group_key(id) {
+                    Ok(k) => recs.push((k, Some(v.clone()))),
+                    Err(e) => {
+                        tracing::warn!(group = %id, "compaction skipped: {e}");
+                        return;
+                    }
                 }
-            };
-            recs.push(value);
-            owners.push((id.clone(), None));
+                owners.push((id.clone(), None));
+            }
             let tps: BTreeSet<&TopicPartition> = g.offsets.keys().collect();
             for tp in tps {
                 let c = &g.offsets[tp];
@@ -580,20 +579,23 @@ impl Shard {
             }
             i = j;
         }
-        let Some(first) = first else { return };
+        // Nothing live (every group deleted or expired): every record below the high watermark
+        // can go.
+        let first = first.unwrap_or_else(|| self.handle.read().high_watermark().get());
+        let kept = recs.len() as i64;
         match self
             .handle
             .write()
             .maybe_increment_log_start_offset(Offset(first))
         {
             Ok(_) => {
-                self.records_in_log.store(live, Ordering::Relaxed);
+                self.records_in_log.store(kept, Ordering::Relaxed);
                 self.compaction_check_at
-                    .store(live.saturating_add(min_dirty), Ordering::Relaxed);
+                    .store(kept.saturating_add(min_dirty), Ordering::Relaxed);
                 tracing::info!(
                     partition = self.partition,
                     dropped = in_log,
-                    kept = live,
+                    kept,
                     log_start = first,
                     "compacted __consumer_offsets partition"
                 );

@@ -103,8 +103,15 @@ impl PartitionLog {
             if next_base > self.high_watermark {
                 break;
             }
+            // Kafka's `LogSegment.largestTimestamp`: the largest record timestamp, or the
+            // `.log` file's last-modified time when no record has one (−1). A segment whose age
+            // cannot be told is kept.
+            let largest = match seg.largest_timestamp()?.get() {
+                ts if ts >= 0 => Some(ts),
+                _ => last_modified_ms(seg.log_path()),
+            };
             let by_time = self.config.retention_ms >= 0
-                && now.saturating_sub(seg.largest_timestamp()?.get()) > self.config.retention_ms;
+                && largest.is_some_and(|ts| now.saturating_sub(ts) > self.config.retention_ms);
             let by_size = excess.is_some_and(|x| x >= seg.size_bytes() as i64);
             if !(by_time || by_size) {
                 break;
@@ -397,4 +404,11 @@ impl PartitionLog {
         self.producers.take_snapshot()?;
         Ok(())
     }
+}
+
+/// The file's last-modified time in ms since the epoch, if the file system tells it.
+fn last_modified_ms(path: &std::path::Path) -> Option<i64> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_millis()).ok()
 }

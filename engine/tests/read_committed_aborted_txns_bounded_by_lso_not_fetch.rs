@@ -1,0 +1,55 @@
+//! A READ_COMMITTED read must report the aborted transactions overlapping the bytes it returns,
+//! as Kafka's `LocalLog.read` does (`collectAbortedTransactions(startOffset,
+//! fetchUpperBoundOffset)`, the upper bound being the first offset after the fetched bytes).
+//! The engine used the last stable offset as the upper bound instead, so a small fetch from the
+//! start of a log reports — and scans the transaction index of every segment for — every aborted
+//! transaction up to the LSO: the response grows with the log, not with `max_bytes`.
+
+mod common;
+
+use common::*;
+use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, Shutdown};
+use mirrorlog_index::{LeaderEpoch, Offset};
+
+#[test]
+fn a_small_read_committed_fetch_reports_only_aborts_overlapping_its_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), small_config(), clock(), Shutdown::Clean);
+    let e = LeaderEpoch(0);
+    // 50 transactions of one producer, each one record then an ABORT marker: offsets 2i, 2i+1.
+    for i in 0..50 {
+        log.append_as_leader(
+            producer_batch(1, 0, i, 1, true, T0),
+            e,
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+        log.append_as_leader(marker(1, 0, false, T0), e, LeaderOrigin::Coordinator)
+            .unwrap();
+    }
+    log.update_high_watermark(Offset(100));
+    assert_eq!(log.last_stable_offset(), Offset(100));
+    // One batch's worth: the first transactional batch only.
+    let r = log
+        .read(Offset(0), 1, FetchIsolation::TxnCommitted, true)
+        .unwrap();
+    let bytes = r.records.unwrap().slice.read_all().unwrap();
+    let batches: Vec<_> = mirrorlog_segment::batch::Batches::new(bytes)
+        .map(|b| b.unwrap())
+        .collect();
+    assert_eq!(batches.len(), 1);
+    let fetched_end = batches.last().unwrap().next_offset();
+    let aborted = r.aborted_transactions.unwrap();
+    let beyond: Vec<_> = aborted
+        .iter()
+        .filter(|t| t.first_offset > fetched_end)
+        .collect();
+    assert!(
+        beyond.is_empty(),
+        "the read returned offsets below {fetched_end} but reported {} aborted transactions \
+         (of {}) that start after them, e.g. {:?}",
+        beyond.len(),
+        aborted.len(),
+        beyond.first()
+    );
+}

@@ -14,7 +14,11 @@ use mirrorlog_index::{LeaderEpoch, Offset};
 #[test]
 fn a_small_read_committed_fetch_reports_only_aborts_overlapping_its_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), small_config(), clock(), Shutdown::Clean);
+    // Every batch indexed, so Kafka's index-based upper bound is exact: the offset of the
+    // batch right after the fetched bytes.
+    let mut c = small_config();
+    c.segment.index_interval_bytes = 0;
+    let mut log = open(dir.path(), c, clock(), Shutdown::Clean);
     let e = LeaderEpoch(0);
     // 50 transactions of one producer, each one record then an ABORT marker: offsets 2i, 2i+1.
     for i in 0..50 {

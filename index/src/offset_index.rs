@@ -97,6 +97,14 @@ impl MmapIndex<OffsetEntry> {
         }
     }
 
+    /// Kafka's `OffsetIndex.fetchUpperBoundOffset`: the offset of the first entry whose position
+    /// is at or after `position` (the end of a fetched slice); every offset of the batches
+    /// before that position is below it. `None` when no entry lies there.
+    pub fn fetch_upper_bound_offset(&self, position: FilePosition) -> Option<Offset> {
+        let i = self.partition_point(|e| e.position < position);
+        self.entry(i).map(|(offset, _)| offset)
+    }
+
     /// Entry `i` as `(offset, position)`, or `None` past the valid entries.
     pub fn entry(&self, i: usize) -> Option<(Offset, FilePosition)> {
         self.raw_entry(i)

@@ -106,12 +106,27 @@ impl PartitionLog {
             return Ok(info);
         }
         let upper_pos = self.position_of(upper)?;
+        // Aborted transactions are reported up to the end of the bytes returned (Kafka's
+        // `fetchUpperBoundOffset`), not up to the bound of the whole log.
+        let mut txn_upper = upper;
         for seg in self.segments_from(start) {
             let max_pos = match upper_pos {
                 Some((base, pos)) if base == seg.base_offset() => Some(pos),
                 _ => None,
             };
             if let Some(d) = seg.read(start, max_bytes, max_pos, min_one_batch)? {
+                let end = FilePosition(d.slice.position.get() + d.slice.length);
+                let seg_base = seg.base_offset();
+                let bound = seg
+                    .offset_index()
+                    .fetch_upper_bound_offset(end)
+                    .or_else(|| {
+                        self.segments_from(seg_base)
+                            .map(|s| s.base_offset())
+                            .find(|&b| b > seg_base)
+                    })
+                    .unwrap_or(leo);
+                txn_upper = upper.min(bound);
                 info.records = Some(d);
                 break;
             }
@@ -120,7 +135,7 @@ impl PartitionLog {
             }
         }
         if isolation == FetchIsolation::TxnCommitted {
-            info.aborted_transactions = Some(self.collect_aborted_txns(start, upper)?);
+            info.aborted_transactions = Some(self.collect_aborted_txns(start, txn_upper)?);
         }
         Ok(info)
     }

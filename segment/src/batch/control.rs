@@ -102,11 +102,12 @@ impl EndTxnMarker {
 
 /// KIP-1279's MIRROR_PID_RESET value.
 ///
-/// Encoded like Kafka's other message-typed control values (`LeaderChangeMessage`): an `int16`
-/// message version, then the v0 flexible `MirrorPidResetRecord` body: `Version int16`,
-/// `SourceClusterId` compact string (uvarint length + 1, 0 = null), an empty tagged-field
-/// section. Readers accept a value that stops after the body's `Version` (the prototype's first
-/// revision had no cluster id).
+/// Encoded as Kafka encodes its other message-typed control values (`LeaderChangeMessage`,
+/// written with `MessageUtil.toByteBufferAccessor(message, version)`): the v0 flexible
+/// `MirrorPidResetRecord` body and nothing else — `Version int16`, `SourceClusterId` compact
+/// string (uvarint length + 1, 0 = null), a tagged-field section. Readers also accept a value
+/// that stops after `Version` (the prototype's first revision had no cluster id) and, for logs
+/// written by earlier mirrorlog versions, the same body behind an extra `int16` prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MirrorPidReset {
     /// The record's `Version` field (0).
@@ -119,8 +120,7 @@ impl MirrorPidReset {
     /// The value bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out =
-            Vec::with_capacity(8 + self.source_cluster_id.as_ref().map_or(0, |s| s.len()));
-        out.extend_from_slice(&0i16.to_be_bytes());
+            Vec::with_capacity(6 + self.source_cluster_id.as_ref().map_or(0, |s| s.len()));
         out.extend_from_slice(&self.version.to_be_bytes());
         match &self.source_cluster_id {
             None => write_unsigned(&mut out, 0),
@@ -134,33 +134,69 @@ impl MirrorPidReset {
     }
 
     fn decode(v: &[u8]) -> Result<MirrorPidReset, String> {
-        if v.len() < 4 {
+        match Self::decode_body(v) {
+            Ok(m) => Ok(m),
+            // Earlier mirrorlog versions wrote an int16 0 before the body.
+            Err(e) => match v {
+                [0, 0, body @ ..] if body.len() >= 2 => Self::decode_body(body).map_err(|_| e),
+                _ => Err(e),
+            },
+        }
+    }
+
+    /// The `MirrorPidResetRecord` body; every byte must be accounted for.
+    fn decode_body(v: &[u8]) -> Result<MirrorPidReset, String> {
+        if v.len() < 2 {
             return Err(format!(
-                "MIRROR_PID_RESET value is {} bytes, needs at least 4",
+                "MIRROR_PID_RESET value is {} bytes, needs at least 2",
                 v.len()
             ));
         }
-        let version = i16::from_be_bytes([v[2], v[3]]);
-        let rest = &v[4..];
+        let version = i16::from_be_bytes([v[0], v[1]]);
+        let rest = &v[2..];
         if rest.is_empty() {
             return Ok(MirrorPidReset {
                 version,
                 source_cluster_id: None,
             });
         }
-        let (len, n) = read_unsigned_varint(rest)
-            .map_err(|_| "MIRROR_PID_RESET SourceClusterId length is corrupt".to_string())?;
+        let corrupt = || "MIRROR_PID_RESET SourceClusterId length is corrupt".to_string();
+        let (len, n) = read_unsigned_varint(rest).map_err(|_| corrupt())?;
+        let mut pos = n;
         let source_cluster_id = if len == 0 {
             None
         } else {
-            let s = rest
-                .get(n..n + len as usize - 1)
+            let end = pos
+                .checked_add(len as usize - 1)
+                .filter(|&e| e <= rest.len())
                 .ok_or("MIRROR_PID_RESET SourceClusterId runs past the value")?;
+            let s = &rest[pos..end];
+            pos = end;
             Some(
                 String::from_utf8(s.to_vec())
                     .map_err(|_| "MIRROR_PID_RESET SourceClusterId is not UTF-8".to_string())?,
             )
         };
+        // The tagged-field section: unknown tags are skipped, as Kafka's readers skip them.
+        let tags_err = || "MIRROR_PID_RESET tagged fields are corrupt".to_string();
+        let (count, n) = read_unsigned_varint(&rest[pos..]).map_err(|_| tags_err())?;
+        pos += n;
+        for _ in 0..count {
+            let (_tag, n) = read_unsigned_varint(&rest[pos..]).map_err(|_| tags_err())?;
+            pos += n;
+            let (size, n) = read_unsigned_varint(&rest[pos..]).map_err(|_| tags_err())?;
+            pos += n;
+            pos = pos
+                .checked_add(size as usize)
+                .filter(|&e| e <= rest.len())
+                .ok_or_else(tags_err)?;
+        }
+        if pos != rest.len() {
+            return Err(format!(
+                "MIRROR_PID_RESET value has {} bytes after its fields",
+                rest.len() - pos
+            ));
+        }
         Ok(MirrorPidReset {
             version,
             source_cluster_id,
@@ -268,6 +304,15 @@ mod tests {
             };
             assert_eq!(MirrorPidReset::decode(&m.encode()).unwrap(), m);
         }
-        assert!(MirrorPidReset::decode(&[0, 0, 0, 0, 9, b'a']).is_err());
+        assert!(MirrorPidReset::decode(&[0, 0, 9, b'a', 0]).is_err());
+        assert!(MirrorPidReset::decode(&[0, 0, 0, 0, 9, b'a', 0]).is_err());
+        // What earlier mirrorlog versions wrote: an int16 0 before the body.
+        assert_eq!(
+            MirrorPidReset::decode(&[0, 0, 0, 0, 4, b's', b'r', b'c', 0]).unwrap(),
+            MirrorPidReset {
+                version: 0,
+                source_cluster_id: Some("src".into()),
+            }
+        );
     }
 }

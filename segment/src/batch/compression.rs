@@ -1,10 +1,11 @@
 //! The four codecs, framed exactly as Kafka frames them (`clients/.../common/compress/`):
 //!
-//! - gzip: a standard gzip member (several concatenated members are accepted, as Java's
-//!   `GZIPInputStream` does);
+//! - gzip: a standard gzip member (several concatenated members are accepted, and bytes after a
+//!   member that do not start another one are ignored, as Java's `GZIPInputStream` does);
 //! - snappy: snappy-java's *xerial* stream: a 16-byte header (`\x82SNAPPY\0`, version 1,
 //!   min-compatible version 1) then chunks `[int32 BE length][raw snappy block]`. Input without
-//!   the header is read as one raw snappy block, as snappy-java does;
+//!   the header is read as one raw snappy block, as snappy-java does, and a second header where
+//!   a chunk length belongs starts a concatenated stream (snappy-java's `hasNextChunk`);
 //! - lz4: the LZ4 frame format with Kafka's rules: version 01, independent blocks, no dictionary
 //!   id, reserved bits zero, 64 KiB–4 MiB blocks. We write 64 KiB blocks, no block or content
 //!   checksum, no content size — what Kafka's `Lz4BlockOutputStream` writes;
@@ -149,7 +150,7 @@ pub(crate) fn decompress(
 ) -> Result<bytes::Bytes, String> {
     let out = match codec {
         Compression::None => data.to_vec(),
-        Compression::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(data), limit)?,
+        Compression::Gzip => gunzip(data, limit)?,
         Compression::Snappy => xerial_decompress(data, limit)?,
         Compression::Lz4 => {
             check_kafka_lz4_header(data)?;
@@ -175,6 +176,29 @@ fn read_bounded(reader: impl Read, limit: usize) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// Java's `GZIPInputStream`: members back to back; after a member, bytes that do not start
+/// another gzip header end the stream and are ignored (its `readTrailer`).
+fn gunzip(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    loop {
+        let mut member = flate2::bufread::GzDecoder::new(rest);
+        let room = (limit - out.len()) as u64 + 1;
+        (&mut member)
+            .take(room)
+            .read_to_end(&mut out)
+            .map_err(|e| e.to_string())?;
+        if out.len() > limit {
+            return Err(format!("decompressed size exceeds the {limit}-byte limit"));
+        }
+        rest = member.into_inner();
+        // Another member needs at least the 10-byte header with magic 1f 8b and method 8.
+        if rest.len() < 10 || rest[..3] != [0x1f, 0x8b, 8] {
+            return Ok(out);
+        }
+    }
+}
+
 fn xerial_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     let mut dec = snap::raw::Decoder::new();
     if data.len() < XERIAL_HEADER_LEN || data[..8] != XERIAL_MAGIC {
@@ -192,6 +216,19 @@ fn xerial_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     while pos < data.len() {
         if data.len() - pos < 4 {
             return Err(format!("xerial chunk length truncated at byte {pos}"));
+        }
+        if data[pos..pos + 4] == XERIAL_MAGIC[..4] {
+            // snappy-java reads a chunk length equal to the magic's head as the start of a
+            // concatenated stream: a whole header follows, then that stream's chunks; a
+            // header that is not valid ends the input.
+            let header = data
+                .get(pos..pos + XERIAL_HEADER_LEN)
+                .ok_or_else(|| format!("concatenated xerial header truncated at byte {pos}"))?;
+            if header[..8] != XERIAL_MAGIC {
+                break;
+            }
+            pos += XERIAL_HEADER_LEN;
+            continue;
         }
         let len = i32::from_be_bytes(data[pos..pos + 4].try_into().expect("4 bytes"));
         pos += 4;
@@ -310,6 +347,32 @@ mod tests {
             let err = decompress(c, &z, 1000).unwrap_err();
             assert!(err.contains("limit"), "{c}: {err}");
         }
+    }
+
+    #[test]
+    fn gzip_members_back_to_back_are_one_stream() {
+        let mut z = compress(Compression::Gzip, b"first ");
+        z.extend(compress(Compression::Gzip, b"second"));
+        let out = decompress(Compression::Gzip, &z, 1 << 20).unwrap();
+        assert_eq!(&out[..], b"first second");
+        // A damaged second member is still an error, as it is for Java.
+        let mut bad = compress(Compression::Gzip, b"first ");
+        let second = compress(Compression::Gzip, b"second");
+        bad.extend_from_slice(&second[..second.len() - 3]);
+        assert!(decompress(Compression::Gzip, &bad, 1 << 20).is_err());
+    }
+
+    #[test]
+    fn concatenated_xerial_stream_with_a_bad_header_ends_the_input() {
+        let mut z = compress(Compression::Snappy, b"abc");
+        z.extend_from_slice(&[0x82, b'S', b'N', b'A', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            &decompress(Compression::Snappy, &z, 1 << 20).unwrap()[..],
+            b"abc"
+        );
+        let mut short = compress(Compression::Snappy, b"abc");
+        short.extend_from_slice(&XERIAL_MAGIC[..6]);
+        assert!(decompress(Compression::Snappy, &short, 1 << 20).is_err());
     }
 
     proptest! {

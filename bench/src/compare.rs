@@ -41,7 +41,9 @@ pub fn metrics(line: &Value) -> Vec<(String, f64, Better)> {
             let x = v.as_f64()?;
             if k == "ratio" || k.starts_with("ratio_") {
                 Some((k.clone(), x, Better::Higher))
-            } else if k.contains("_vs_") && k.ends_with("_p99") {
+            } else if (k.contains("_vs_") && k.ends_with("_p99")) || k.ends_with("_ratio_to_bound")
+            {
+                // Latency ratios, and a measurement over its bound (the mirror's RSS).
                 Some((k.clone(), x, Better::Lower))
             } else {
                 None
@@ -278,6 +280,22 @@ mod tests {
         assert!(compare(&b, &lines(&slightly), 0.1).unwrap().passed());
         // A looser tolerance lets the bigger drop through.
         assert!(compare(&b, &lines(&worse), 0.2).unwrap().passed());
+    }
+
+    #[test]
+    fn a_ratio_to_its_bound_is_gated_as_lower_is_better() {
+        let line: Value =
+            serde_json::from_str(r#"{"rss_ratio_to_bound":0.4,"overhead_ratio_to_bound":0.1}"#)
+                .unwrap();
+        let mut m = metrics(&line);
+        m.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            m,
+            vec![
+                ("overhead_ratio_to_bound".to_string(), 0.1, Better::Lower),
+                ("rss_ratio_to_bound".to_string(), 0.4, Better::Lower),
+            ]
+        );
     }
 
     #[test]

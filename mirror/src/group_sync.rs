@@ -110,7 +110,7 @@ pub fn sync_group_offsets_where(
     keep: &dyn Fn(&TopicPartition) -> bool,
 ) -> Result<GroupSyncReport, SourceError> {
     let mut report = GroupSyncReport::default();
-    for g in groups {
+    'groups: for g in groups {
         if sink.is_group_active(g) {
             tracing::info!(group = %g, "offset sync skips a group active on the destination");
             report.skipped_active.push(g.clone());
@@ -138,8 +138,13 @@ pub fn sync_group_offsets_where(
             if offset != c.offset {
                 report.clamped += 1;
             }
-            sink.commit(g, &tp, offset, epoch)
-                .map_err(|m| SourceError::Protocol(format!("destination commit: {m}")))?;
+            // A refused commit (the group got members since the check: UNKNOWN_MEMBER_ID)
+            // skips this group, not the sync (spec §11: the syncer skips per group).
+            if let Err(m) = sink.commit(g, &tp, offset, epoch) {
+                tracing::info!(group = %g, partition = %tp, "offset sync skips a group whose commit the destination refused: {m}");
+                report.skipped_active.push(g.clone());
+                continue 'groups;
+            }
             report.committed += 1;
         }
     }

@@ -58,20 +58,30 @@ pub fn failover_exposure(
         if !include.iter().any(|r| r.is_match(id)) || exclude.iter().any(|r| r.is_match(id)) {
             continue;
         }
-        let on_dest: BTreeMap<TopicPartition, Offset> = dest
-            .committed_offsets(id)?
-            .into_iter()
-            .filter(|c| c.offset.get() >= 0)
-            .map(|c| {
-                (
-                    TopicPartition {
-                        topic: c.topic,
-                        partition: c.partition,
-                    },
-                    c.offset,
-                )
-            })
-            .collect();
+        // A share group has no committed offsets (Kafka answers OffsetFetch for one with
+        // GROUP_ID_NOT_FOUND) and the sync never syncs it: nothing to report.
+        if g.group_type.as_deref() == Some("share") || g.protocol_type == "share" {
+            continue;
+        }
+        let on_dest: BTreeMap<TopicPartition, Offset> = match dest.committed_offsets(id) {
+            Ok(c) => c,
+            // The name is a share group on the destination (KAFKA-20799's collision): nothing
+            // is committed there for consumers of this group.
+            Err(SourceError::Kafka { code: 69, .. }) => vec![],
+            Err(e) => return Err(e),
+        }
+        .into_iter()
+        .filter(|c| c.offset.get() >= 0)
+        .map(|c| {
+            (
+                TopicPartition {
+                    topic: c.topic,
+                    partition: c.partition,
+                },
+                c.offset,
+            )
+        })
+        .collect();
         for c in source.committed_offsets(id)? {
             let tp = TopicPartition {
                 topic: c.topic.clone(),

@@ -237,6 +237,18 @@ impl DestinationTopics for BrokerTopics {
                 let read_only = b.logs.get(&tp).is_some_and(|h| h.read().is_read_only());
                 let same_id =
                     !uuid::Uuid::from_bytes(id).is_nil() && t.id == uuid::Uuid::from_bytes(id);
+                // A mirror topic with another (known) topic id is another source's topic,
+                // which another mirror is filling: never a second writer of its partitions.
+                let other_id = !uuid::Uuid::from_bytes(id).is_nil()
+                    && !t.id.is_nil()
+                    && t.id != uuid::Uuid::from_bytes(id);
+                if read_only && other_id {
+                    return Err(format!(
+                        "topic {name} is a mirror topic of another source topic on the destination (topic id {}, the source's is {})",
+                        t.id,
+                        uuid::Uuid::from_bytes(id)
+                    ));
+                }
                 if !read_only {
                     // The source's own topic (same id): a failback, or mirroring a stopped topic
                     // again. It becomes a mirror topic; LOG_ALIGNMENT decides what it keeps.

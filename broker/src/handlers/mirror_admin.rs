@@ -563,6 +563,20 @@ fn start_inner(b: &Arc<Broker>, r: StartMirrorTopicsRequest) -> Result<Vec<Topic
                 results.push(topic_result(&name, Ok(())));
             }
         }
+        // A matched source topic that discovery could not start is answered with its error
+        // (as if named), not left out of an answer that then reads as success.
+        let held = m.topic_names();
+        let on_source = m.source_topics().map_err(mirror_failure)?;
+        for (name, _) in &on_source {
+            if !held.contains(name)
+                && m.is_included(name)
+                && new.iter().any(|re| re.is_match(name))
+                && !results.iter().any(|t| &t.name == name)
+            {
+                let outcome = start_one(b, &m, name, &on_source);
+                results.push(topic_result(name, outcome));
+            }
+        }
     }
     Ok(results)
 }

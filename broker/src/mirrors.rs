@@ -239,9 +239,12 @@ impl DestinationTopics for BrokerTopics {
                     !uuid::Uuid::from_bytes(id).is_nil() && t.id == uuid::Uuid::from_bytes(id);
                 // A mirror topic with another (known) topic id is another source's topic,
                 // which another mirror is filling: never a second writer of its partitions.
+                // (Not when another local topic holds the source's id: then this mirror
+                // created the topic under a fresh id itself.)
                 let other_id = !uuid::Uuid::from_bytes(id).is_nil()
                     && !t.id.is_nil()
-                    && t.id != uuid::Uuid::from_bytes(id);
+                    && t.id != uuid::Uuid::from_bytes(id)
+                    && b.topics.by_id(uuid::Uuid::from_bytes(id)).is_none();
                 if read_only && other_id {
                     return Err(format!(
                         "topic {name} is a mirror topic of another source topic on the destination (topic id {}, the source's is {})",

@@ -541,6 +541,9 @@ fn start_inner(b: &Arc<Broker>, r: StartMirrorTopicsRequest) -> Result<Vec<Topic
     if !r.topics.is_empty() {
         let on_source = m.source_topics().map_err(mirror_failure)?;
         for t in &r.topics {
+            if results.iter().any(|r: &TopicResult| r.name == t.name) {
+                continue;
+            }
             let outcome = start_one(b, &m, &t.name, &on_source);
             results.push(topic_result(&t.name, outcome));
         }
@@ -674,7 +677,13 @@ fn topics_op_inner(
     if r.state_offset != -1 {
         return Err(state_offset_failure(r.state_offset));
     }
-    let mut selected: Vec<String> = r.topics.iter().map(|t| t.name.clone()).collect();
+    // A set: a topic named twice is operated on, and answered, once.
+    let mut selected: Vec<String> = vec![];
+    for t in &r.topics {
+        if !selected.contains(&t.name) {
+            selected.push(t.name.clone());
+        }
+    }
     if !r.patterns.is_empty() {
         let res = compile_patterns("pattern", &r.patterns)
             .map_err(|e| fail(ec(E::InvalidRegularExpression), e))?;

@@ -879,8 +879,16 @@ impl LogManager {
         let suffix = format!("-{}.{}-delete", tp.partition, h.topic_id);
         let keep = tp.topic.len().min(255usize.saturating_sub(suffix.len()));
         let gone = h.data_dir().join(format!("{}{suffix}", &tp.topic[..keep]));
+        let dir = h.dir.clone();
         drop(h);
-        std::fs::rename(&path, &gone).map_err(|e| dir_err(&path, e))?;
+        if let Err(e) = std::fs::rename(&path, &gone) {
+            // The partition is already gone from the manager but still on disk: as Kafka's
+            // `maybeHandleIOException` does, the directory goes offline rather than let the
+            // partition quietly come back at the next start.
+            let e = dir_err(&path, e);
+            dir.take_offline(format!("deleting {tp}: {e}"));
+            return Err(e);
+        }
         if self.storage.name() == SimStorage::NAME {
             // The simulated backend keeps `.log` files itself: move its view of the directory
             // too, or `remove_dir` below finds nothing under the new name.

@@ -567,7 +567,9 @@ fn append(
     origin: LeaderOrigin,
 ) -> EngineResult<LogAppendInfo> {
     let mut log = h.write();
-    let epoch = LeaderEpoch(log.epoch_cache().latest_epoch().map_or(0, |e| e.get()));
+    // The partition's leader epoch (as `acks = -1` and Metadata have it): a mirror's epoch bump
+    // may have raised it above the epoch cache's latest.
+    let epoch = LeaderEpoch(log.leader_epoch().get().max(0));
     let r = log.append_as_leader(records, epoch, origin);
     let moved = r.is_ok() && advance_hw(&mut log);
     drop(log);

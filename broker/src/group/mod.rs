@@ -517,7 +517,8 @@ impl GroupCoordinator {
     /// offsets are staged only if the group's `__consumer_offsets` partition is in the
     /// producer's open transaction (AddOffsetsToTxn put it there), and while that transaction
     /// cannot end — so staged offsets always meet their marker. Answers as Kafka's:
-    /// `INVALID_TXN_STATE` (not in the transaction), `INVALID_PRODUCER_EPOCH` (fenced),
+    /// `INVALID_TXN_STATE` (not in the transaction; `TRANSACTION_ABORTABLE` from v4),
+    /// `INVALID_PRODUCER_EPOCH` (fenced),
     /// `INVALID_PRODUCER_ID_MAPPING`, `CONCURRENT_TRANSACTIONS` (the previous transaction is
     /// completing). Default: none (commits are staged unverified, as by Kafka before 3.6).
     pub fn set_txn_verifier(&self, verifier: std::sync::Weak<dyn crate::txn::TxnVerifier>) {
@@ -842,20 +843,20 @@ impl GroupCoordinator {
                 .flatten();
             match verifier {
                 None => self.commit(&committer, entries, now),
-                Some(v) => {
+                Some(verifier) => {
                     let tp = TopicPartition {
                         topic: OFFSETS_TOPIC.to_string(),
                         partition: self.partition_for(&committer.group_id),
                     };
                     crate::txn::verified(
-                        &*v,
+                        &*verifier,
                         &r.transactional_id.0,
                         r.producer_id.0,
                         r.producer_epoch,
                         &tp,
                         || self.commit(&committer, entries, now),
                     )
-                    .unwrap_or_else(|e| vec![txn_offset_commit_verification_error(&e); n])
+                    .unwrap_or_else(|e| vec![txn_offset_commit_verification_error(&e, v); n])
                 }
             }
         };
@@ -1152,9 +1153,12 @@ fn join_response(v: i16, o: JoinOutcome) -> JoinGroupResponse {
 
 /// A failed TxnOffsetCommit verification as Kafka's group coordinator answers it
 /// (`AddPartitionsToTxnManager`'s mapping, then `maybeConvertOffsetCommitError`).
-fn txn_offset_commit_verification_error(e: &crate::txn::TxnError) -> i16 {
+/// TRANSACTION_ABORTABLE is answered from TxnOffsetCommit v4 (Kafka's
+/// `txnOffsetCommitRequestVersionToTransactionSupportedOperation`), INVALID_TXN_STATE before.
+fn txn_offset_commit_verification_error(e: &crate::txn::TxnError, version: i16) -> i16 {
     use crate::txn::TxnError as T;
     match e {
+        T::PartitionNotInTransaction if version >= 4 => E::TransactionAbortable,
         T::PartitionNotInTransaction => E::InvalidTxnState,
         T::ProducerFenced => E::InvalidProducerEpoch,
         T::InvalidProducerIdMapping => E::InvalidProducerIdMapping,

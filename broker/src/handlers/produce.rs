@@ -30,7 +30,7 @@
 //! `transactional_id`, the batch is appended only if its partition is in the producer's open
 //! transaction, and while that transaction cannot end; otherwise nothing is appended and the
 //! partition is answered as Kafka's `ReplicaManager` answers — `INVALID_TXN_STATE` ("Partition
-//! was not added to the transaction"), `INVALID_PRODUCER_EPOCH` for a fenced producer,
+//! was not added to the transaction"; `TRANSACTION_ABORTABLE` from Produce v11), `INVALID_PRODUCER_EPOCH` for a fenced producer,
 //! `INVALID_PRODUCER_ID_MAPPING`, or the retriable `NOT_ENOUGH_REPLICAS` while the previous
 //! transaction's markers are being written. Without a transactional id, a transactional batch
 //! may only continue a transaction the producer already has open in the partition
@@ -98,7 +98,7 @@ fn append_all(
 ) -> Vec<TopicProduceResponse> {
     for job in jobs {
         let resp = &mut responses[job.topic].partition_responses[job.partition];
-        match verified_append(b, &job, |origin| {
+        match verified_append(b, &job, version, |origin| {
             append(b, &job.handle, job.records.clone(), origin)
         }) {
             Ok(result) => fill(resp, &job.handle, result, version),
@@ -197,7 +197,7 @@ fn durable(
         .into_iter()
         .filter_map(|job| {
             let epoch = LeaderEpoch(b.leader_epoch(&job.handle));
-            let r = verified_append(b, &job, |origin| {
+            let r = verified_append(b, &job, version, |origin| {
                 job.handle
                     .append_as_leader_unsynced(job.records.clone(), epoch, origin)
             });
@@ -498,6 +498,7 @@ fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
 fn verified_append<R>(
     b: &Broker,
     job: &Job,
+    version: i16,
     append: impl FnOnce(LeaderOrigin) -> R,
 ) -> Result<R, (i16, String)> {
     let (Some((producer_id, producer_epoch)), Some(verifier)) =
@@ -517,11 +518,16 @@ fn verified_append<R>(
         tp,
         || append(LeaderOrigin::Client),
     )
-    .map_err(|e| verification_failure(e, tp))
+    .map_err(|e| verification_failure(e, tp, version))
 }
 
-/// A failed verification as Kafka's `ReplicaManager` answers it to a producer.
-fn verification_failure(e: TxnError, tp: &TopicPartition) -> (i16, String) {
+/// The first Produce version that knows TRANSACTION_ABORTABLE (KIP-890; Kafka's
+/// `produceRequestVersionToTransactionSupportedOperation`: `GENERIC_ERROR_SUPPORTED`).
+const TRANSACTION_ABORTABLE_SINCE: i16 = 11;
+
+/// A failed verification as Kafka's `ReplicaManager` answers it to a producer of Produce
+/// `version`.
+fn verification_failure(e: TxnError, tp: &TopicPartition, version: i16) -> (i16, String) {
     let unverified = |underlying: ResponseError| {
         failure(
             ResponseError::NotEnoughReplicas,
@@ -534,7 +540,11 @@ fn verification_failure(e: TxnError, tp: &TopicPartition) -> (i16, String) {
     };
     match e {
         TxnError::PartitionNotInTransaction => failure(
-            ResponseError::InvalidTxnState,
+            if version >= TRANSACTION_ABORTABLE_SINCE {
+                ResponseError::TransactionAbortable
+            } else {
+                ResponseError::InvalidTxnState
+            },
             format!("Partition {tp} was not added to the transaction"),
         ),
         TxnError::ProducerFenced => failure(ResponseError::InvalidProducerEpoch, e.to_string()),

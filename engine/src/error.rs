@@ -33,14 +33,20 @@ pub enum EngineError {
         segment_bytes: u32,
     },
     /// A record's timestamp is outside the topic's bounds (`INVALID_TIMESTAMP`).
-    #[error("record at index {record_index} has timestamp {timestamp}: {reason}")]
+    #[error(
+        "record at index {record_index} has timestamp {timestamp}: {reason}{}",
+        if .invalid.len() > 1 { format!(" ({} records of the batch are out of bounds)", .invalid.len()) } else { String::new() }
+    )]
     InvalidTimestamp {
-        /// Which record of the batch.
+        /// The first such record of the batch.
         record_index: u32,
         /// Its timestamp.
         timestamp: i64,
         /// The bound it broke.
         reason: String,
+        /// Every record of the batch out of bounds, `(index, timestamp)`, the first included
+        /// (Kafka answers one record error each).
+        invalid: Vec<(u32, i64)>,
     },
     /// A producer-state check failed (`INVALID_PRODUCER_EPOCH`, `OUT_OF_ORDER_SEQUENCE_NUMBER`,
     /// `INVALID_TXN_STATE`, `TRANSACTION_COORDINATOR_FENCED`).

@@ -626,11 +626,20 @@ fn fill(
             };
             if version >= 8 {
                 let message = e.to_string();
-                if let EngineError::InvalidTimestamp { record_index, .. } = &e {
-                    let mut re = BatchIndexAndErrorMessage::default();
-                    re.batch_index = *record_index as i32;
-                    re.batch_index_error_message = Some(sb(&message));
-                    resp.record_errors = vec![re];
+                if let EngineError::InvalidTimestamp { invalid, .. } = &e {
+                    // One record error per record out of bounds, as Kafka's LogValidator.
+                    resp.record_errors = invalid
+                        .iter()
+                        .map(|(index, ts)| {
+                            let mut re = BatchIndexAndErrorMessage::default();
+                            re.batch_index = *index as i32;
+                            re.batch_index_error_message = Some(sb(&format!(
+                                "record at index {index} has timestamp {ts}, outside the \
+                                 topic's message.timestamp.before/after.max.ms bounds"
+                            )));
+                            re
+                        })
+                        .collect();
                 }
                 resp.error_message = Some(sb(&message));
             }

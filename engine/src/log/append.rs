@@ -264,6 +264,9 @@ impl PartitionLog {
         // skipKeyValueIterator).
         let mut records = batch.records()?;
         let mut i = 0usize;
+        // The first out-of-bounds record's reason, and every such record (Kafka checks them all).
+        let mut first_bad: Option<(u32, i64, String)> = None;
+        let mut invalid: Vec<(u32, i64)> = vec![];
         while let Some(r) = records.next_meta() {
             let r = r?;
             if r.offset != batch.base_offset().plus(i as i64) {
@@ -276,28 +279,33 @@ impl PartitionLog {
             if check_ts && r.timestamp != TimestampMs::NONE {
                 let ts = r.timestamp.get();
                 max_ts = max_ts.max(r.timestamp);
-                if now.saturating_sub(ts) > self.config.timestamp_before_max_ms {
-                    return Err(EngineError::InvalidTimestamp {
-                        record_index: i as u32,
-                        timestamp: ts,
-                        reason: format!(
-                            "more than message.timestamp.before.max.ms={} before the broker time {now}",
-                            self.config.timestamp_before_max_ms
-                        ),
-                    });
-                }
-                if ts.saturating_sub(now) > self.config.timestamp_after_max_ms {
-                    return Err(EngineError::InvalidTimestamp {
-                        record_index: i as u32,
-                        timestamp: ts,
-                        reason: format!(
-                            "more than message.timestamp.after.max.ms={} after the broker time {now}",
-                            self.config.timestamp_after_max_ms
-                        ),
-                    });
+                let broken = if now.saturating_sub(ts) > self.config.timestamp_before_max_ms {
+                    Some(format!(
+                        "more than message.timestamp.before.max.ms={} before the broker time {now}",
+                        self.config.timestamp_before_max_ms
+                    ))
+                } else if ts.saturating_sub(now) > self.config.timestamp_after_max_ms {
+                    Some(format!(
+                        "more than message.timestamp.after.max.ms={} after the broker time {now}",
+                        self.config.timestamp_after_max_ms
+                    ))
+                } else {
+                    None
+                };
+                if let Some(reason) = broken {
+                    invalid.push((i as u32, ts));
+                    first_bad.get_or_insert((i as u32, ts, reason));
                 }
             }
             i += 1;
+        }
+        if let Some((record_index, timestamp, reason)) = first_bad {
+            return Err(EngineError::InvalidTimestamp {
+                record_index,
+                timestamp,
+                reason,
+                invalid,
+            });
         }
         Ok(check_ts.then_some(max_ts))
     }

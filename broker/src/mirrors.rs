@@ -329,6 +329,28 @@ impl DestinationTopics for BrokerTopics {
         })
     }
 
+    fn topic_overrides(&self, name: &str) -> Vec<String> {
+        let Ok(b) = self.broker() else {
+            return Vec::new();
+        };
+        let tp = TopicPartition {
+            topic: name.into(),
+            partition: 0,
+        };
+        let Some(h) = b.logs.get(&tp) else {
+            return Vec::new();
+        };
+        let defaults = b.logs.default_log_config();
+        let log = h.read();
+        let config = log.config();
+        config
+            .to_kafka_pairs()
+            .into_iter()
+            .filter(|(k, _)| config.is_topic_override(k, defaults))
+            .map(|(k, _)| k.to_string())
+            .collect()
+    }
+
     fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
         let b = self.broker()?;
         update_partition_configs(&b, name, |current| {

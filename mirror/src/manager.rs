@@ -328,6 +328,12 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
         configs: &[(String, String)],
         removed: &[String],
     ) -> Result<(), String>;
+    /// The topic config keys topic `name` holds as its own (its topic overrides) — what a
+    /// mirror copied from the source before. A restarted mirror compares them with the source's
+    /// to reset the keys the source stopped setting while it was down. Default: none known.
+    fn topic_overrides(&self, _name: &str) -> Vec<String> {
+        Vec::new()
+    }
     /// Makes the topic writable (after a stop) or read-only again.
     ///
     /// # Errors
@@ -1588,18 +1594,30 @@ impl MirrorManager {
         // Keys copied last time that the source no longer sets (an override deleted there): the
         // destination goes back to its own default for them, or a deleted `retention.ms=60000`
         // would keep deleting mirrored data the source keeps.
-        let removed: Vec<String> = self
+        let previous = self
             .topics
             .lock()
             .get(topic)
-            .and_then(|t| t.synced_configs.as_ref())
-            .map(|prev| {
-                prev.iter()
-                    .filter(|(k, _)| !configs.iter().any(|(c, _)| c == k))
-                    .map(|(k, _)| k.clone())
+            .and_then(|t| t.synced_configs.clone());
+        let removed: Vec<String> = match previous {
+            Some(prev) => prev
+                .iter()
+                .filter(|(k, _)| !configs.iter().any(|(c, _)| c == k))
+                .map(|(k, _)| k.clone())
+                .collect(),
+            // The first copy since this process started: the destination's own keys that the
+            // source no longer sets were deleted there while the mirror was down (keys excluded
+            // from copying are the destination's to keep).
+            None => {
+                let f = self.filters.lock();
+                self.topics_api
+                    .topic_overrides(topic)
+                    .into_iter()
+                    .filter(|k| !configs.iter().any(|(c, _)| c == k))
+                    .filter(|k| !f.properties_exclude_re.iter().any(|r| r.is_match(k)))
                     .collect()
-            })
-            .unwrap_or_default();
+            }
+        };
         match self
             .topics_api
             .apply_topic_configs(topic, &configs, &removed)

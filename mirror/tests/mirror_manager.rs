@@ -865,24 +865,39 @@ impl DestinationTopics for ConfigDest {
             .filter_map(|k| defaults.iter().find(|(d, _)| d == k))
             .map(|(d, v)| (d.to_string(), v.clone()))
             .collect();
-        let pairs: Vec<(&str, &str)> = configs
-            .iter()
-            .chain(resets.iter())
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
         let logs = &self.0.0;
         for h in logs.partitions() {
             if h.topic_partition().topic == name {
                 let current = h.read().config().clone();
                 let mut next = current
-                    .with_overrides(pairs.iter().copied())
+                    .with_topic_overrides(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    .and_then(|c| {
+                        c.with_overrides(resets.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    })
                     .map_err(|e| e.to_string())?;
+                next.overrides.retain(|k| !removed.iter().any(|r| r == k));
                 next.read_only = current.read_only;
                 logs.update_config(h.topic_partition(), next)
                     .map_err(|e| e.to_string())?;
             }
         }
         Ok(())
+    }
+    fn topic_overrides(&self, name: &str) -> Vec<String> {
+        let Some(h) = self.0.0.get(&TopicPartition {
+            topic: name.into(),
+            partition: 0,
+        }) else {
+            return vec![];
+        };
+        let log = h.read();
+        let config = log.config();
+        config
+            .to_kafka_pairs()
+            .into_iter()
+            .filter(|(k, _)| config.is_topic_override(k, &LogConfig::default()))
+            .map(|(k, _)| k.to_string())
+            .collect()
     }
     fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
         self.0.set_read_only(name, read_only)
@@ -1079,4 +1094,44 @@ fn a_mirror_closed_for_deletion_starts_no_topic() {
     w.mirror.reopen_to_new_topics();
     w.mirror.sync().unwrap();
     assert_eq!(w.mirror.topic_names(), vec!["payments", "payouts"]);
+}
+
+/// As above, for an override the source deleted while the destination's mirror was down: the
+/// restarted mirror has no record of what it copied before, so it compares the destination
+/// topic's own settings with the source's (found in review).
+#[test]
+fn a_config_override_removed_on_the_source_while_the_mirror_was_down_is_removed_too() {
+    let source_config = LogConfig::default()
+        .with_overrides([("retention.ms", "60000")])
+        .unwrap();
+    let w = world_with(
+        MirrorConfig::new("cfg-down"),
+        &[("logs", 1)],
+        source_config,
+        |dst| Arc::new(ConfigDest(Dest(dst))),
+    );
+    w.mirror.start_topics(&["logs".to_string()]).unwrap();
+    assert_eq!(h(&w.dst, "logs", 0).read().config().retention_ms, 60_000);
+    w.mirror.shutdown();
+    // Deleted on the source while the destination's mirror is down.
+    let src = h(&w.src, "logs", 0);
+    w.src
+        .update_config(src.topic_partition(), LogConfig::default())
+        .unwrap();
+    let store = Arc::new(MirrorStateStore::open(w.dst.clone(), 4).unwrap());
+    let restarted = MirrorManager::new(
+        MirrorConfig::new("cfg-down"),
+        w.source.clone(),
+        w.dst.clone(),
+        Arc::new(ConfigDest(Dest(w.dst.clone()))),
+        store,
+        ManualClock::new(T0),
+    )
+    .unwrap();
+    assert_eq!(restarted.topic_names(), vec!["logs"]);
+    restarted.sync().unwrap();
+    assert_eq!(
+        h(&w.dst, "logs", 0).read().config().retention_ms,
+        LogConfig::default().retention_ms
+    );
 }

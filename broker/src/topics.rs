@@ -131,8 +131,11 @@ impl TopicRegistry {
 
     /// Rebuilds from the log manager (after coordinators created their internal topics).
     pub fn refresh(&self, logs: &LogManager) {
-        let fresh = TopicRegistry::load(logs).topics.into_inner();
-        *self.topics.write() = fresh;
+        // The snapshot is taken under the registry's lock: a create, growth or delete (which
+        // hold it while they change the log manager) is either wholly in it or wholly after it,
+        // never overwritten by a view taken half-way through.
+        let mut topics = self.topics.write();
+        *topics = TopicRegistry::load(logs).topics.into_inner();
     }
 
     /// Held across reading a topic's config, changing it and storing it for every partition

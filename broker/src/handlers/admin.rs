@@ -945,7 +945,12 @@ fn delete_one(b: &Broker, name: &str) -> Result<(), TopicError> {
             ),
         ));
     }
-    b.topics.delete(&b.logs, name)?;
+    let deleted = b.topics.delete(&b.logs, name);
+    // As Kafka's `stopPartitions` completing the delayed fetches of the partitions it stops
+    // hosting: fetches parked on this topic answer now (UNKNOWN_TOPIC_…) instead of sleeping
+    // out their max_wait_ms. Also after a partial failure: some partitions may be gone.
+    b.appends.notify();
+    deleted?;
     tracing::info!(topic = name, "deleted topic");
     Ok(())
 }

@@ -983,6 +983,14 @@ impl MirrorManager {
         })
     }
 
+    /// The destination partition a MIRRORING partition writes: only while it is still a
+    /// read-only mirror partition. The mirror finds its partitions by name; a client that deleted
+    /// the mirror topic and created an ordinary topic under that name (a new topic id, writable)
+    /// must never get the source's records, truncations or epoch bumps.
+    fn mirror_destination(&self, key: &TopicPartition) -> Option<Arc<PartitionHandle>> {
+        self.logs.get(key).filter(|h| h.read().is_read_only())
+    }
+
     /// The mirror's name.
     pub fn name(&self) -> &str {
         &self.config.name
@@ -1169,7 +1177,7 @@ impl MirrorManager {
         if entry.state.state != S::Mirroring {
             return;
         }
-        let Some(dest) = self.logs.get(key) else {
+        let Some(dest) = self.mirror_destination(key) else {
             return;
         };
         let local = dest.read().leader_epoch();
@@ -1248,7 +1256,7 @@ impl MirrorManager {
                 stopped_topics.insert(key.topic.clone());
             }
             if e.state.state == S::LogAlignment {
-                let Some(dest) = self.logs.get(&key) else {
+                let Some(dest) = self.mirror_destination(&key) else {
                     continue;
                 };
                 // Failback (spec §8): if the source mirrors this topic from us and has stopped,
@@ -1723,7 +1731,7 @@ impl MirrorManager {
             if e.state.state != S::Mirroring || e.source_leader < 0 {
                 continue;
             }
-            let Some(dest) = self.logs.get(&key) else {
+            let Some(dest) = self.mirror_destination(&key) else {
                 continue;
             };
             let (mut leader, epoch) = (e.source_leader, e.state.state_epoch);
@@ -1845,7 +1853,7 @@ impl MirrorManager {
             if e.state.state != S::Mirroring || e.state.state_epoch != *epoch {
                 continue;
             }
-            let Some(dest) = self.logs.get(key) else {
+            let Some(dest) = self.mirror_destination(key) else {
                 continue;
             };
             if dest.read().log_end_offset() != pf.fetch_offset {

@@ -42,4 +42,15 @@ fn deleting_a_topic_forgets_its_committed_offsets() {
     );
     drop(c);
     rb.shutdown().unwrap();
+
+    // And after a restart (the coordinator reloads `__consumer_offsets`).
+    let rb = RunningBroker::start_local(dir.path(), 1).unwrap();
+    let mut c = Client::connect(&rb.addr.to_string()).unwrap();
+    assert_eq!(
+        c.fetch_offsets("g", "t", &[0]).unwrap(),
+        vec![(0, -1)],
+        "the deleted topic's offset came back from __consumer_offsets"
+    );
+    drop(c);
+    rb.shutdown().unwrap();
 }

@@ -105,6 +105,9 @@ pub trait Coordinator: Send + Sync {
     /// The broker is stopping: answer blocked requests (JoinGroup) and refuse new ones, so that
     /// in-flight requests finish.
     fn shutdown(&self) {}
+    /// A topic was deleted: drop what is kept for its partitions (a group's committed offsets,
+    /// as Kafka's `onPartitionsDeleted`).
+    fn topic_deleted(&self, _topic: &str) {}
 }
 
 /// Wakes long-polling fetches when data arrives, and for good when the broker stops.
@@ -309,6 +312,13 @@ impl Broker {
     pub fn maintain(&self) {
         if let Err(e) = self.logs.maintain() {
             tracing::error!("log maintenance: {e}");
+        }
+    }
+
+    /// Tells the coordinators that `topic` was deleted.
+    pub fn topic_deleted(&self, topic: &str) {
+        for c in self.coordinators.read().iter() {
+            c.topic_deleted(topic);
         }
     }
 

@@ -44,6 +44,9 @@ impl Coordinator for Groups {
     fn shutdown(&self) {
         self.0.shutdown();
     }
+    fn topic_deleted(&self, topic: &str) {
+        self.0.on_topic_deleted(topic);
+    }
 }
 
 struct Txns(Arc<TxnCoordinator>);

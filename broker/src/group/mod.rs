@@ -498,6 +498,57 @@ impl GroupCoordinator {
         self.closed.load(Ordering::SeqCst)
     }
 
+    /// Kafka's `onPartitionsDeleted`: the committed offsets of a deleted topic's partitions are
+    /// tombstoned and forgotten, so a topic created again under the same name (a new topic,
+    /// offsets from 0) is not resumed at an offset committed for the old one. A shard whose
+    /// tombstones cannot be written keeps its offsets (they are logged). Returns how many
+    /// offsets were dropped.
+    pub fn on_topic_deleted(&self, topic: &str) -> usize {
+        let mut dropped = 0;
+        for shard in &self.shards {
+            let mut st = shard.state.lock();
+            let mut doomed: Vec<(String, TopicPartition)> = vec![];
+            for (gid, g) in &st.groups {
+                doomed.extend(
+                    g.offsets
+                        .keys()
+                        .filter(|tp| tp.topic == topic)
+                        .map(|tp| (gid.clone(), tp.clone())),
+                );
+            }
+            if doomed.is_empty() {
+                continue;
+            }
+            let recs: Result<Vec<_>, _> = doomed
+                .iter()
+                .map(|(gid, tp)| {
+                    records::offset_key(gid, &tp.topic, tp.partition).map(|k| (k, None))
+                })
+                .collect();
+            let written = match recs {
+                Ok(recs) => shard
+                    .append(&recs, None, self.clock.now_ms())
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(format!("{e:?}")),
+            };
+            if let Err(e) = written {
+                tracing::warn!(
+                    topic,
+                    "dropping the deleted topic's committed offsets failed: {e}"
+                );
+                continue;
+            }
+            for (gid, tp) in &doomed {
+                if let Some(g) = st.groups.get_mut(gid)
+                    && g.offsets.remove(tp).is_some()
+                {
+                    dropped += 1;
+                }
+            }
+        }
+        dropped
+    }
+
     /// Whether a group has members (KIP-1279 offset sync skips active groups).
     pub fn is_group_active(&self, group_id: &str) -> bool {
         let st = self.shard_for(group_id).state.lock();

@@ -951,6 +951,7 @@ fn delete_one(b: &Broker, name: &str) -> Result<(), TopicError> {
     // out their max_wait_ms. Also after a partial failure: some partitions may be gone.
     b.appends.notify();
     deleted?;
+    b.topic_deleted(name);
     tracing::info!(topic = name, "deleted topic");
     Ok(())
 }

@@ -1170,4 +1170,47 @@ mod tests {
         let none = FetchSessionCache::new(0, 100);
         assert_eq!(open(&none, &[key("t", 0)], 0, 0), 0);
     }
+
+    /// Kafka's `ReplicaManager.readFromLog`: a partition found by name whose log has another
+    /// topic id than the one the fetch (or its session) names — the topic was deleted and
+    /// recreated since the request's topic id was resolved — is INCONSISTENT_TOPIC_ID (103), not
+    /// UNKNOWN_TOPIC_ID.
+    #[test]
+    fn a_recreated_topic_under_a_resolved_id_is_inconsistent_topic_id() {
+        use crate::broker::BrokerConfig;
+        use mirrorlog_engine::clock::ManualClock;
+        use mirrorlog_engine::config::LogConfig;
+        use mirrorlog_segment::io::PwriteStorage;
+        let dir = tempfile::tempdir().unwrap();
+        let b = Broker::open(
+            BrokerConfig::new(dir.path(), "127.0.0.1", 9092),
+            std::sync::Arc::new(PwriteStorage::new()),
+            ManualClock::new(1_700_000_000_000),
+        )
+        .unwrap();
+        let old = b
+            .topics
+            .create(&b.logs, "t", 1, LogConfig::default(), None)
+            .unwrap()
+            .id;
+        let key = PartKey {
+            topic: TopicRef::Id(old),
+            partition: 0,
+        };
+        let params = FetchParams {
+            fetch_offset: 0,
+            max_bytes: 1 << 20,
+            current_leader_epoch: -1,
+            last_fetched_epoch: -1,
+        };
+        // Resolved while the old topic exists (as a long poll's first pass does)...
+        let specs = resolve(&b, vec![(key, params)]);
+        // ...then the topic is deleted and created again under a new id.
+        b.topics.delete(&b.logs, "t").unwrap();
+        b.topics
+            .create(&b.logs, "t", 1, LogConfig::default(), None)
+            .unwrap();
+        let d = read_partition(&b, &specs[0], FetchIsolation::HighWatermark, 1 << 20, true);
+        assert_eq!(d.error_code, ResponseError::InconsistentTopicId.code());
+    }
 }

@@ -778,7 +778,8 @@ fn read_partition(
         // the partition found by name is another topic's, and serving it would splice two
         // topics' offsets into one consumer (or mirror).
         d.error_code = match spec.key.topic {
-            TopicRef::Id(_) => ResponseError::UnknownTopicId.code(),
+            // As Kafka's `readFromLog`: the log's topic id is not the one the fetch names.
+            TopicRef::Id(_) => ResponseError::InconsistentTopicId.code(),
             TopicRef::Name(_) => ResponseError::UnknownTopicOrPartition.code(),
         };
         return d;

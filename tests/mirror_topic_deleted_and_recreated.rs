@@ -77,3 +77,51 @@ fn the_mirror_never_writes_into_a_topic_recreated_under_its_name() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// The same for the group offset sync: the source's committed offsets of the mirrored topic
+/// must not be committed for the unrelated topic created under its name.
+#[test]
+fn the_group_offset_sync_never_commits_for_a_topic_recreated_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Serve::start(&dir.path().join("src"), free_port());
+    let dst = Serve::start(&dir.path().join("dst"), free_port());
+    let d = dst.addr.as_str();
+    let mut sc = Client::connect(&src.addr).unwrap();
+    sc.create_topic("events", 1, &[]).unwrap();
+    let end = produce(&mut sc, "events", 0, 2, "src");
+    sc.commit_offsets("g", "events", &[(0, 15, -1)]).unwrap();
+    create_mirror(
+        d,
+        "m",
+        &src.addr,
+        &["mirror.metadata.refresh.interval.ms=200"],
+    );
+    ok(d, &["--start", "--mirror", "m", "--topics", "events"]);
+    wait_mirrored(d, "m", "events", 0, end);
+    let mut dc = Client::connect(d).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while dc.fetch_offsets("g", "events", &[0]).unwrap()[0].1 != 15 {
+        assert!(
+            Instant::now() < deadline,
+            "the group offset was never synced"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    if let Err(e) = dc.delete_topic("events") {
+        eprintln!("DeleteTopics on a mirror topic refused: {e}");
+        return;
+    }
+    dc.create_topic("events", 1, &[]).unwrap();
+    // The new topic's own records and its own consumer's position.
+    assert_eq!(produce(&mut dc, "events", 0, 1, "local"), 10);
+    dc.commit_offsets("g", "events", &[(0, 3, -1)]).unwrap();
+    sc.commit_offsets("g", "events", &[(0, 17, -1)]).unwrap();
+    // Many sync intervals.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        dc.fetch_offsets("g", "events", &[0]).unwrap(),
+        vec![(0, 3)],
+        "the mirror committed the source group's offset for the new, unrelated topic"
+    );
+}

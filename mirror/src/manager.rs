@@ -1487,6 +1487,9 @@ impl MirrorManager {
                         .is_some_and(|f| f.previous_state == S::Stopping);
                 !(stop_failed || matches!(st.state, S::Stopped | S::Stopping))
             })
+            // And still a mirror partition: not an ordinary topic a client created under a
+            // deleted mirror topic's name.
+            .filter(|(k, _)| self.mirror_destination(k).is_some())
             .map(|(k, _)| k.clone())
             .collect();
         let report = GroupSyncReport {

@@ -201,8 +201,23 @@ impl TopicRegistry {
                 topic: name.to_string(),
                 partition: p,
             };
-            logs.create(&tp, uuid_to_topic_id(id), config.clone())
-                .map_err(|e| TopicError::new(ResponseError::KafkaStorageError, e.to_string()))?;
+            if let Err(e) = logs.create(&tp, uuid_to_topic_id(id), config.clone()) {
+                // All or nothing: the partitions created so far go again, or the log manager
+                // (and the disk, at the next start) would hold a topic the registry does not.
+                for q in 0..p {
+                    let tp = TopicPartition {
+                        topic: name.to_string(),
+                        partition: q,
+                    };
+                    if let Err(e) = logs.delete(&tp) {
+                        tracing::error!(partition = %tp, "undoing a failed topic creation: {e}");
+                    }
+                }
+                return Err(TopicError::new(
+                    ResponseError::KafkaStorageError,
+                    e.to_string(),
+                ));
+            }
         }
         let meta = TopicMeta {
             name: name.into(),

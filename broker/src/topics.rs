@@ -283,18 +283,34 @@ impl TopicRegistry {
                 format!("topic {name} does not exist"),
             )
         })?;
+        let mut first_err = None;
+        let mut left = false;
         for p in 0..t.partitions {
             let tp = TopicPartition {
                 topic: name.to_string(),
                 partition: p,
             };
-            if logs.get(&tp).is_some() {
-                logs.delete(&tp).map_err(|e| {
-                    TopicError::new(ResponseError::KafkaStorageError, e.to_string())
-                })?;
+            if logs.get(&tp).is_some()
+                && let Err(e) = logs.delete(&tp)
+            {
+                first_err.get_or_insert(e);
+                left |= logs.get(&tp).is_some();
             }
         }
-        Ok(t)
+        match first_err {
+            None => Ok(t),
+            Some(e) => {
+                // Partitions still in the log manager keep the topic in the registry, so that the
+                // two agree and DeleteTopics can be tried again.
+                if left {
+                    topics.insert(name.to_string(), t);
+                }
+                Err(TopicError::new(
+                    ResponseError::KafkaStorageError,
+                    e.to_string(),
+                ))
+            }
+        }
     }
 }
 

@@ -475,6 +475,9 @@ pub struct LogManager {
     group_commit: Arc<GroupCommit>,
     /// Serialises creation, deletion and config changes (not appends).
     admin: Mutex<()>,
+    /// Serialises [`LogManager::checkpoint`]: every writer goes through the same `.tmp` path
+    /// of each checkpoint file, and a later snapshot must not be overwritten by an earlier one.
+    checkpoint_lock: Mutex<()>,
 }
 
 /// Parses a partition directory name `<topic>-<partition>`.
@@ -654,6 +657,7 @@ impl LogManager {
             logs: RwLock::new(logs),
             group_commit,
             admin: Mutex::new(()),
+            checkpoint_lock: Mutex::new(()),
         };
         mgr.checkpoint()?;
         Ok((mgr, report))
@@ -912,6 +916,7 @@ impl LogManager {
     /// # Errors
     /// Storage failures.
     pub fn checkpoint(&self) -> EngineResult<()> {
+        let _one_writer = self.checkpoint_lock.lock();
         for dir in self.dirs.iter().filter(|d| d.offline_reason().is_none()) {
             let data_dir = &dir.path;
             let mut rp = BTreeMap::new();

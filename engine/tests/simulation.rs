@@ -631,6 +631,17 @@ impl Sim {
             90..=94 => self.crash(),
             _ => self.clean_reopen(),
         }
+        // Checked before the high watermark is moved to the log end below: that update clamps
+        // into [log start, log end], so checking only afterwards could never fail.
+        let log = self.log.as_ref().unwrap();
+        assert!(
+            log.log_start_offset() <= log.high_watermark()
+                && log.high_watermark() <= log.log_end_offset(),
+            "after op {op}: high watermark {} outside [log start {}, log end {}]",
+            log.high_watermark(),
+            log.log_start_offset(),
+            log.log_end_offset()
+        );
         let leo = self.model.leo();
         self.log().update_high_watermark(Offset(leo));
         self.check();

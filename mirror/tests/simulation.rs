@@ -701,6 +701,12 @@ impl Sim {
                         }
                         let key = decode_key(rec.key.as_deref().unwrap()).unwrap();
                         let value = decode_value(&key, rec.value.as_deref().unwrap()).unwrap();
+                        // Without mirror.support.unclean.leader.election a divergence must
+                        // leave the partition FAILED: it never truncates (ULE_RECOVERY).
+                        assert!(
+                            self.ule || value.state != S::UleRecovery,
+                            "{key:?}: ULE_RECOVERY with mirror.support.unclean.leader.election=false"
+                        );
                         if let Some(prev) = self.history.get(&key) {
                             // A rewrite of the latest state (the same state epoch can only be
                             // the same write).

@@ -50,9 +50,23 @@ fn no_acknowledged_record_is_lost_when_the_broker_is_killed_mid_produce() {
         .arg(&acks)
         .spawn()
         .unwrap();
-    // Kill the broker while the producer is running (whenever that is: the check below holds
-    // at any moment), then bring it back on the same port; the idempotent producer retries.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Kill the broker while the producer is running, then bring it back on the same port; the
+    // idempotent producer retries. "Running" is waited for, not guessed with a fixed pause: on
+    // a loaded machine the script may not have produced anything after a second and a half (it
+    // first imports confluent_kafka and creates the topic), and a kill before the first record
+    // tests no crash at all.
+    let started = std::time::Instant::now();
+    while !has_records(&dir.path().join("crashy-0")) && !has_records(&dir.path().join("crashy-1")) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "hang guard: the producer wrote nothing"
+        );
+        assert!(
+            producer.try_wait().unwrap().is_none(),
+            "the producer exited before writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     broker.kill();
     let broker = Serve::start(dir.path(), port);
     assert!(producer.wait().unwrap().success(), "producer script failed");
@@ -65,4 +79,15 @@ fn no_acknowledged_record_is_lost_when_the_broker_is_killed_mid_produce() {
             acks.to_str().unwrap(),
         ],
     );
+}
+
+/// Whether a partition directory holds a segment with a batch in it (a batch header is never
+/// all zeros; a preallocated `.log` file can be, before its first append).
+fn has_records(partition_dir: &std::path::Path) -> bool {
+    std::fs::read_dir(partition_dir).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|e| {
+            e.path().extension().is_some_and(|x| x == "log")
+                && std::fs::read(e.path()).is_ok_and(|b| b.iter().take(61).any(|&byte| byte != 0))
+        })
+    })
 }

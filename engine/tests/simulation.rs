@@ -642,6 +642,14 @@ impl Sim {
             log.log_start_offset(),
             log.log_end_offset()
         );
+        // Likewise the last stable offset: checked against the model only once the high
+        // watermark is the log end, where a bound by the log end passes for one by the HW.
+        assert!(
+            log.last_stable_offset() <= log.high_watermark(),
+            "after op {op}: last stable offset {} above the high watermark {}",
+            log.last_stable_offset(),
+            log.high_watermark()
+        );
         let leo = self.model.leo();
         self.log().update_high_watermark(Offset(leo));
         self.check();

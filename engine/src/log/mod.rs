@@ -403,10 +403,7 @@ impl PartitionLog {
         }
 
         let log_end = active.next_offset();
-        // A checkpointed log start can be above the end (the tail past it was lost): as Kafka's
-        // `deleteSegmentsIfLogStartGreaterThanLogEnd`, the log restarts empty at the log start
-        // below, so that no offset below it is handed out again.
-        let restart_at = (log_start > log_end).then_some(log_start);
+        // A checkpointed log start can be above the end after a truncation it did not see.
         let log_start = log_start.min(log_end);
         epochs.truncate_from_end(log_end)?;
         if let Some(e) = epochs.earliest_entry()
@@ -435,15 +432,6 @@ impl PartitionLog {
             unflushed_messages: 0,
             last_flush_ms: now,
         };
-        if let Some(start) = restart_at {
-            tracing::warn!(
-                log = %log.name,
-                "deleting all segments: the log end {log_end} is below the log start {start}"
-            );
-            log.truncate_fully_and_start_at(start)?;
-            log.truncations = 0;
-            report.segments_deleted += report.segments;
-        }
         if report.segments_recovered > 0 {
             log.flush()?;
             log.producers.take_snapshot()?;

@@ -5,6 +5,9 @@
 //! `mirror.groups.include=.*`) makes the whole `--failover-report` fail. The group offset sync
 //! already keeps share groups out of OffsetFetch (`split_group_types`); the report must too.
 
+#[macro_use]
+mod common;
+
 use mirrorlog_index::{LeaderEpoch, Offset, TopicPartition};
 use mirrorlog_mirror::failover_report::failover_exposure;
 use mirrorlog_mirror::source::*;
@@ -17,37 +20,8 @@ struct Cluster {
     billing_at: i64,
 }
 
-/// What the report never asks this cluster.
-fn not_needed() -> SourceError {
-    SourceError::Unsupported("not part of the failover report".into())
-}
-
 impl SourceCluster for Cluster {
-    fn metadata(&self, _: Option<&[String]>) -> Result<SourceMetadata, SourceError> {
-        Err(not_needed())
-    }
-    fn fetch(&self, _: i32, _: &FetchRequest) -> Result<FetchResponse, SourceError> {
-        Err(not_needed())
-    }
-    fn list_offset(
-        &self,
-        _: &str,
-        _: i32,
-        _: OffsetSpec,
-    ) -> Result<(Offset, LeaderEpoch), SourceError> {
-        Err(not_needed())
-    }
-    fn end_offset_for_epoch(
-        &self,
-        _: &str,
-        _: i32,
-        _: LeaderEpoch,
-    ) -> Result<(LeaderEpoch, Offset), SourceError> {
-        Err(not_needed())
-    }
-    fn topic_configs(&self, _: &str) -> Result<Vec<(String, String)>, SourceError> {
-        Err(not_needed())
-    }
+    no_data_path!();
     fn list_groups(&self) -> Result<Vec<GroupListing>, SourceError> {
         Ok(vec![
             GroupListing {

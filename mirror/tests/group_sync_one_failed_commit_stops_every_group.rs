@@ -4,6 +4,7 @@
 //! returns on the first failed commit instead, so one busy group leaves every later group
 //! unsynced — on every refresh, for as long as it stays busy — and the sync's report is lost.
 
+#[macro_use]
 mod common;
 
 use common::manager;
@@ -19,39 +20,10 @@ use parking_lot::Mutex;
 #[derive(Debug)]
 struct Groups;
 
-/// What the group sync never asks this cluster.
-fn not_needed() -> SourceError {
-    SourceError::Unsupported("not part of the group offset sync".into())
-}
-
 impl SourceCluster for Groups {
-    fn metadata(&self, _: Option<&[String]>) -> Result<SourceMetadata, SourceError> {
-        Err(not_needed())
-    }
-    fn fetch(&self, _: i32, _: &FetchRequest) -> Result<FetchResponse, SourceError> {
-        Err(not_needed())
-    }
-    fn list_offset(
-        &self,
-        _: &str,
-        _: i32,
-        _: OffsetSpec,
-    ) -> Result<(Offset, LeaderEpoch), SourceError> {
-        Err(not_needed())
-    }
-    fn end_offset_for_epoch(
-        &self,
-        _: &str,
-        _: i32,
-        _: LeaderEpoch,
-    ) -> Result<(LeaderEpoch, Offset), SourceError> {
-        Err(not_needed())
-    }
-    fn topic_configs(&self, _: &str) -> Result<Vec<(String, String)>, SourceError> {
-        Err(not_needed())
-    }
+    no_data_path!();
     fn list_groups(&self) -> Result<Vec<GroupListing>, SourceError> {
-        Err(not_needed())
+        Err(common::not_on_the_data_path())
     }
     fn committed_offsets(&self, _: &str) -> Result<Vec<CommittedOffset>, SourceError> {
         Ok(vec![CommittedOffset {

@@ -122,3 +122,60 @@ pub fn catch_up(mirror: &mirrorlog_mirror::manager::MirrorManager) {
     }
     panic!("no convergence");
 }
+
+/// The [`SourceCluster`](mirrorlog_mirror::source::SourceCluster) methods of the data path
+/// (metadata, fetch, list offsets, epoch end offsets, topic configs), answering `Unsupported`:
+/// for test sources that only serve group listings and offsets. Use inside the `impl`.
+#[allow(unused_macros)]
+macro_rules! no_data_path {
+    () => {
+        fn metadata(
+            &self,
+            _: Option<&[String]>,
+        ) -> Result<mirrorlog_mirror::source::SourceMetadata, mirrorlog_mirror::source::SourceError>
+        {
+            Err(common::not_on_the_data_path())
+        }
+        fn fetch(
+            &self,
+            _: i32,
+            _: &mirrorlog_mirror::source::FetchRequest,
+        ) -> Result<mirrorlog_mirror::source::FetchResponse, mirrorlog_mirror::source::SourceError>
+        {
+            Err(common::not_on_the_data_path())
+        }
+        fn list_offset(
+            &self,
+            _: &str,
+            _: i32,
+            _: mirrorlog_mirror::source::OffsetSpec,
+        ) -> Result<
+            (mirrorlog_index::Offset, mirrorlog_index::LeaderEpoch),
+            mirrorlog_mirror::source::SourceError,
+        > {
+            Err(common::not_on_the_data_path())
+        }
+        fn end_offset_for_epoch(
+            &self,
+            _: &str,
+            _: i32,
+            _: mirrorlog_index::LeaderEpoch,
+        ) -> Result<
+            (mirrorlog_index::LeaderEpoch, mirrorlog_index::Offset),
+            mirrorlog_mirror::source::SourceError,
+        > {
+            Err(common::not_on_the_data_path())
+        }
+        fn topic_configs(
+            &self,
+            _: &str,
+        ) -> Result<Vec<(String, String)>, mirrorlog_mirror::source::SourceError> {
+            Err(common::not_on_the_data_path())
+        }
+    };
+}
+
+/// What [`no_data_path`] answers.
+pub fn not_on_the_data_path() -> mirrorlog_mirror::source::SourceError {
+    mirrorlog_mirror::source::SourceError::Unsupported("not asked by this test".into())
+}

@@ -509,12 +509,15 @@ impl GroupCoordinator {
             let mut st = shard.state.lock();
             let mut doomed: Vec<(String, TopicPartition)> = vec![];
             for (gid, g) in &st.groups {
-                doomed.extend(
-                    g.offsets
-                        .keys()
-                        .filter(|tp| tp.topic == topic)
-                        .map(|tp| (gid.clone(), tp.clone())),
-                );
+                // Committed offsets and offsets staged by open transactions alike (Kafka's
+                // `removeOffsets`): a staged one would otherwise be committed at the marker.
+                let tps: std::collections::BTreeSet<&TopicPartition> = g
+                    .offsets
+                    .keys()
+                    .chain(g.pending_txn.values().flat_map(|s| s.keys()))
+                    .filter(|tp| tp.topic == topic)
+                    .collect();
+                doomed.extend(tps.into_iter().map(|tp| (gid.clone(), tp.clone())));
             }
             if doomed.is_empty() {
                 continue;
@@ -539,10 +542,11 @@ impl GroupCoordinator {
                 continue;
             }
             for (gid, tp) in &doomed {
-                if let Some(g) = st.groups.get_mut(gid)
-                    && g.offsets.remove(tp).is_some()
-                {
-                    dropped += 1;
+                if let Some(g) = st.groups.get_mut(gid) {
+                    if g.offsets.contains_key(tp) {
+                        dropped += 1;
+                    }
+                    g.delete_offset(tp);
                 }
             }
         }

@@ -950,8 +950,12 @@ fn delete_one(b: &Broker, name: &str) -> Result<(), TopicError> {
     // hosting: fetches parked on this topic answer now (UNKNOWN_TOPIC_…) instead of sleeping
     // out their max_wait_ms. Also after a partial failure: some partitions may be gone.
     b.appends.notify();
+    // A failure that still took the topic out of the registry deleted it all the same (a retry
+    // answers UNKNOWN_TOPIC_OR_PARTITION): the coordinators drop its state then too.
+    if deleted.is_ok() || b.topics.get(name).is_none() {
+        b.topic_deleted(name);
+    }
     deleted?;
-    b.topic_deleted(name);
     tracing::info!(topic = name, "deleted topic");
     Ok(())
 }

@@ -58,15 +58,19 @@ fn transactional_writes_outside_the_open_transaction_are_refused() {
     // Another partition of the same producer is still outside the transaction.
     let r = c.produce("t", 1, txn_batch(pid, epoch, 0), 1, Some("tx"));
     assert_eq!(code(r), invalid_txn_state);
-    // Without a transactional id a batch may continue the open transaction, not open one.
+    // Without a transactional id nothing can verify a transactional batch: refused as Kafka's
+    // handleProduceRequest refuses it, even inside the open transaction.
+    let auth = ResponseError::TransactionalIdAuthorizationFailed.code();
+    let r = c.produce("t", 0, txn_batch(pid, epoch, 1), 1, None);
+    assert_eq!(code(r), auth);
+    let r = c.produce("t", 1, txn_batch(pid, epoch, 0), -1, None);
+    assert_eq!(code(r), auth);
+    assert_eq!((log_end(0), log_end(1)), (Offset(1), Offset(0)));
     assert_eq!(
-        c.produce("t", 0, txn_batch(pid, epoch, 1), 1, None)
+        c.produce("t", 0, txn_batch(pid, epoch, 1), 1, Some("tx"))
             .unwrap(),
         1
     );
-    let r = c.produce("t", 1, txn_batch(pid, epoch, 0), 1, None);
-    assert_eq!(code(r), invalid_txn_state);
-    assert_eq!(log_end(1), Offset(0));
     // A fenced epoch and an unknown transactional id, as Kafka's ReplicaManager answers them.
     let r = c.produce("t", 0, txn_batch(pid, epoch + 1, 0), 1, Some("tx"));
     assert_eq!(code(r), ResponseError::InvalidProducerEpoch.code());
@@ -89,8 +93,6 @@ fn transactional_writes_outside_the_open_transaction_are_refused() {
     // The transaction ended: its partitions are no longer in one, for batches and offsets.
     let end = log_end(0);
     let r = c.produce("t", 0, txn_batch(pid, epoch, 2), -1, Some("tx"));
-    assert_eq!(code(r), invalid_txn_state);
-    let r = c.produce("t", 0, txn_batch(pid, epoch, 2), 1, None);
     assert_eq!(code(r), invalid_txn_state);
     let r = c.txn_offset_commit("tx", pid, epoch, "g", "t", &[(0, 9)]);
     assert_eq!(code(r), invalid_txn_state);

@@ -146,6 +146,16 @@ fn prepare(
     let acks = r.acks;
     let acks_valid = matches!(acks, -1..=1);
     let transactional_id: Option<Arc<str>> = r.transactional_id.as_ref().map(|t| Arc::from(&*t.0));
+    // Kafka's `handleProduceRequest`: transactional records without a transactional id fail the
+    // whole request (nothing can verify them against a transaction).
+    let unverifiable = transactional_id.is_none()
+        && r.topic_data.iter().any(|t| {
+            t.partition_data.iter().any(|p| {
+                p.records
+                    .as_ref()
+                    .is_some_and(|b| transactional_producer(b).is_some())
+            })
+        });
     let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(r.topic_data.len());
     let mut jobs = vec![];
     for (ti, td) in r.topic_data.into_iter().enumerate() {
@@ -158,7 +168,12 @@ fn prepare(
             resp.base_offset = -1;
             resp.log_append_time_ms = -1;
             resp.log_start_offset = -1;
-            let checked = if acks_valid {
+            let checked = if unverifiable {
+                Err(failure(
+                    ResponseError::TransactionalIdAuthorizationFailed,
+                    "transactional records need the producer's transactional id".to_string(),
+                ))
+            } else if acks_valid {
                 precheck(b, &name, pd.index, pd.records, version)
             } else {
                 Err(failure(
@@ -507,6 +522,7 @@ fn verified_append<R>(
         return Ok(append(LeaderOrigin::Client));
     };
     let Some(transactional_id) = &job.transactional_id else {
+        // Refused in `prepare` (no job gets here); the engine's own check as a second line.
         return Ok(append(LeaderOrigin::ClientUnverified));
     };
     let tp = job.handle.topic_partition();

@@ -29,7 +29,8 @@ pub enum LeaderOrigin {
     /// transaction (KIP-890 part 1), or runs without verification (Kafka before 3.6).
     Client,
     /// A producer whose transactional batch was *not* verified with its transaction
-    /// coordinator (a Produce request without a transactional id): every check of
+    /// coordinator (the broker refuses such a Produce request outright, as Kafka does; for
+    /// embedders that cannot verify): every check of
     /// [`Client`](Self::Client), and a transactional batch may only continue a transaction the
     /// producer already has open in this partition — one that would open a transaction fails
     /// with `INVALID_TXN_STATE`, as Kafka's log refuses a transactional batch without a

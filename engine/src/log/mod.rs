@@ -365,7 +365,14 @@ impl PartitionLog {
                 }
             }
             if base == last || truncated_at.is_some() {
-                active = Some(seg);
+                // The last segment may already be open as the active one (its indexes were
+                // fine): after a truncation here it is past the end and must go too.
+                if let Some(old) = active.replace(seg)
+                    && old.base_offset() != base
+                {
+                    old.delete()?;
+                    report.segments_deleted += 1;
+                }
             } else {
                 sealed.insert(base, seg.seal()?);
             }

@@ -537,7 +537,15 @@ impl LogManager {
             };
             let rp = lenient(RECOVERY_POINT_CHECKPOINT);
             let ls = lenient(LOG_START_CHECKPOINT);
-            let hw = OffsetCheckpoint::new(data_dir.join(HIGH_WATERMARK_CHECKPOINT)).read()?;
+            // As Kafka's `CheckpointFileWithFailureHandler`: an unreadable high-watermark
+            // checkpoint takes its directory offline, not the other directories.
+            let hw = match OffsetCheckpoint::new(data_dir.join(HIGH_WATERMARK_CHECKPOINT)).read() {
+                Ok(hw) => hw,
+                Err(e) => {
+                    dir.take_offline(format!("{HIGH_WATERMARK_CHECKPOINT}: {e}"));
+                    continue;
+                }
+            };
             for entry in std::fs::read_dir(data_dir).map_err(|e| dir_err(data_dir, e))? {
                 let path = entry.map_err(|e| dir_err(data_dir, e))?.path();
                 if !path.is_dir() {

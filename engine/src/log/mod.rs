@@ -169,8 +169,14 @@ impl PartitionLog {
         // checkpoints are regular files beside them.
         let mut bases = vec![];
         let mut swaps = vec![];
+        let mut min_cleaned: Option<Offset> = None;
         for p in storage.list_dir(dir)? {
             let n = file_name(&p);
+            if n.ends_with(".cleaned")
+                && let Some(base) = offset_from_file_name(&n)
+            {
+                min_cleaned = Some(min_cleaned.map_or(base, |m| m.min(base)));
+            }
             if n.ends_with(LOG_SWAP_SUFFIX)
                 && let Some(base) = offset_from_file_name(&n)
             {
@@ -190,6 +196,19 @@ impl PartitionLog {
         // Kafka's `LogLoader`, complete the swap — the segments it overlaps go, it becomes the
         // `.log` (its indexes are rebuilt below, being absent).
         for (base, swap) in swaps {
+            // As Kafka's `removeTempFilesAndCollectSwapFiles`: a `.swap` at or above the lowest
+            // `.cleaned` offset is part of a split whose lower parts never became `.swap` (the
+            // rename goes from the highest offset down): the old segment is still whole, so
+            // the swap goes.
+            if min_cleaned.is_some_and(|m| base >= m) {
+                storage.remove(&swap)?;
+                continue;
+            }
+            // The indexes at the swap's base belong to the old segment there, whose `.log` may
+            // already be gone: they are rebuilt for the swapped-in segment.
+            for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX] {
+                remove_file(&segment_path(dir, base, suffix))?;
+            }
             let file = storage.open(&swap, mirrorlog_segment::io::OpenMode::Read)?;
             let len = file.len()?;
             let mut last = None;

@@ -57,6 +57,8 @@ fn produce_one(b: &Broker, topic: &str, p: i32, records: Bytes) -> i16 {
     let mut r = ProduceRequest::default();
     r.acks = 1;
     r.timeout_ms = 30_000;
+    // The test's producer is transactional (a transactional batch needs its id, as in Kafka).
+    r.transactional_id = Some(TransactionalId(s("tx")));
     let mut pd = PartitionProduceData::default();
     pd.index = p;
     pd.records = Some(records);

@@ -8,6 +8,7 @@ use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     BrokerId, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, TopicName,
+    TransactionalId,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
@@ -499,7 +500,13 @@ fn read_committed_skips_past_nothing_and_lists_aborted_transactions() {
         bb.append(TimestampMs(NOW), None, Some(b"t1"), &[]);
         bb.build().into_bytes()
     };
-    assert_eq!(produce_one(&b, "t", 0, txn), (NONE, 0));
+    // A transactional batch travels with its producer's transactional id (Kafka refuses it
+    // otherwise); no coordinator runs here, so nothing verifies it further.
+    let mut r = produce_req(1, vec![("t", 0, Some(txn))]);
+    r.transactional_id = Some(TransactionalId(s("tx")));
+    let resp = produce::handle(&b, r, 9).unwrap();
+    let pr = &resp.responses[0].partition_responses[0];
+    assert_eq!((pr.error_code, pr.base_offset), (NONE, 0));
     let committed = |b: &Broker| {
         let mut r = fetch_req(&[("t", 0, 0)]);
         r.isolation_level = 1;

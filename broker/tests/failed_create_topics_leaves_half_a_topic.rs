@@ -6,6 +6,8 @@
 //! partitions exist under the failed attempt's topic id), and a restart brings the half topic
 //! back. Kafka creates a topic atomically (one metadata record batch).
 
+mod common;
+
 use kafka_protocol::messages::CreateTopicsRequest;
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -46,27 +48,7 @@ fn a_failed_create_leaves_no_partition_behind() {
     .unwrap();
 
     // Room for a few dozen more descriptors only.
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain libc calls on valid arguments.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut old), 0);
-        let free = libc::dup(0);
-        assert!(free >= 0);
-        libc::close(free);
-        let lim = libc::rlimit {
-            rlim_cur: (free + 64) as libc::rlim_t,
-            rlim_max: old.rlim_max,
-        };
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
-    }
-    let code = create(&b, 500);
-    // SAFETY: as above.
-    unsafe {
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &old), 0);
-    }
+    let code = common::with_spare_fds(64, || create(&b, 500));
     assert_ne!(code, 0, "500 partitions cannot fit in 64 descriptors");
     assert!(b.topics.get("t").is_none());
     let left = partitions_of_t(&b);

@@ -6,6 +6,8 @@
 //! committed group offsets stay, so the topic created again under the name is resumed at an
 //! offset committed for the old one (Kafka's `onPartitionsDeleted` drops them).
 
+mod common;
+
 use bytes::Bytes;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::{DeleteTopicsRequest, TopicName};
@@ -46,27 +48,7 @@ fn a_delete_failing_after_the_registry_dropped_the_topic_still_drops_its_offsets
 
     // A request in flight holds the partition (and its files) while it is deleted.
     let held = b.partition("t", 0).unwrap();
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain libc calls on valid arguments.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut old), 0);
-        let free = libc::dup(0);
-        assert!(free >= 0);
-        libc::close(free);
-        let lim = libc::rlimit {
-            rlim_cur: free as libc::rlim_t,
-            rlim_max: old.rlim_max,
-        };
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
-    }
-    let code = delete(&b);
-    // SAFETY: as above.
-    unsafe {
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &old), 0);
-    }
+    let code = common::with_spare_fds(0, || delete(&b));
     drop(held);
     assert_ne!(code, 0, "the delete was meant to fail part-way");
     assert!(b.topics.get("t").is_none(), "the topic left the registry");

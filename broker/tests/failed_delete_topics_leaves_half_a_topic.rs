@@ -4,6 +4,8 @@
 //! deleted again (UNKNOWN_TOPIC_OR_PARTITION), nor created again (its partitions exist), and a
 //! restart brings the remaining partitions back as a topic missing partition 0.
 
+mod common;
+
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::{DeleteTopicsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -38,27 +40,7 @@ fn a_failed_delete_leaves_registry_and_log_manager_in_agreement() {
 
     // Requests in flight (fetches, produces) hold the partitions' handles, and so their files.
     let held: Vec<_> = (0..3).map(|p| b.partition("t", p).unwrap()).collect();
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain libc calls on valid arguments.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut old), 0);
-        let free = libc::dup(0);
-        assert!(free >= 0);
-        libc::close(free);
-        let lim = libc::rlimit {
-            rlim_cur: free as libc::rlim_t,
-            rlim_max: old.rlim_max,
-        };
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
-    }
-    let code = delete(&b);
-    // SAFETY: as above.
-    unsafe {
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &old), 0);
-    }
+    let code = common::with_spare_fds(0, || delete(&b));
     drop(held);
     let in_logs = b
         .logs

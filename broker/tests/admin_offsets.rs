@@ -1101,6 +1101,19 @@ fn incremental_alter_configs_rejects_bad_changes_and_changes_nothing() {
         ("delete".into(), SOURCE_DYNAMIC_TOPIC_CONFIG)
     );
 
+    // SUBTRACT of the last item leaves the empty list: Kafka 4.2's infinite retention, kept and
+    // described as such (it used to be refused as a malformed value).
+    let (e, _) = one(alter_req(
+        "strict",
+        &[("cleanup.policy", OP_SUBTRACT, Some("delete"))],
+        false,
+    ));
+    assert_eq!(e, 0);
+    assert_eq!(
+        topic_config(&b, "strict", "cleanup.policy"),
+        (String::new(), SOURCE_DYNAMIC_TOPIC_CONFIG)
+    );
+
     let mut r = alter_req("1", &[("num.partitions", OP_SET, Some("3"))], false);
     r.resources[0].resource_type = RESOURCE_BROKER;
     assert_eq!(one(r).0, code(ResponseError::InvalidRequest));

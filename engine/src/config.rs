@@ -24,7 +24,7 @@
 //! | `message.timestamp.before.max.ms` | `log.message.timestamp.before.max.ms` | `timestamp_before_max_ms` | 9223372036854775807 | 0 ..= i64::MAX |
 //! | `message.timestamp.after.max.ms` | `log.message.timestamp.after.max.ms` | `timestamp_after_max_ms` | 3600000 (1 h, Kafka 4.x) | 0 ..= i64::MAX |
 //! | `compression.type` | `compression.type` | `compression` | `producer` | `producer`, `uncompressed`, `gzip`, `snappy`, `lz4`, `zstd` |
-//! | `cleanup.policy` | `log.cleanup.policy` | `cleanup_policy` | `delete` | `delete` (`compact` is rejected as unsupported) |
+//! | `cleanup.policy` | `log.cleanup.policy` | `cleanup_policy` | `delete` | `delete`, or the empty list (infinite retention: `retention.*` ignored, as Kafka 4.2); `compact` is rejected as unsupported |
 //! | `flush.messages` | `log.flush.interval.messages` | `flush_messages` | 9223372036854775807 (never by count) | 1 ..= i64::MAX |
 //! | `flush.ms` | `log.flush.interval.ms`, `log.flush.scheduler.interval.ms` ³ | `flush_ms` | 9223372036854775807 (never by time) | 0 ..= i64::MAX |
 //! | `file.delete.delay.ms` | `log.segment.delete.delay.ms` | `file_delete_delay_ms` | 60000 | 0 ..= i64::MAX |
@@ -162,13 +162,18 @@ pub enum CleanupPolicy {
     /// `delete`: whole segments past `retention.ms` / `retention.bytes` are deleted. The default.
     #[default]
     Delete,
+    /// The empty list (`cleanup.policy=`): infinite retention, as in Kafka 4.2 — `retention.ms`
+    /// and `retention.bytes` are ignored and only segments wholly below the log start (moved by
+    /// DeleteRecords) are deleted.
+    Retain,
 }
 
 impl CleanupPolicy {
-    /// The Kafka name (`delete`).
+    /// The Kafka name (`delete`, or the empty list for [`CleanupPolicy::Retain`]).
     pub fn name(self) -> &'static str {
         match self {
             CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Retain => "",
         }
     }
 }
@@ -797,8 +802,12 @@ fn with_value(e: ConfigError, value: &str) -> ConfigError {
     }
 }
 
-/// `cleanup.policy`: a comma-separated list drawn from `delete` and `compact`.
+/// `cleanup.policy`: a comma-separated list drawn from `delete` and `compact`; the empty list
+/// (Kafka 4.2's infinite retention) is [`CleanupPolicy::Retain`].
 fn parse_cleanup_policy(key: &str, value: &str) -> Result<CleanupPolicy, ConfigError> {
+    if value.trim().is_empty() {
+        return Ok(CleanupPolicy::Retain);
+    }
     let mut delete = false;
     let mut compact = false;
     for item in value.split(',').map(str::trim) {
@@ -1025,7 +1034,7 @@ mod tests {
             ("compression.type", "GZIP"),
             ("compression.type", "brotli"),
             ("cleanup.policy", "forever"),
-            ("cleanup.policy", ""),
+            ("cleanup.policy", "delete,,delete"),
         ] {
             let text = err_text(&[(key, value)]);
             assert!(

@@ -81,12 +81,18 @@ impl PartitionLog {
     /// Retention: deletes the oldest sealed segments that are wholly below the log start, older
     /// than `retention.ms` (by their largest timestamp), or beyond `retention.bytes`; only
     /// segments below the high watermark go, and never the active segment. The log start moves
-    /// to the first remaining segment. Returns how many segments were deleted.
+    /// to the first remaining segment. With the empty `cleanup.policy`
+    /// ([`CleanupPolicy::Retain`](crate::config::CleanupPolicy::Retain)) only segments below the
+    /// log start go. Returns how many segments were deleted.
     ///
     /// # Errors
     /// Storage failures.
     pub fn delete_old_segments(&mut self) -> EngineResult<usize> {
         let mut deleted = self.delete_segments_below_log_start()?;
+        if self.config.cleanup_policy == crate::config::CleanupPolicy::Retain {
+            // Kafka 4.2's empty `cleanup.policy`: infinite retention, only DeleteRecords trims.
+            return Ok(deleted);
+        }
         let now = self.clock.now_ms();
         // Bytes above `retention.bytes` (none when unlimited: −1).
         let mut excess = (self.config.retention_bytes >= 0)

@@ -1659,3 +1659,67 @@ fn an_append_racing_a_topic_delete_does_not_take_the_data_dir_offline() {
         b.logs.offline_dirs()
     );
 }
+
+#[test]
+fn a_resource_named_twice_is_answered_once_with_invalid_request_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    // CreateTopics: "twice" appears twice, "once" once.
+    let resp = admin::create_topics(
+        &b,
+        create_req(
+            vec![
+                new_topic("twice", 1, 1, &[]),
+                new_topic("once", 2, 1, &[]),
+                new_topic("twice", 3, 1, &[]),
+            ],
+            false,
+        ),
+        7,
+    );
+    let got: Vec<(&str, i16)> = resp
+        .topics
+        .iter()
+        .map(|t| (str_of(&t.name.0), t.error_code))
+        .collect();
+    assert_eq!(
+        got,
+        [("twice", code(ResponseError::InvalidRequest)), ("once", 0)]
+    );
+    assert!(
+        b.topics.get("twice").is_none(),
+        "a duplicate is not created"
+    );
+    assert_eq!(b.topics.get("once").unwrap().partitions, 2);
+
+    // CreatePartitions: the same topic twice grows nothing.
+    let mut r = CreatePartitionsRequest::default();
+    for count in [4, 5] {
+        let mut t = CreatePartitionsTopic::default();
+        t.name = tn("once");
+        t.count = count;
+        r.topics.push(t);
+    }
+    let resp = admin::create_partitions(&b, r, 3);
+    assert_eq!(resp.results.len(), 1);
+    assert_eq!(
+        resp.results[0].error_code,
+        code(ResponseError::InvalidRequest)
+    );
+    assert_eq!(b.topics.get("once").unwrap().partitions, 2);
+
+    // IncrementalAlterConfigs: one resource twice changes nothing.
+    let mut r = alter_req("once", &[("retention.ms", OP_SET, Some("1000"))], false);
+    let second = alter_req("once", &[("retention.ms", OP_SET, Some("2000"))], false);
+    r.resources.extend(second.resources);
+    let resp = admin::incremental_alter_configs(&b, r, 1);
+    assert_eq!(resp.responses.len(), 1);
+    assert_eq!(
+        resp.responses[0].error_code,
+        code(ResponseError::InvalidRequest)
+    );
+    assert_eq!(
+        topic_config(&b, "once", "retention.ms"),
+        ("604800000".into(), SOURCE_DEFAULT_CONFIG)
+    );
+}

@@ -417,30 +417,49 @@ struct NewTopic {
     config: LogConfig,
 }
 
+/// Kafka's admin rule for a request that names one resource more than once: that resource is
+/// answered once, with INVALID_REQUEST (`duplicate`), and its other entries not at all; every
+/// other item gets `run`'s outcome. In request order.
+fn each_once<'a, T, K, R>(
+    items: &'a [T],
+    key: impl Fn(&T) -> K,
+    duplicate: &str,
+    mut run: impl FnMut(&'a T) -> Result<R, TopicError>,
+) -> Vec<(&'a T, Result<R, TopicError>)>
+where
+    K: Eq + std::hash::Hash,
+{
+    let mut counts: HashMap<K, usize> = HashMap::new();
+    for t in items {
+        *counts.entry(key(t)).or_default() += 1;
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for t in items {
+        match counts.get_mut(&key(t)) {
+            // Answered already (the first of its duplicates).
+            Some(0) => {}
+            Some(n) if *n > 1 => {
+                *n = 0;
+                out.push((t, Err(error(ResponseError::InvalidRequest, duplicate))));
+            }
+            _ => out.push((t, run(t))),
+        }
+    }
+    out
+}
+
 /// CreateTopics v2–7: per topic, validates the name, partitions, replication factor (1 or -1),
 /// manual assignment (this node only) and configs, then creates it unless `validate_only`.
 /// v5+ answers the partition count, replication factor and every config with its source; v7
 /// the topic id.
 pub fn create_topics(b: &Broker, r: CreateTopicsRequest, v: i16) -> CreateTopicsResponse {
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for t in &r.topics {
-        *counts.entry(name_of(&t.name.0)).or_default() += 1;
-    }
     let mut resp = CreateTopicsResponse::default();
-    let mut answered = HashSet::new();
-    for t in &r.topics {
-        let name = name_of(&t.name.0);
-        if !answered.insert(name.clone()) {
-            continue;
-        }
-        let outcome = if counts[&name] > 1 {
-            Err(error(
-                ResponseError::InvalidRequest,
-                "Duplicate topic name.",
-            ))
-        } else {
-            create_one(b, &name, t, r.validate_only)
-        };
+    for (t, outcome) in each_once(
+        &r.topics,
+        |t| name_of(&t.name.0),
+        "Duplicate topic name.",
+        |t| create_one(b, &name_of(&t.name.0), t, r.validate_only),
+    ) {
         let mut out = CreatableTopicResult::default();
         out.name = t.name.clone();
         out.configs = None;
@@ -970,25 +989,16 @@ pub fn create_partitions(
     r: CreatePartitionsRequest,
     _v: i16,
 ) -> CreatePartitionsResponse {
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for t in &r.topics {
-        *counts.entry(name_of(&t.name.0)).or_default() += 1;
-    }
     let mut resp = CreatePartitionsResponse::default();
-    let mut answered = HashSet::new();
-    for t in &r.topics {
-        let name = name_of(&t.name.0);
-        if !answered.insert(name.clone()) {
-            continue;
-        }
-        let outcome = if counts[&name] > 1 {
-            Err(error(
-                ResponseError::InvalidRequest,
-                "Duplicate topic name.",
-            ))
-        } else {
+    for (t, outcome) in each_once(
+        &r.topics,
+        |t| name_of(&t.name.0),
+        "Duplicate topic name.",
+        |t| {
+            let name = name_of(&t.name.0);
             grow_one(b, &name, t.count, t.assignments.as_deref(), r.validate_only)
-        };
+        },
+    ) {
         let mut out = CreatePartitionsTopicResult::default();
         out.name = t.name.clone();
         (out.error_code, out.error_message) = TopicError::response_fields(outcome);
@@ -1192,27 +1202,13 @@ pub fn incremental_alter_configs(
     r: IncrementalAlterConfigsRequest,
     _v: i16,
 ) -> IncrementalAlterConfigsResponse {
-    let mut counts: HashMap<(i8, String), usize> = HashMap::new();
-    for res in &r.resources {
-        *counts
-            .entry((res.resource_type, name_of(&res.resource_name)))
-            .or_default() += 1;
-    }
     let mut resp = IncrementalAlterConfigsResponse::default();
-    let mut answered = HashSet::new();
-    for res in &r.resources {
-        let key = (res.resource_type, name_of(&res.resource_name));
-        if !answered.insert(key.clone()) {
-            continue;
-        }
-        let outcome = if counts[&key] > 1 {
-            Err(error(
-                ResponseError::InvalidRequest,
-                "Each resource must appear at most once.",
-            ))
-        } else {
-            alter_one(b, res, r.validate_only)
-        };
+    for (res, outcome) in each_once(
+        &r.resources,
+        |res| (res.resource_type, name_of(&res.resource_name)),
+        "Each resource must appear at most once.",
+        |res| alter_one(b, res, r.validate_only),
+    ) {
         let mut out = AlterConfigsResourceResponse::default();
         out.resource_type = res.resource_type;
         out.resource_name = res.resource_name.clone();

@@ -521,9 +521,26 @@ impl LogManager {
             .map(|d| LogDir::new(d.clone()))
             .collect();
         let mut jobs = vec![];
-        for (data_dir, dir) in config.data_dirs.iter().zip(&dirs) {
-            std::fs::create_dir_all(data_dir).map_err(|e| dir_err(data_dir, e))?;
-            storage.create_dir_all(data_dir)?;
+        'dirs: for (data_dir, dir) in config.data_dirs.iter().zip(&dirs) {
+            // As Kafka's `loadLogs` (and `createAndValidateLogDirs`): an I/O failure creating,
+            // reading or listing one data directory takes that directory offline, and none of
+            // its logs is loaded; the other directories are.
+            let first_job = jobs.len();
+            macro_rules! or_offline {
+                ($r:expr) => {
+                    match $r {
+                        Ok(v) => v,
+                        Err(e) => {
+                            let e = EngineError::from(e);
+                            dir.take_offline(format!("loading {}: {e}", data_dir.display()));
+                            jobs.truncate(first_job);
+                            continue 'dirs;
+                        }
+                    }
+                };
+            }
+            or_offline!(std::fs::create_dir_all(data_dir).map_err(|e| dir_err(data_dir, e)));
+            or_offline!(storage.create_dir_all(data_dir));
             let clean = data_dir.join(CLEAN_SHUTDOWN_FILE).exists();
             // As Kafka's `loadLogs`: an unreadable recovery-point or log-start checkpoint costs
             // a longer recovery (from 0) or a log start at the first segment, not the broker.
@@ -546,8 +563,9 @@ impl LogManager {
                     continue;
                 }
             };
-            for entry in std::fs::read_dir(data_dir).map_err(|e| dir_err(data_dir, e))? {
-                let path = entry.map_err(|e| dir_err(data_dir, e))?.path();
+            for entry in or_offline!(std::fs::read_dir(data_dir).map_err(|e| dir_err(data_dir, e)))
+            {
+                let path = or_offline!(entry.map_err(|e| dir_err(data_dir, e))).path();
                 if !path.is_dir() {
                     continue;
                 }
@@ -557,7 +575,7 @@ impl LogManager {
                     .unwrap_or("")
                     .to_string();
                 if name.ends_with("-delete") {
-                    remove_dir(&*storage, &path)?;
+                    or_offline!(remove_dir(&*storage, &path));
                     continue;
                 }
                 let Some(tp) = parse_partition_dir(&name) else {
@@ -567,7 +585,7 @@ impl LogManager {
                 // it and without segments is what a crash in the middle of `create` leaves.
                 if !PartitionMetadata::path_in(&path).exists() && !has_log_files(&*storage, &path) {
                     tracing::warn!("removing {}: left by an interrupted create", path.display());
-                    remove_dir(&*storage, &path)?;
+                    or_offline!(remove_dir(&*storage, &path));
                     continue;
                 }
                 let offsets = OpenOffsets {
@@ -733,7 +751,20 @@ impl LogManager {
             clock.clone(),
             shutdown,
             offsets,
-        )?;
+        )
+        .map_err(|e| match e {
+            // `PartitionLog::open` builds this variant only from a failed `std::fs` call on the
+            // partition directory (creating or listing it): a storage failure, which takes the
+            // data directory offline rather than fail the whole start.
+            EngineError::Directory { path, reason } => EngineError::Segment(
+                mirrorlog_segment::segment::SegmentError::Io(mirrorlog_segment::io::IoError::new(
+                    mirrorlog_segment::io::IoOp::ListDir,
+                    path,
+                    std::io::Error::other(reason),
+                )),
+            ),
+            e => e,
+        })?;
         Ok((
             PartitionHandle {
                 tp: tp.clone(),
@@ -1052,11 +1083,27 @@ pub const TOPIC_CONFIG_FILE: &str = "topic.config";
 
 fn topic_config(path: &Path, defaults: &LogConfig) -> EngineResult<LogConfig> {
     let f = path.join(TOPIC_CONFIG_FILE);
-    let text = match std::fs::read_to_string(&f) {
-        Ok(t) => t,
+    // A file that cannot be read is a storage failure (its data directory goes offline, as
+    // Kafka's `loadLogs` treats an `IOException`); one that reads but does not parse, or names
+    // an invalid value, fails the start, as Kafka's `LogConfig.fromProps` does for a topic's
+    // stored overrides.
+    let bytes = match std::fs::read(&f) {
+        Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(defaults.clone()),
-        Err(e) => return Err(dir_err(&f, e)),
+        Err(e) => {
+            return Err(EngineError::Segment(
+                mirrorlog_segment::segment::SegmentError::Io(mirrorlog_segment::io::IoError::new(
+                    mirrorlog_segment::io::IoOp::ReadAt,
+                    &f,
+                    e,
+                )),
+            ));
+        }
     };
+    let text = String::from_utf8(bytes).map_err(|e| EngineError::Directory {
+        path: f.clone(),
+        reason: format!("not UTF-8: {e}"),
+    })?;
     let mut pairs = vec![];
     let mut read_only = false;
     for line in text

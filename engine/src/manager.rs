@@ -12,8 +12,9 @@
 //! ```
 //!
 //! On open, a data dir without the clean-shutdown marker has each of its logs recovered from its
-//! recovery point, several logs in parallel, with progress logged. The marker is removed once the
-//! logs are open (a crash from then on is unclean) and written again by [`LogManager::shutdown`].
+//! recovery point, several logs in parallel, with progress logged. The marker is removed before
+//! the directory's logs are loaded (a crash, or a failure of the directory, from then on makes
+//! the next start recover it) and written again by [`LogManager::shutdown`].
 //!
 //! Each partition sits behind a lock in a [`PartitionHandle`]. A durable append takes the lock
 //! only to append, then waits for its `fdatasync` outside it through the shared
@@ -542,6 +543,14 @@ impl LogManager {
             or_offline!(std::fs::create_dir_all(data_dir).map_err(|e| dir_err(data_dir, e)));
             or_offline!(storage.create_dir_all(data_dir));
             let clean = data_dir.join(CLEAN_SHUTDOWN_FILE).exists();
+            // As Kafka's `loadLogs` (KAFKA-10471): the marker goes before any log of the
+            // directory is loaded, so a crash while loading, or a directory that fails while
+            // loading (offline from then on), is recovered at the next start.
+            if clean {
+                let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
+                or_offline!(std::fs::remove_file(&marker).map_err(|e| dir_err(&marker, e)));
+                or_offline!(sync_dir(data_dir));
+            }
             // As Kafka's `loadLogs`: an unreadable recovery-point or log-start checkpoint costs
             // a longer recovery (from 0) or a log start at the first segment, not the broker.
             let lenient = |name: &str| {
@@ -662,18 +671,6 @@ impl LogManager {
                 });
             }
             logs.insert(tp, Arc::new(handle));
-        }
-        // From here on a crash is unclean.
-        for data_dir in dirs
-            .iter()
-            .filter(|d| d.offline_reason().is_none())
-            .map(|d| &d.path)
-        {
-            let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
-            if marker.exists() {
-                std::fs::remove_file(&marker).map_err(|e| dir_err(&marker, e))?;
-                sync_dir(data_dir)?;
-            }
         }
         let mgr = LogManager {
             config,

@@ -172,10 +172,17 @@ fn an_unlistable_partition_dir_takes_only_its_data_dir_offline() {
             std::env::var_os(CHILD).is_none(),
             "the unprivileged child can still list a 0o300 directory"
         );
-        // Privileged: run this test again as `nobody`, with its own directories.
+        // Privileged: run this test again as `nobody`, with its own directories, from a copy
+        // of this binary that `nobody` can execute wherever the target directory is.
         use std::os::unix::process::CommandExt;
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
+        let bin_dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = bin_dir.path().join("unprivileged-child");
+        std::fs::copy(std::env::current_exe().unwrap(), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new(&bin)
             .args(["--exact", UNLISTABLE_TEST, "--test-threads=1"])
+            .current_dir(bin_dir.path())
             .env(CHILD, "1")
             .uid(65534)
             .gid(65534)

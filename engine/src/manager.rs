@@ -52,7 +52,10 @@ use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
 use crate::group_commit::{GroupCommit, GroupCommitConfig};
-use crate::log::{LeaderOrigin, LogAppendInfo, OpenOffsets, PartitionLog, ReplicaOrigin, Shutdown};
+use crate::log::{
+    LeaderOrigin, LogAppendInfo, LogStartListener, OpenOffsets, PartitionLog, ReplicaOrigin,
+    Shutdown,
+};
 use bytes::Bytes;
 use mirrorlog_index::{
     LeaderEpoch, Offset, OffsetCheckpoint, PartitionMetadata, TopicId, TopicPartition,
@@ -65,7 +68,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 /// Kafka's clean-shutdown marker file name.
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
@@ -212,6 +215,50 @@ pub struct LogDir {
     path: PathBuf,
     /// Why it went offline; set once, never cleared (a restart recovers the directory).
     offline: std::sync::OnceLock<String>,
+    /// The offsets of every partition in the directory, as their logs last published them: what
+    /// its checkpoints are written from, without taking any log's lock (a truncation writes the
+    /// log-start checkpoint while it holds its own log's write lock).
+    published: Mutex<BTreeMap<TopicPartition, Arc<PublishedOffsets>>>,
+    /// Serialises the writes of this directory's checkpoints: every writer goes through the same
+    /// `.tmp` path of each checkpoint file, and a later snapshot must not be overwritten by an
+    /// earlier one (each writer reads the published offsets under it).
+    checkpoint_lock: Mutex<()>,
+}
+
+/// A log's checkpointed offsets, published by its [`PartitionHandle`] whenever a write guard on
+/// the log is released (and the log start also when a truncation is about to lower it), so that
+/// checkpoints need no log lock.
+#[derive(Debug)]
+struct PublishedOffsets {
+    log_start: AtomicI64,
+    recovery_point: AtomicI64,
+    high_watermark: AtomicI64,
+}
+
+impl PublishedOffsets {
+    fn of(log: &PartitionLog) -> Arc<PublishedOffsets> {
+        Arc::new(PublishedOffsets {
+            log_start: AtomicI64::new(log.log_start_offset().get()),
+            recovery_point: AtomicI64::new(log.recovery_point().get()),
+            high_watermark: AtomicI64::new(log.high_watermark().get()),
+        })
+    }
+
+    fn publish(&self, log: &PartitionLog) {
+        self.log_start
+            .store(log.log_start_offset().get(), Ordering::SeqCst);
+        self.recovery_point
+            .store(log.recovery_point().get(), Ordering::SeqCst);
+        self.high_watermark
+            .store(log.high_watermark().get(), Ordering::SeqCst);
+    }
+}
+
+/// Which checkpoint files [`LogDir::write_checkpoints`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checkpoints {
+    All,
+    LogStartOnly,
 }
 
 impl LogDir {
@@ -219,7 +266,31 @@ impl LogDir {
         Arc::new(LogDir {
             path,
             offline: std::sync::OnceLock::new(),
+            published: Mutex::new(BTreeMap::new()),
+            checkpoint_lock: Mutex::new(()),
         })
+    }
+
+    /// Writes the directory's checkpoints from the published offsets (tmp + fsync + rename).
+    /// Takes no log lock, so it may be called with one held.
+    fn write_checkpoints(&self, which: Checkpoints) -> EngineResult<()> {
+        let _one_writer = self.checkpoint_lock.lock();
+        let mut rp = BTreeMap::new();
+        let mut ls = BTreeMap::new();
+        let mut hw = BTreeMap::new();
+        for (tp, p) in self.published.lock().iter() {
+            rp.insert(tp.clone(), Offset(p.recovery_point.load(Ordering::SeqCst)));
+            ls.insert(tp.clone(), Offset(p.log_start.load(Ordering::SeqCst)));
+            hw.insert(tp.clone(), Offset(p.high_watermark.load(Ordering::SeqCst)));
+        }
+        if which == Checkpoints::All {
+            OffsetCheckpoint::new(self.path.join(RECOVERY_POINT_CHECKPOINT)).write(&rp)?;
+        }
+        OffsetCheckpoint::new(self.path.join(LOG_START_CHECKPOINT)).write(&ls)?;
+        if which == Checkpoints::All {
+            OffsetCheckpoint::new(self.path.join(HIGH_WATERMARK_CHECKPOINT)).write(&hw)?;
+        }
+        Ok(())
     }
 
     /// The directory.
@@ -250,6 +321,34 @@ impl LogDir {
     }
 }
 
+/// A managed log's [`LogStartListener`]: a log start going down is written to the data dir's
+/// log-start checkpoint at once, with the log's write lock still held, so no append can land
+/// after the truncation before the lowered value is durable. A failed write takes the directory
+/// offline (appends through the handle are refused from then on).
+#[derive(Debug)]
+struct LogStartCheckpointer {
+    tp: TopicPartition,
+    dir: Arc<LogDir>,
+    published: Arc<PublishedOffsets>,
+}
+
+impl LogStartListener for LogStartCheckpointer {
+    fn log_start_lowered(&self, new_start: Offset) -> EngineResult<()> {
+        self.dir.check()?;
+        self.published
+            .log_start
+            .fetch_min(new_start.get(), Ordering::SeqCst);
+        let r = self.dir.write_checkpoints(Checkpoints::LogStartOnly);
+        if let Err(e) = &r {
+            self.dir.take_offline(format!(
+                "{}: writing the log start {new_start} to {LOG_START_CHECKPOINT}: {e}",
+                self.tp
+            ));
+        }
+        r
+    }
+}
+
 /// Whether `e` leaves a file in an unknown state, so that its data directory must go offline:
 /// any storage failure except running out of space while writing, which the segment undoes.
 fn takes_dir_offline(e: &EngineError) -> bool {
@@ -270,6 +369,36 @@ pub struct PartitionHandle {
     dir: Arc<LogDir>,
     log: RwLock<PartitionLog>,
     group_commit: Arc<GroupCommit>,
+    /// The log's offsets for the checkpoints, refreshed when a write guard is released.
+    published: Arc<PublishedOffsets>,
+}
+
+/// Exclusive access to a managed log ([`PartitionHandle::write`]): derefs to the
+/// [`PartitionLog`]; on release it publishes the log's offsets for the data dir's checkpoints.
+#[derive(Debug)]
+pub struct PartitionLogWriteGuard<'a> {
+    guard: parking_lot::RwLockWriteGuard<'a, PartitionLog>,
+    published: &'a PublishedOffsets,
+}
+
+impl std::ops::Deref for PartitionLogWriteGuard<'_> {
+    type Target = PartitionLog;
+    fn deref(&self) -> &PartitionLog {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for PartitionLogWriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut PartitionLog {
+        &mut self.guard
+    }
+}
+
+impl Drop for PartitionLogWriteGuard<'_> {
+    fn drop(&mut self) {
+        // Still under the lock: publications follow the order of the log's writers.
+        self.published.publish(&self.guard);
+    }
 }
 
 impl PartitionHandle {
@@ -310,9 +439,40 @@ impl PartitionHandle {
     pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, PartitionLog> {
         self.log.read()
     }
-    /// Exclusive access to the log (appends, truncation, offsets).
-    pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, PartitionLog> {
-        self.log.write()
+    /// Exclusive access to the log (appends, truncation, offsets). Releasing it publishes the
+    /// log's offsets for the next checkpoint; a truncation below the log start writes the
+    /// log-start checkpoint itself before it returns.
+    pub fn write(&self) -> PartitionLogWriteGuard<'_> {
+        PartitionLogWriteGuard {
+            guard: self.log.write(),
+            published: &self.published,
+        }
+    }
+
+    /// Wraps `log` for the manager: its offsets published in `dir`, its log-start decreases
+    /// made durable there.
+    fn new(
+        tp: TopicPartition,
+        topic_id: TopicId,
+        dir: Arc<LogDir>,
+        mut log: PartitionLog,
+        group_commit: Arc<GroupCommit>,
+    ) -> PartitionHandle {
+        let published = PublishedOffsets::of(&log);
+        log.set_log_start_listener(Some(Arc::new(LogStartCheckpointer {
+            tp: tp.clone(),
+            dir: dir.clone(),
+            published: published.clone(),
+        })));
+        dir.published.lock().insert(tp.clone(), published.clone());
+        PartitionHandle {
+            tp,
+            topic_id,
+            dir,
+            log: RwLock::new(log),
+            group_commit,
+            published,
+        }
     }
 
     /// Appends as leader and returns once the batch is durable: the log's lock is held only for
@@ -349,7 +509,7 @@ impl PartitionHandle {
         origin: LeaderOrigin,
     ) -> EngineResult<(LogAppendInfo, Option<PendingSync>)> {
         self.check_online()?;
-        let mut log = self.log.write();
+        let mut log = self.write();
         let info = self.noting_failure(log.append_as_leader(records, epoch, origin))?;
         let pending = (!info.duplicate).then(|| PendingSync {
             file: log.active_log_file(),
@@ -381,7 +541,7 @@ impl PartitionHandle {
     ) -> EngineResult<LogAppendInfo> {
         self.check_online()?;
         let (info, pending) = {
-            let mut log = self.log.write();
+            let mut log = self.write();
             let info = self.noting_failure(log.append_as_follower(records, origin))?;
             let pending = PendingSync {
                 file: log.active_log_file(),
@@ -440,7 +600,7 @@ impl PartitionHandle {
                 reason,
             });
         }
-        let mut log = self.log.write();
+        let mut log = self.write();
         // A flush of the same file racing this sync (`maintain`, a checkpoint) may have been the
         // one told of a failed write-back: Linux reports it once per open file description, so
         // this sync's `Ok` does not prove the bytes durable. Such a flush takes the directory
@@ -476,9 +636,6 @@ pub struct LogManager {
     group_commit: Arc<GroupCommit>,
     /// Serialises creation, deletion and config changes (not appends).
     admin: Mutex<()>,
-    /// Serialises [`LogManager::checkpoint`]: every writer goes through the same `.tmp` path
-    /// of each checkpoint file, and a later snapshot must not be overwritten by an earlier one.
-    checkpoint_lock: Mutex<()>,
 }
 
 /// Parses a partition directory name `<topic>-<partition>`.
@@ -680,7 +837,6 @@ impl LogManager {
             logs: RwLock::new(logs),
             group_commit,
             admin: Mutex::new(()),
-            checkpoint_lock: Mutex::new(()),
         };
         mgr.checkpoint()?;
         Ok((mgr, report))
@@ -763,13 +919,7 @@ impl LogManager {
             e => e,
         })?;
         Ok((
-            PartitionHandle {
-                tp: tp.clone(),
-                topic_id: meta.topic_id,
-                dir,
-                log: RwLock::new(log),
-                group_commit: group_commit.clone(),
-            },
+            PartitionHandle::new(tp.clone(), meta.topic_id, dir, log, group_commit.clone()),
             load,
         ))
     }
@@ -855,13 +1005,13 @@ impl LogManager {
             OpenOffsets::default(),
         )?;
         sync_dir(&data_dir)?;
-        let h = Arc::new(PartitionHandle {
-            tp: tp.clone(),
+        let h = Arc::new(PartitionHandle::new(
+            tp.clone(),
             topic_id,
             dir,
-            log: RwLock::new(log),
-            group_commit: self.group_commit.clone(),
-        });
+            log,
+            self.group_commit.clone(),
+        ));
         self.logs.write().insert(tp.clone(), h.clone());
         Ok(h)
     }
@@ -910,6 +1060,7 @@ impl LogManager {
     pub fn delete(&self, tp: &TopicPartition) -> EngineResult<()> {
         let _g = self.admin.lock();
         let h = self.logs.write().remove(tp).ok_or_else(|| unknown(tp))?;
+        h.dir.published.lock().remove(tp);
         // Waits for a write in progress; later writes through a handle taken before are refused
         // (not failed as storage errors, which would take the whole data dir offline).
         h.write().mark_deleted();
@@ -952,26 +1103,8 @@ impl LogManager {
     /// # Errors
     /// Storage failures.
     pub fn checkpoint(&self) -> EngineResult<()> {
-        let _one_writer = self.checkpoint_lock.lock();
         for dir in self.dirs.iter().filter(|d| d.offline_reason().is_none()) {
-            let data_dir = &dir.path;
-            let mut rp = BTreeMap::new();
-            let mut ls = BTreeMap::new();
-            let mut hw = BTreeMap::new();
-            for h in self
-                .logs
-                .read()
-                .values()
-                .filter(|h| Arc::ptr_eq(&h.dir, dir))
-            {
-                let log = h.read();
-                rp.insert(h.tp.clone(), log.recovery_point());
-                ls.insert(h.tp.clone(), log.log_start_offset());
-                hw.insert(h.tp.clone(), log.high_watermark());
-            }
-            OffsetCheckpoint::new(data_dir.join(RECOVERY_POINT_CHECKPOINT)).write(&rp)?;
-            OffsetCheckpoint::new(data_dir.join(LOG_START_CHECKPOINT)).write(&ls)?;
-            OffsetCheckpoint::new(data_dir.join(HIGH_WATERMARK_CHECKPOINT)).write(&hw)?;
+            dir.write_checkpoints(Checkpoints::All)?;
         }
         Ok(())
     }

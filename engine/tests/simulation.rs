@@ -18,8 +18,10 @@ use bytes::Bytes;
 use common::T0;
 use mirrorlog_engine::clock::{Clock, ManualClock};
 use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::error::EngineResult;
 use mirrorlog_engine::log::{
-    FetchIsolation, LeaderOrigin, OpenOffsets, PartitionLog, ReplicaOrigin, Shutdown,
+    FetchIsolation, LeaderOrigin, LogStartListener, OpenOffsets, PartitionLog, ReplicaOrigin,
+    Shutdown,
 };
 use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs};
 use mirrorlog_segment::io::{SimStorage, Storage, TornTail};
@@ -28,7 +30,19 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// The log-start checkpoint a log manager keeps: written at each flush (the periodic checkpoint)
+/// and, as the manager's listener does, at once whenever a truncation lowers the log start.
+#[derive(Debug)]
+struct CheckpointedLogStart(Mutex<Offset>);
+
+impl LogStartListener for CheckpointedLogStart {
+    fn log_start_lowered(&self, new_start: Offset) -> EngineResult<()> {
+        *self.0.lock().unwrap() = new_start;
+        Ok(())
+    }
+}
 
 #[derive(Debug, Clone)]
 enum Kind {
@@ -221,8 +235,10 @@ struct Sim {
     log: Option<PartitionLog>,
     model: Model,
     epoch: i32,
-    /// The offsets a log manager would have checkpointed at the last flush.
+    /// The offsets a log manager would have checkpointed at the last flush (the log start is
+    /// in `log_start_checkpoint`).
     checkpoint: OpenOffsets,
+    log_start_checkpoint: Arc<CheckpointedLogStart>,
     flushed_leo: i64,
     steps: usize,
 }
@@ -243,7 +259,7 @@ impl Sim {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(T0);
         let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-        let (log, _) = PartitionLog::open(
+        let (mut log, _) = PartitionLog::open(
             storage,
             dir.path(),
             "sim-0",
@@ -253,6 +269,8 @@ impl Sim {
             OpenOffsets::default(),
         )
         .unwrap();
+        let log_start_checkpoint = Arc::new(CheckpointedLogStart(Mutex::new(Offset(0))));
+        log.set_log_start_listener(Some(log_start_checkpoint.clone()));
         Sim {
             rng: SmallRng::seed_from_u64(seed),
             sim,
@@ -262,6 +280,7 @@ impl Sim {
             model: Model::default(),
             epoch: 0,
             checkpoint: OpenOffsets::default(),
+            log_start_checkpoint,
             flushed_leo: 0,
             steps: 0,
         }
@@ -457,6 +476,7 @@ impl Sim {
             recovery_point: log.recovery_point(),
             high_watermark: log.high_watermark(),
         };
+        *self.log_start_checkpoint.0.lock().unwrap() = log.log_start_offset();
         self.flushed_leo = log.log_end_offset().get();
     }
 
@@ -473,6 +493,10 @@ impl Sim {
         });
         self.sim = crashed;
         let storage: Arc<dyn Storage> = Arc::new(self.sim.clone());
+        let offsets = OpenOffsets {
+            log_start_offset: *self.log_start_checkpoint.0.lock().unwrap(),
+            ..self.checkpoint
+        };
         let (log, _) = PartitionLog::open(
             storage,
             self.dir.path(),
@@ -480,7 +504,7 @@ impl Sim {
             config(),
             self.clock.clone(),
             Shutdown::Unclean,
-            self.checkpoint,
+            offsets,
         )
         .unwrap();
         let leo = log.log_end_offset().get();
@@ -524,6 +548,8 @@ impl Sim {
     }
 
     fn after_reopen(&mut self) {
+        let listener = self.log_start_checkpoint.clone();
+        self.log().set_log_start_listener(Some(listener));
         self.flush();
         self.epoch = self.epoch.max(
             self.log

@@ -1,6 +1,6 @@
 //! Offsets (high watermark, log start), truncation, retention, flushing and closing.
 
-use super::{FlushPoint, PartitionLog, replay_segment};
+use super::{FlushPoint, LogStartListener, PartitionLog, replay_segment};
 use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
 use mirrorlog_index::{LeaderEpoch, Offset};
@@ -145,8 +145,13 @@ impl PartitionLog {
     /// recovery point to the new end. A target below the first segment truncates fully. Returns
     /// whether anything was removed.
     ///
+    /// A new end below the log start lowers the log start to it, and the log's
+    /// [`LogStartListener`] (the log manager's, which makes the value durable in its log-start
+    /// checkpoint) is told before this returns; a bare log without a listener only lowers it in
+    /// memory, and its embedder must persist it before appending.
+    ///
     /// # Errors
-    /// Storage failures.
+    /// Storage failures, or the listener's.
     pub fn truncate_to(&mut self, target: Offset) -> EngineResult<bool> {
         self.check_not_deleted()?;
         assert!(
@@ -195,13 +200,32 @@ impl PartitionLog {
         self.active.truncate_to(target)?;
         let end = self.log_end_offset();
         self.epochs.truncate_from_end(end)?;
+        let lowered = end < self.log_start_offset;
         self.log_start_offset = self.log_start_offset.min(end);
         self.rebuild_producer_state(end)?;
         self.high_watermark = self.high_watermark.min(end);
         self.producers
             .on_high_watermark_updated(self.high_watermark);
         self.recovery_point = self.recovery_point.min(end);
+        if lowered {
+            // Told once the log is consistent again: the listener failing leaves it truncated
+            // (the log manager's takes the data dir offline then, so nothing is appended after).
+            self.notify_log_start_lowered(end)?;
+        }
         Ok(true)
+    }
+
+    /// Installs (or removes) the [`LogStartListener`] told whenever the log start goes down.
+    /// The log manager installs one on every log it holds.
+    pub fn set_log_start_listener(&mut self, listener: Option<Arc<dyn LogStartListener>>) {
+        self.log_start_listener = listener;
+    }
+
+    fn notify_log_start_lowered(&self, new_start: Offset) -> EngineResult<()> {
+        match &self.log_start_listener {
+            Some(l) => l.log_start_lowered(new_start),
+            None => Ok(()),
+        }
     }
 
     /// Reloads producer state to `end` from the newest usable snapshot and the log.
@@ -230,8 +254,14 @@ impl PartitionLog {
     /// (which becomes the log start, high watermark and recovery point); the epoch cache and
     /// producer state are cleared, the leader epoch ([`PartitionLog::leader_epoch`]) is kept.
     ///
+    /// When `new_offset` is below the log start, the log's [`LogStartListener`] (the log
+    /// manager's, which makes the value durable in its log-start checkpoint) is told before any
+    /// segment goes, so a crash at any point after can never restart the log above
+    /// `new_offset`; a bare log without a listener only lowers it in memory, and its embedder
+    /// must persist it before appending.
+    ///
     /// # Errors
-    /// Storage failures.
+    /// Storage failures, or the listener's (nothing is truncated then).
     pub fn truncate_fully_and_start_at(&mut self, new_offset: Offset) -> EngineResult<()> {
         self.check_not_deleted()?;
         assert!(
@@ -239,6 +269,9 @@ impl PartitionLog {
             "{}: starting at negative offset {new_offset}",
             self.name
         );
+        if new_offset < self.log_start_offset {
+            self.notify_log_start_lowered(new_offset)?;
+        }
         let epoch = self.leader_epoch();
         self.raise_leader_epoch(epoch);
         self.truncations += 1;

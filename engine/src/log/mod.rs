@@ -96,6 +96,20 @@ pub struct LoadReport {
     pub problems: Vec<String>,
 }
 
+/// Told by a [`PartitionLog`] when its log start offset is about to go down (a truncation below
+/// it), before the log lets go of its `&mut self`: the log manager makes the lowered value
+/// durable in its `log-start-offset-checkpoint` there, so that a crash cannot bring back the
+/// older, higher log start above records appended after the truncation (recovery restarts a log
+/// whose end is below its checkpointed log start at that log start). See
+/// [`PartitionLog::set_log_start_listener`].
+pub trait LogStartListener: Send + Sync + std::fmt::Debug {
+    /// The log start is going down to `new_start`; an error fails the truncation.
+    ///
+    /// # Errors
+    /// The value could not be made durable.
+    fn log_start_lowered(&self, new_start: Offset) -> EngineResult<()>;
+}
+
 /// One partition's log. See the module docs.
 #[derive(Debug)]
 pub struct PartitionLog {
@@ -123,6 +137,8 @@ pub struct PartitionLog {
     producers: ProducerStateManager,
     unflushed_messages: i64,
     last_flush_ms: i64,
+    /// Told when the log start goes down; see [`LogStartListener`].
+    log_start_listener: Option<Arc<dyn LogStartListener>>,
 }
 
 /// The segment settings for this log: the topic's, plus this log's share of `segment.jitter.ms`
@@ -275,6 +291,7 @@ impl PartitionLog {
                 producers,
                 unflushed_messages: 0,
                 last_flush_ms: now,
+                log_start_listener: None,
             };
             report.segments = 1;
             return Ok((log, report));
@@ -457,6 +474,7 @@ impl PartitionLog {
             producers,
             unflushed_messages: 0,
             last_flush_ms: now,
+            log_start_listener: None,
         };
         if report.segments_recovered > 0 {
             log.flush()?;

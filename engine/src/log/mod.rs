@@ -446,7 +446,14 @@ impl PartitionLog {
         }
 
         let log_end = active.next_offset();
-        // A checkpointed log start can be above the end after a truncation it did not see.
+        // A checkpointed log start can be above the end (DeleteRecords moved it into a tail that
+        // a crash then lost): as Kafka's `deleteSegmentsIfLogStartGreaterThanLogEnd`, the log
+        // restarts empty at the log start below, so that no offset below it is handed out again.
+        // This relies on the checkpoint never lagging a decrease of the log start: a truncation
+        // below it tells the log's `LogStartListener`, through which the log manager writes the
+        // lowered value before anything can be appended after it (an embedder of a bare log
+        // must do the same).
+        let restart_at = (log_start > log_end).then_some(log_start);
         let log_start = log_start.min(log_end);
         epochs.truncate_from_end(log_end)?;
         if let Some(e) = epochs.earliest_entry()
@@ -476,6 +483,15 @@ impl PartitionLog {
             last_flush_ms: now,
             log_start_listener: None,
         };
+        if let Some(start) = restart_at {
+            tracing::warn!(
+                log = %log.name,
+                "deleting all segments: the log end {log_end} is below the log start {start}"
+            );
+            log.truncate_fully_and_start_at(start)?;
+            log.truncations = 0;
+            report.segments_deleted += report.segments;
+        }
         if report.segments_recovered > 0 {
             log.flush()?;
             log.producers.take_snapshot()?;

@@ -8,6 +8,7 @@
 //! implementation lives in `broker`, the only crate that knows Kafka wire types); writes segment
 //! files only through the engine's mirror append.
 
+pub mod claims;
 pub mod engine_source;
 pub mod failover_report;
 pub mod group_sync;

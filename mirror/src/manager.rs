@@ -26,6 +26,7 @@
 //! - **Failure isolation**: a corrupt batch, a deleted source topic, a changed cluster id or a
 //!   divergence with unclean-election support off move that partition alone to FAILED.
 
+use crate::claims::TopicClaims;
 use crate::group_sync::{GroupOffsetsSink, GroupSyncReport, sync_group_offsets_where};
 use crate::partition::{
     FetchOutcome, NextFetch, align_to_last_mirror_epoch, apply_fetched, epoch_bump_target,
@@ -397,6 +398,17 @@ pub enum MirrorError {
     /// A request the mirror cannot satisfy (unknown topic, not mirrored, …).
     #[error("{0}")]
     Invalid(String),
+    /// Another mirror owns the topic ([`TopicClaims`]): TOPIC_ALREADY_IN_CLUSTER_MIRROR.
+    #[error(
+        "topic {topic} is already mirrored by cluster mirror {owner}; a topic belongs to one \
+         mirror at a time (stop it there first)"
+    )]
+    HeldByAnotherMirror {
+        /// The topic.
+        topic: String,
+        /// The mirror that owns it.
+        owner: String,
+    },
 }
 
 /// A partition's entry, locked by whoever acts on the partition (fetcher or operator).
@@ -593,6 +605,13 @@ pub struct MirrorManager {
     source_cluster_id: Mutex<Option<String>>,
     filters: Mutex<Filters>,
     starting: Mutex<()>,
+    /// Which mirror owns each destination topic, shared by the broker's mirrors (see
+    /// [`crate::claims`]).
+    claims: Arc<TopicClaims>,
+    /// Serialises taking a claim and starting the topic's partitions with checking that a
+    /// topic's partitions are all STOPPED and releasing its claim, so a claim is never dropped
+    /// under a start of this mirror. Taken after `starting`, before any partition's lock.
+    claim_lock: Mutex<()>,
     /// Set by [`MirrorManager::close_to_new_topics`] (DeleteClusterMirror): no topic starts.
     closed_to_new_topics: AtomicBool,
     group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
@@ -633,6 +652,35 @@ impl MirrorManager {
         store: Arc<MirrorStateStore>,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<MirrorManager>, MirrorError> {
+        Self::new_with_claims(
+            config,
+            source,
+            logs,
+            topics_api,
+            store,
+            clock,
+            Arc::new(TopicClaims::new()),
+        )
+    }
+
+    /// [`new`](Self::new) sharing topic ownership with the other mirrors of `claims` (a
+    /// broker's mirrors all share one table). The restored partitions' topics are claimed
+    /// before this returns, so before [`run`](Self::run) fetches anything: a topic another
+    /// mirror of `claims` already owns (state an older build wrote, when two mirrors could both
+    /// take one topic) is not resumed here — its partitions that are not STOPPED are FAILED,
+    /// not retryable, naming the owner.
+    ///
+    /// # Errors
+    /// An invalid configuration.
+    pub fn new_with_claims(
+        config: MirrorConfig,
+        source: Arc<dyn SourceCluster>,
+        logs: Arc<LogManager>,
+        topics_api: Arc<dyn DestinationTopics>,
+        store: Arc<MirrorStateStore>,
+        clock: Arc<dyn Clock>,
+        claims: Arc<TopicClaims>,
+    ) -> Result<Arc<MirrorManager>, MirrorError> {
         config.validate().map_err(MirrorError::Invalid)?;
         let filters = Filters::new(&config).map_err(MirrorError::Invalid)?;
         let m = MirrorManager {
@@ -645,6 +693,8 @@ impl MirrorManager {
             source_cluster_id: Mutex::new(None),
             filters: Mutex::new(filters),
             starting: Mutex::new(()),
+            claims,
+            claim_lock: Mutex::new(()),
             closed_to_new_topics: AtomicBool::new(false),
             group_sink: Mutex::new(None),
             last_group_sync: Mutex::new(None),
@@ -664,6 +714,7 @@ impl MirrorManager {
     /// [`sync`](Self::sync).
     fn restore(&self) {
         let mut restored = 0usize;
+        let mut mine = vec![];
         for st in self.store.all() {
             if st.mirror != self.config.name {
                 continue;
@@ -673,6 +724,28 @@ impl MirrorManager {
                     "a __mirror_state record names a topic id with no local topic; skipped");
                 continue;
             };
+            mine.push((topic, st));
+        }
+        // Claimed before anything touches a log: a topic with a partition not STOPPED is this
+        // mirror's unless another mirror restored or started it first. Then it is that mirror's
+        // alone, and this one's partitions of it fail for good (an older build let two mirrors
+        // take one topic; only one may resume writing it).
+        let mut lost: BTreeMap<String, String> = BTreeMap::new();
+        for (topic, st) in &mine {
+            if st.state == S::Stopped || lost.contains_key(topic) {
+                continue;
+            }
+            if let Err(owner) = self.claims.claim(topic, &self.config.name) {
+                lost.insert(topic.clone(), owner);
+            }
+        }
+        for (topic, st) in mine {
+            if let Some(owner) = lost.get(&topic) {
+                let st = self.fail_restored_unowned(&topic, owner, st);
+                self.restored_entry(&topic, st);
+                restored += 1;
+                continue;
+            }
             // The leader epoch the destination partition was bumped to lives in memory in the
             // engine; raise it again (DLE ≥ SLE survives a restart).
             if let Some(dest) = self.logs.get(&tp(&topic, st.partition)) {
@@ -705,30 +778,68 @@ impl MirrorManager {
                     }
                 }
             }
-            {
-                let mut topics = self.topics.lock();
-                let info = topics.entry(topic.clone()).or_insert(TopicInfo {
-                    id: st.topic_id,
-                    partitions: 0,
-                    missing_syncs: 0,
-                    synced_configs: None,
-                });
-                info.partitions = info.partitions.max(st.partition + 1);
-            }
-            self.partitions.lock().insert(
-                tp(&topic, st.partition),
-                Arc::new(Mutex::new(Entry {
-                    state: st,
-                    source_leader: -1,
-                    source_epoch: LeaderEpoch::NONE,
-                    source_hw: Offset(-1),
-                })),
-            );
+            self.restored_entry(&topic, st);
             restored += 1;
         }
         if restored > 0 {
             tracing::info!(mirror = %self.config.name, partitions = restored, "restored mirror partitions from {}", crate::state::MIRROR_STATE_TOPIC);
         }
+    }
+
+    /// Adds a restored partition to the mirror's maps.
+    fn restored_entry(&self, topic: &str, st: PartitionMirrorState) {
+        {
+            let mut topics = self.topics.lock();
+            let info = topics.entry(topic.to_string()).or_insert(TopicInfo {
+                id: st.topic_id,
+                partitions: 0,
+                missing_syncs: 0,
+                synced_configs: None,
+            });
+            info.partitions = info.partitions.max(st.partition + 1);
+        }
+        self.partitions.lock().insert(
+            tp(topic, st.partition),
+            Arc::new(Mutex::new(Entry {
+                state: st,
+                source_leader: -1,
+                source_epoch: LeaderEpoch::NONE,
+                source_hw: Offset(-1),
+            })),
+        );
+    }
+
+    /// A restored partition of a topic another mirror owns: FAILED, not retryable (persisted;
+    /// kept in memory even if the write fails, so it is never fetched), unless STOPPED.
+    fn fail_restored_unowned(
+        &self,
+        topic: &str,
+        owner: &str,
+        st: PartitionMirrorState,
+    ) -> PartitionMirrorState {
+        if st.state == S::Stopped {
+            return st;
+        }
+        let reason = format!(
+            "topic {topic} is also held by cluster mirror {owner}, which mirrors it (state \
+             written by an older build that let two mirrors take one topic); a topic has one \
+             writer, so this mirror does not resume it: stop it here, or delete this mirror"
+        );
+        let epoch = st.state_epoch;
+        let mut next = st.clone();
+        if let Err(e) = next
+            .fail(&reason, false, epoch, self.now(), &self.config.retry)
+            .map_err(MirrorError::from)
+            .and_then(|()| {
+                self.store
+                    .put_if_epoch(&next, epoch)
+                    .map_err(MirrorError::from)
+            })
+        {
+            tracing::warn!(mirror = %self.config.name, topic, partition = st.partition, "recording FAILED for a partition another mirror owns failed: {e}");
+        }
+        tracing::warn!(mirror = %self.config.name, topic, partition = st.partition, %owner, "mirror partition FAILED: {reason}");
+        next
     }
 
     /// The mirror's settings.
@@ -896,6 +1007,16 @@ impl MirrorManager {
     /// # Errors
     /// The state cannot be persisted.
     pub fn recover_topic(&self, topic: &str) -> Result<usize, MirrorError> {
+        // A retry writes the log (alignment, fetching, the stop sequence): the owner's alone.
+        {
+            let _claiming = self.claim_lock.lock();
+            if let Err(owner) = self.claims.claim(topic, &self.config.name) {
+                return Err(MirrorError::HeldByAnotherMirror {
+                    topic: topic.to_string(),
+                    owner,
+                });
+            }
+        }
         let mut n = 0;
         let mut stopping = false;
         for (key, entry) in self.topic_entries(topic)? {
@@ -923,6 +1044,8 @@ impl MirrorManager {
         if stopping {
             self.open_if_stopped(topic)?;
         }
+        let _claiming = self.claim_lock.lock();
+        self.release_if_stopped_locked(topic);
         Ok(n)
     }
 
@@ -939,6 +1062,7 @@ impl MirrorManager {
         }
         self.partitions.lock().clear();
         self.topics.lock().clear();
+        self.claims.release_all(&self.config.name);
         Ok(())
     }
 
@@ -1045,27 +1169,61 @@ impl MirrorManager {
                     t.name
                 )));
             }
-            self.topics_api
-                .ensure_mirror_topic(&t.name, t.id, t.partitions.len() as i32)
-                .map_err(MirrorError::Invalid)?;
-            self.topics.lock().insert(
-                t.name.clone(),
-                TopicInfo {
-                    id: t.id,
-                    partitions: t.partitions.len() as i32,
-                    missing_syncs: 0,
-                    synced_configs: None,
-                },
-            );
-            // Before the first fetch: a partition must never hold mirrored data under the
-            // destination's defaults (a default `retention.ms` deletes old source data as it
-            // lands; the periodic sync would only fix that a refresh interval later).
-            self.copy_topic_configs(&t.name);
-            for p in &t.partitions {
-                self.start_partition(&t.name, t.id, p.partition, p.leader, p.leader_epoch)?;
+            // Claimed before the destination topic is created or made read-only, and held
+            // while its partitions start: one writer per topic (KIP-1279:
+            // TOPIC_ALREADY_IN_CLUSTER_MIRROR unless the other mirror STOPPED it).
+            let _claiming = self.claim_lock.lock();
+            if let Err(owner) = self.claims.claim(&t.name, &self.config.name) {
+                return Err(MirrorError::HeldByAnotherMirror {
+                    topic: t.name.clone(),
+                    owner,
+                });
             }
+            let started = self.start_claimed_topic(t);
+            if started.is_err() {
+                self.release_if_stopped_locked(&t.name);
+            }
+            started?;
         }
         Ok(())
+    }
+
+    /// Creates (or takes back) `t`'s destination topic and starts its partitions; the caller
+    /// holds `claim_lock` and `t`'s claim.
+    fn start_claimed_topic(&self, t: &crate::source::SourceTopic) -> Result<(), MirrorError> {
+        self.topics_api
+            .ensure_mirror_topic(&t.name, t.id, t.partitions.len() as i32)
+            .map_err(MirrorError::Invalid)?;
+        self.topics.lock().insert(
+            t.name.clone(),
+            TopicInfo {
+                id: t.id,
+                partitions: t.partitions.len() as i32,
+                missing_syncs: 0,
+                synced_configs: None,
+            },
+        );
+        // Before the first fetch: a partition must never hold mirrored data under the
+        // destination's defaults (a default `retention.ms` deletes old source data as it
+        // lands; the periodic sync would only fix that a refresh interval later).
+        self.copy_topic_configs(&t.name);
+        for p in &t.partitions {
+            self.start_partition(&t.name, t.id, p.partition, p.leader, p.leader_epoch)?;
+        }
+        Ok(())
+    }
+
+    /// Whether this mirror owns `topic` (only the owner writes its log).
+    fn owns(&self, topic: &str) -> bool {
+        self.claims.owns(topic, &self.config.name)
+    }
+
+    /// Releases this mirror's claim on `topic` when it holds no partition of it that is not
+    /// STOPPED; the caller holds `claim_lock`.
+    fn release_if_stopped_locked(&self, topic: &str) {
+        if self.topic_states(topic).iter().all(|s| *s == S::Stopped) {
+            self.claims.release(topic, &self.config.name);
+        }
     }
 
     fn start_partition(
@@ -1240,8 +1398,22 @@ impl MirrorManager {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let mut stopped_topics = BTreeSet::new();
+        let mut owned: HashMap<String, bool> = HashMap::new();
         for (key, entry) in entries {
             let mut e = entry.lock();
+            if matches!(e.state.state, S::Stopped | S::Mirroring | S::Paused) {
+                continue;
+            }
+            // Every step below writes the log (a retry, the stop sequence, the alignment's
+            // truncation): only for a topic this mirror owns. A partition of a topic another
+            // mirror owns (restored from an older build's state) waits, FAILED, for an
+            // operator's stop, which changes its state only.
+            let mine = *owned
+                .entry(key.topic.clone())
+                .or_insert_with(|| self.owns(&key.topic));
+            if !mine {
+                continue;
+            }
             if let Some(target) = e.state.due_retry(self.now()) {
                 let was_paused = was_paused(&e.state);
                 if self.move_to(&mut e, target).is_ok() {
@@ -1352,6 +1524,7 @@ impl MirrorManager {
             // not even a partition the source added: starting one would make the whole topic
             // read-only again and mirror into a topic that is no longer a mirror.
             let failed_over = self.is_excluded(&t.name)
+                || !self.owns(&t.name)
                 || self
                     .topic_states(&t.name)
                     .iter()
@@ -1523,6 +1696,15 @@ impl MirrorManager {
         let mut started = vec![];
         for name in self.source_topic_names()? {
             if !self.is_included(&name) || self.topics.lock().contains_key(&name) {
+                continue;
+            }
+            // Another mirror's topic (not STOPPED there): not this mirror's to take. Skipped
+            // quietly, as every sync would find it again; an operator's pattern start answers
+            // it with TOPIC_ALREADY_IN_CLUSTER_MIRROR.
+            if let Some(owner) = self.claims.owner(&name)
+                && owner != self.config.name
+            {
+                tracing::debug!(mirror = %self.config.name, topic = %name, %owner, "a source topic matching mirror.topics.include is mirrored by another cluster mirror; not started");
                 continue;
             }
             match self.start_topics_inner(std::slice::from_ref(&name), true) {
@@ -2096,7 +2278,11 @@ impl MirrorManager {
     /// # Errors
     /// Unknown topic, or a partition whose stop failed (it stays read-only, FAILED).
     pub fn stop_topic(&self, topic: &str) -> Result<(), MirrorError> {
-        for (key, entry) in self.topic_entries(topic)? {
+        let entries = self.topic_entries(topic)?;
+        if !self.owns(topic) {
+            return self.stop_unowned(topic, entries);
+        }
+        for (key, entry) in entries {
             let mut e = entry.lock();
             match e.state.state {
                 S::Stopped => continue,
@@ -2122,6 +2308,30 @@ impl MirrorManager {
             self.finish_stop(&key, &mut e)?;
         }
         self.open_if_stopped(topic)
+    }
+
+    /// Stops this mirror's partitions of a topic it does not own (another mirror writes it, or
+    /// nobody mirrors it now): states only, STOPPING then STOPPED. The stop sequence (epoch
+    /// bump, ABORT markers, MIRROR_PID_RESET) and making the topic writable are the owner's;
+    /// done here they would write a log another mirror is filling, or that local producers own.
+    fn stop_unowned(
+        &self,
+        topic: &str,
+        entries: Vec<(TopicPartition, EntryRef)>,
+    ) -> Result<(), MirrorError> {
+        for (key, entry) in entries {
+            let mut e = entry.lock();
+            if e.state.state == S::Stopped {
+                continue;
+            }
+            if e.state.state != S::Stopping {
+                self.move_to(&mut e, S::Stopping)?;
+            }
+            self.move_to(&mut e, S::Stopped)?;
+            tracing::info!(mirror = %self.config.name, partition = %key, "stopped a partition of a topic another mirror owns (state only: its log is not this mirror's)");
+        }
+        tracing::debug!(mirror = %self.config.name, topic, "topic stopped without the stop sequence");
+        Ok(())
     }
 
     fn dest_log(&self, key: &TopicPartition) -> Result<Arc<PartitionHandle>, MirrorError> {
@@ -2162,16 +2372,21 @@ impl MirrorManager {
         }
     }
 
-    /// Makes `topic` writable once every one of its mirrored partitions is STOPPED.
+    /// Makes `topic` writable once every one of its mirrored partitions is STOPPED, then
+    /// releases this mirror's claim on it (in that order: a mirror that takes it next finds it
+    /// writable and makes it read-only again, never the other way round). Only the owner opens
+    /// a topic.
     fn open_if_stopped(&self, topic: &str) -> Result<(), MirrorError> {
+        let _claiming = self.claim_lock.lock();
         let all_stopped = self
             .topic_entries(topic)?
             .iter()
             .all(|(_, e)| e.lock().state.state == S::Stopped);
-        if all_stopped {
+        if all_stopped && self.owns(topic) {
             self.topics_api
                 .set_read_only(topic, false)
                 .map_err(MirrorError::Invalid)?;
+            self.claims.release(topic, &self.config.name);
         }
         Ok(())
     }

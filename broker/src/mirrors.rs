@@ -37,6 +37,7 @@ use crate::topics::TopicError;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TopicId;
 use mirrorlog_index::TopicPartition;
+use mirrorlog_mirror::claims::TopicClaims;
 use mirrorlog_mirror::group_sync::GroupOffsetsSink;
 use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
 use mirrorlog_mirror::source::SourceCluster;
@@ -439,6 +440,11 @@ pub struct Mirrors {
     group_sink: SinkSlot,
     /// Serialises writes of [`MIRRORS_FILE`].
     file_writer: Mutex<()>,
+    /// Which mirror owns each destination topic (one writer per topic), shared by every
+    /// mirror. Its lock is its own and is held for a map lookup only (never while a mirror is
+    /// called or a thread joined), so mirror threads use it freely while `shutdown`/`delete`
+    /// hold `mirrors` and join them.
+    claims: Arc<TopicClaims>,
 }
 
 /// The group offset sink, if installed.
@@ -470,7 +476,9 @@ impl Mirrors {
     ) -> anyhow::Result<Arc<MirrorManager>> {
         broker.register_arc();
         let mut mirrors = self.mirrors.lock();
-        self.start_locked(&mut mirrors, broker, config, source)
+        let m = self.build_locked(&mut mirrors, broker, config, source)?;
+        m.run();
+        Ok(m)
     }
 
     fn file_dir(broker: &Broker) -> PathBuf {
@@ -517,8 +525,9 @@ impl Mirrors {
             self.durable.lock().remove(name);
             return Err(e);
         }
-        match self.start_locked(&mut mirrors, broker, config, source) {
+        match self.build_locked(&mut mirrors, broker, config, source) {
             Ok(m) => {
+                m.run();
                 self.bootstrap.lock().insert(name.into(), bootstrap);
                 Ok(m)
             }
@@ -538,27 +547,39 @@ impl Mirrors {
     /// Starts every mirror recorded in [`MIRRORS_FILE`] (broker start). A mirror whose settings
     /// no longer parse is logged and skipped (it stays in the file).
     ///
+    /// Every mirror is built — its partitions restored from `__mirror_state` and their topics
+    /// claimed — before any of them runs, in name order: no mirror's discovery can take a topic
+    /// another mirror held before the restart, and when two mirrors both hold one topic (state
+    /// an older build wrote), the one first by name keeps it and the other's partitions of it
+    /// fail ([`MirrorManager::new_with_claims`]).
+    ///
     /// # Errors
     /// The file cannot be read or does not parse.
     pub fn restore(&self, broker: &Arc<Broker>) -> anyhow::Result<usize> {
-        let list = read_mirrors_file(&Self::file_dir(broker))?;
-        let mut n = 0;
+        let mut list = read_mirrors_file(&Self::file_dir(broker))?;
+        list.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut built = vec![];
         let mut mirrors = self.mirrors.lock();
         for (name, configs) in list {
             self.durable.lock().insert(name.clone(), configs.clone());
-            let started = parse_mirror_configs(&name, &configs).and_then(|(config, sc)| {
+            let restored = parse_mirror_configs(&name, &configs).and_then(|(config, sc)| {
                 let bootstrap = sc.bootstrap_servers.join(",");
                 let source = KafkaSource::new(sc).map_err(|e| e.to_string())?;
-                self.start_locked(&mut mirrors, broker, config, source)
+                let m = self
+                    .build_locked(&mut mirrors, broker, config, source)
                     .map_err(|e| e.to_string())?;
                 self.bootstrap.lock().insert(name.clone(), bootstrap);
-                Ok(())
+                Ok(m)
             });
-            match started {
-                Ok(()) => n += 1,
+            match restored {
+                Ok(m) => built.push(m),
                 Err(e) => tracing::error!(mirror = %name, "cannot restore cluster mirror: {e}"),
             }
         }
+        for m in &built {
+            m.run();
+        }
+        let n = built.len();
         if n > 0 {
             tracing::info!(mirrors = n, "restored cluster mirrors from {MIRRORS_FILE}");
         }
@@ -638,6 +659,9 @@ impl Mirrors {
         mirrors.remove(name);
         self.bootstrap.lock().remove(name);
         m.shutdown();
+        // Its topics are all STOPPED, so it owns none; released all the same, and even if a
+        // tombstone fails below (the mirror is gone either way).
+        self.claims.release_all(name);
         m.delete_states()
             .map_err(|e| MirrorsError::Storage(e.to_string()))?;
         Ok(())
@@ -658,7 +682,14 @@ impl Mirrors {
         self.durable.lock().get(name).cloned().unwrap_or_default()
     }
 
-    fn start_locked(
+    /// The mirror that owns destination topic `topic` (mirrors it, not STOPPED), if any.
+    pub fn topic_owner(&self, topic: &str) -> Option<String> {
+        self.claims.owner(topic)
+    }
+
+    /// Builds mirror `config.name` (its partitions restored and their topics claimed) and adds
+    /// it to `mirrors`; the caller runs it.
+    fn build_locked(
         &self,
         mirrors: &mut BTreeMap<String, Arc<MirrorManager>>,
         broker: &Arc<Broker>,
@@ -690,19 +721,19 @@ impl Mirrors {
             }
         };
         let name = config.name.clone();
-        let m = MirrorManager::new(
+        let m = MirrorManager::new_with_claims(
             config,
             source,
             broker.logs.clone(),
             Arc::new(BrokerTopics(Arc::downgrade(broker))),
             store,
             broker.clock().clone(),
+            self.claims.clone(),
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?;
         if let Some(sink) = self.group_sink.0.lock().clone() {
             m.set_group_sink(sink);
         }
-        m.run();
         mirrors.insert(name, m.clone());
         Ok(m)
     }

@@ -22,7 +22,8 @@
 //! in progress or was cut short; stop again to finish it).
 //!
 //! Start by name also answers: INVALID_REQUEST for a topic matching `mirror.topics.exclude`
-//! (exclude wins), TOPIC_ALREADY_IN_CLUSTER_MIRROR when another mirror holds it not STOPPED,
+//! (exclude wins), TOPIC_ALREADY_IN_CLUSTER_MIRROR when another mirror holds it not STOPPED
+//! (a topic has one owner at a time, whatever the mirrors' sources: see `mirrorlog_mirror::claims`),
 //! UNKNOWN_TOPIC_OR_PARTITION when the source has no such topic, TOPIC_ALREADY_EXISTS when a
 //! writable local topic of that name has another topic id than the source's. A writable local
 //! topic with the source's id is the same topic — a failback, or a stopped mirror topic started
@@ -31,7 +32,9 @@
 //!
 //! **Patterns** (`--pattern`, `--all-topics` = `.*`): on start they are added to the mirror's
 //! `mirror.topics.include` (durably) and every source topic they match that the mirror does not
-//! hold starts now; later ones are discovered on each metadata refresh. On stop, pause, resume
+//! hold starts now; later ones are discovered on each metadata refresh. A matched topic another
+//! mirror owns is not taken (discovery skips it; the start answers it with
+//! TOPIC_ALREADY_IN_CLUSTER_MIRROR) until that mirror stops it or is deleted. On stop, pause, resume
 //! and recover they select the mirror's topics that match and are not already where the
 //! operation leads (stop skips STOPPED; pause skips PAUSED and STOPPED; resume skips MIRRORING
 //! and STOPPED; recover skips topics with no FAILED partition); each selected topic is then
@@ -501,6 +504,9 @@ fn mirror_failure(e: MirrorError) -> Failure {
             format!("the source cluster failed: {s}"),
         ),
         MirrorError::Engine(e) => fail(ec(E::KafkaStorageError), e.to_string()),
+        e @ MirrorError::HeldByAnotherMirror { .. } => {
+            fail(M::TopicAlreadyInClusterMirror, e.to_string())
+        }
         other => fail(ec(E::InvalidRequest), other.to_string()),
     }
 }
@@ -599,12 +605,19 @@ fn start_one(
             ),
         ));
     }
-    if let Some((other, state)) = other_holder(b, m.name(), topic)
-        && state != TopicState::Stopped
+    // The owner in the claims table: the mirror holding the topic not STOPPED (the mirror
+    // itself checks it again, atomically, when it starts the topic).
+    if let Some(owner) = b.mirrors.topic_owner(topic)
+        && owner != m.name()
     {
+        let state = b
+            .mirrors
+            .get(&owner)
+            .and_then(|o| summarize(&o.topic_states(topic)))
+            .map_or("starting", state_name);
         return Err(fail(
             M::TopicAlreadyInClusterMirror,
-            format!("topic {topic} is already mirrored by cluster mirror {other} ({state:?})"),
+            format!("topic {topic} is already mirrored by cluster mirror {owner} ({state})"),
         ));
     }
     match summarize(&m.topic_states(topic)) {

@@ -25,6 +25,10 @@
 //!   EPOCH_FENCING, and persisted in `__mirror_state`, from which a restart raises it again.
 //! - **Failure isolation**: a corrupt batch, a deleted source topic, a changed cluster id or a
 //!   divergence with unclean-election support off move that partition alone to FAILED.
+//! - **One writer per topic**: a topic is claimed in the [`TopicClaims`] the broker's mirrors
+//!   share before it is started (by name, pattern, discovery, recover or restore) and released
+//!   once all its partitions are STOPPED; only the owner fetches into, aligns, bumps or stops
+//!   its log. Another mirror's start fails with [`MirrorError::HeldByAnotherMirror`].
 
 use crate::claims::TopicClaims;
 use crate::group_sync::{GroupOffsetsSink, GroupSyncReport, sync_group_offsets_where};

@@ -23,7 +23,7 @@
 //!
 //! Start by name also answers: INVALID_REQUEST for a topic matching `mirror.topics.exclude`
 //! (exclude wins), TOPIC_ALREADY_IN_CLUSTER_MIRROR when another mirror holds it not STOPPED
-//! (a topic has one owner at a time, whatever the mirrors' sources: see `mirrorlog_mirror::claims`),
+//! (one owner per topic, whatever the mirrors' sources: `mirrorlog_mirror::claims`),
 //! UNKNOWN_TOPIC_OR_PARTITION when the source has no such topic, TOPIC_ALREADY_EXISTS when a
 //! writable local topic of that name has another topic id than the source's. A writable local
 //! topic with the source's id is the same topic — a failback, or a stopped mirror topic started
@@ -34,8 +34,8 @@
 //! `mirror.topics.include` (durably) and every source topic they match that the mirror does not
 //! hold starts now; later ones are discovered on each metadata refresh. A matched topic another
 //! mirror owns is not taken (discovery skips it; the start answers it with
-//! TOPIC_ALREADY_IN_CLUSTER_MIRROR) until that mirror stops it or is deleted. On stop, pause, resume
-//! and recover they select the mirror's topics that match and are not already where the
+//! TOPIC_ALREADY_IN_CLUSTER_MIRROR) until that mirror stops it or is deleted. On stop, pause,
+//! resume and recover they select the mirror's topics that match and are not already where the
 //! operation leads (stop skips STOPPED; pause skips PAUSED and STOPPED; resume skips MIRRORING
 //! and STOPPED; recover skips topics with no FAILED partition); each selected topic is then
 //! answered as if named.

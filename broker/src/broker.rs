@@ -14,7 +14,9 @@ use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
 use mirrorlog_index::TopicPartition;
 use mirrorlog_segment::io::Storage;
 use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Kafka's default `fetch.max.bytes` (55 MiB).
@@ -111,48 +113,173 @@ pub trait Coordinator: Send + Sync {
 }
 
 /// Wakes long-polling fetches when data arrives, and for good when the broker stops.
+///
+/// Keyed by partition, as Kafka's `DelayedFetch` purgatory: a waiting fetch registers an
+/// [`Interest`] in exactly the partitions it reads, and an append to a partition signals only
+/// the fetches registered on it ([`notify_partition`](Self::notify_partition)). Broker-wide
+/// events (coordinator markers, shutdown) still wake every waiter ([`notify`](Self::notify),
+/// [`close`](Self::close)). A fetch registers before it reads and re-arms before each re-read,
+/// so an append between its read and its sleep still wakes it.
 #[derive(Debug, Default)]
 pub struct AppendNotifier {
-    generation: Mutex<u64>,
-    cv: Condvar,
+    /// Topic → partition → the fetches waiting on it.
+    waiters: RwLock<HashMap<String, PartitionWaiters>>,
+    /// Registered interests: an append with none pays one atomic load.
+    registered: AtomicUsize,
     /// Set when shutdown starts: long polls answer with what they have instead of waiting.
-    closed: std::sync::atomic::AtomicBool,
+    closed: AtomicBool,
+    /// Test hook: how many times a registered fetch was signalled (each one re-reads).
+    wakeups: AtomicU64,
+}
+
+/// A topic's partitions → the fetches waiting on each.
+type PartitionWaiters = HashMap<i32, Vec<Arc<Waiter>>>;
+
+/// One waiting fetch.
+#[derive(Debug, Default)]
+struct Waiter {
+    fired: Mutex<bool>,
+    cv: Condvar,
+}
+
+/// A fetch's registration on its partitions; dropping it deregisters. See [`AppendNotifier`].
+#[derive(Debug)]
+pub struct Interest<'a> {
+    notifier: &'a AppendNotifier,
+    waiter: Arc<Waiter>,
+    keys: Vec<(String, i32)>,
 }
 
 impl AppendNotifier {
     /// The broker is stopping: wakes every waiter, and no wait blocks from now on (a graceful
     /// shutdown waits for in-flight requests, and a fetch may ask to wait ~24 days).
     pub fn close(&self) {
-        let _g = self.generation.lock();
-        self.closed
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.cv.notify_all();
+        // Set before signalling under the lock: a fetch registering later sees it when it
+        // checks `is_closed` after its read.
+        self.closed.store(true, Ordering::SeqCst);
+        self.notify();
     }
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.closed.load(std::sync::atomic::Ordering::Acquire)
+        self.closed.load(Ordering::SeqCst)
     }
-    /// Something was appended somewhere.
+    /// Something that may concern any partition happened (transaction markers written by a
+    /// coordinator): wakes every waiting fetch.
     pub fn notify(&self) {
-        *self.generation.lock() += 1;
-        self.cv.notify_all();
+        if self.registered.load(Ordering::SeqCst) == 0 && !self.is_closed() {
+            return;
+        }
+        let map = self.waiters.read();
+        for w in map.values().flat_map(HashMap::values).flatten() {
+            self.fire(w);
+        }
     }
-    /// The current generation (take it before checking for data).
-    pub fn generation(&self) -> u64 {
-        *self.generation.lock()
+    /// Data, the high watermark or the log start of `topic`-`partition` moved: wakes the
+    /// fetches waiting on it. Costs an atomic load when no fetch waits, a hash lookup when
+    /// none waits on this partition.
+    pub fn notify_partition(&self, topic: &str, partition: i32) {
+        if self.registered.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let map = self.waiters.read();
+        if let Some(ws) = map.get(topic).and_then(|t| t.get(&partition)) {
+            for w in ws {
+                self.fire(w);
+            }
+        }
     }
-    /// Waits until the generation moves past `seen` or `deadline` passes. Returns whether it moved.
-    pub fn wait_past(&self, seen: u64, deadline: Instant) -> bool {
-        let mut g = self.generation.lock();
-        while *g == seen {
-            if self.is_closed() {
+    /// Something happened to every partition of `topic` (its deletion, a mirror's appends).
+    pub fn notify_topic(&self, topic: &str) {
+        if self.registered.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let map = self.waiters.read();
+        if let Some(t) = map.get(topic) {
+            for w in t.values().flatten() {
+                self.fire(w);
+            }
+        }
+    }
+    /// Registers a fetch on `keys` (topic name, partition); it is signalled by appends to
+    /// them until the returned [`Interest`] is dropped. Register before reading.
+    pub fn register(&self, keys: Vec<(String, i32)>) -> Interest<'_> {
+        let waiter = Arc::new(Waiter::default());
+        {
+            let mut map = self.waiters.write();
+            for (topic, partition) in &keys {
+                let parts = match map.get_mut(topic.as_str()) {
+                    Some(p) => p,
+                    None => map.entry(topic.clone()).or_default(),
+                };
+                parts.entry(*partition).or_default().push(waiter.clone());
+            }
+            self.registered.fetch_add(1, Ordering::SeqCst);
+        }
+        Interest {
+            notifier: self,
+            waiter,
+            keys,
+        }
+    }
+    /// Test hook: how many times a registered fetch was signalled so far.
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::SeqCst)
+    }
+    /// Test hook: how many fetches are registered now.
+    pub fn waiting(&self) -> usize {
+        self.registered.load(Ordering::SeqCst)
+    }
+
+    fn fire(&self, w: &Waiter) {
+        let mut fired = w.fired.lock();
+        if !*fired {
+            *fired = true;
+            self.wakeups.fetch_add(1, Ordering::SeqCst);
+            w.cv.notify_one();
+        }
+    }
+}
+
+impl Interest<'_> {
+    /// Forgets earlier signals: call before each read, so that only appends after it (or
+    /// during it) end the next [`wait`](Self::wait).
+    pub fn arm(&self) {
+        *self.waiter.fired.lock() = false;
+    }
+    /// Waits until one of the partitions is signalled since [`arm`](Self::arm), the notifier
+    /// closes, or `deadline` passes. Returns whether it was signalled.
+    pub fn wait(&self, deadline: Instant) -> bool {
+        let mut fired = self.waiter.fired.lock();
+        while !*fired {
+            if self.notifier.is_closed() {
                 return false;
             }
-            if self.cv.wait_until(&mut g, deadline).timed_out() {
-                return *g != seen;
+            if self.waiter.cv.wait_until(&mut fired, deadline).timed_out() {
+                return *fired;
             }
         }
         true
+    }
+}
+
+impl Drop for Interest<'_> {
+    fn drop(&mut self) {
+        let mut map = self.notifier.waiters.write();
+        for (topic, partition) in &self.keys {
+            let Some(parts) = map.get_mut(topic.as_str()) else {
+                continue;
+            };
+            if let Some(ws) = parts.get_mut(partition) {
+                ws.retain(|w| !Arc::ptr_eq(w, &self.waiter));
+                if ws.is_empty() {
+                    parts.remove(partition);
+                }
+            }
+            if parts.is_empty() {
+                map.remove(topic.as_str());
+            }
+        }
+        self.notifier.registered.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -555,4 +682,56 @@ pub fn deadline_in(ms: i32) -> Instant {
 /// The error code of a [`ResponseError`].
 pub fn ec(e: ResponseError) -> i16 {
     e.code()
+}
+
+#[cfg(test)]
+mod append_notifier_tests {
+    use super::AppendNotifier;
+    use std::time::{Duration, Instant};
+
+    fn keys(k: &[(&str, i32)]) -> Vec<(String, i32)> {
+        k.iter().map(|(t, p)| (t.to_string(), *p)).collect()
+    }
+
+    #[test]
+    fn only_the_registered_partitions_and_broadcasts_signal_an_interest() {
+        let n = AppendNotifier::default();
+        let i = n.register(keys(&[("a", 0), ("a", 2)]));
+        i.arm();
+        n.notify_partition("a", 1);
+        n.notify_partition("b", 0);
+        n.notify_topic("b");
+        assert_eq!(n.wakeups(), 0);
+        assert!(!i.wait(Instant::now()), "not signalled");
+        n.notify_partition("a", 2);
+        n.notify_partition("a", 0);
+        assert_eq!(n.wakeups(), 1, "one signal until re-armed");
+        assert!(i.wait(Instant::now() + Duration::from_secs(600)));
+        i.arm();
+        n.notify_topic("a");
+        assert!(i.wait(Instant::now() + Duration::from_secs(600)));
+        i.arm();
+        n.notify();
+        assert!(i.wait(Instant::now() + Duration::from_secs(600)));
+        assert_eq!(n.wakeups(), 3);
+        drop(i);
+        assert_eq!(n.waiting(), 0);
+        assert!(
+            n.waiters.read().is_empty(),
+            "deregistered, no empty entries left"
+        );
+        n.notify_partition("a", 0);
+        assert_eq!(n.wakeups(), 3);
+    }
+
+    #[test]
+    fn a_closed_notifier_never_blocks() {
+        let n = AppendNotifier::default();
+        let i = n.register(keys(&[("a", 0)]));
+        i.arm();
+        n.close();
+        assert!(n.is_closed());
+        i.arm();
+        assert!(!i.wait(Instant::now() + Duration::from_secs(600)));
+    }
 }

@@ -364,6 +364,7 @@ impl DestinationTopics for BrokerTopics {
 
     fn appended(&self) {
         if let Ok(b) = self.broker() {
+            // The mirror does not say which partitions it appended to: every long poll.
             b.appends.notify();
         }
     }

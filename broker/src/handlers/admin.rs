@@ -967,8 +967,9 @@ fn delete_one(b: &Broker, name: &str) -> Result<(), TopicError> {
     let deleted = b.topics.delete(&b.logs, name);
     // As Kafka's `stopPartitions` completing the delayed fetches of the partitions it stops
     // hosting: fetches parked on this topic answer now (UNKNOWN_TOPIC_…) instead of sleeping
-    // out their max_wait_ms. Also after a partial failure: some partitions may be gone.
-    b.appends.notify();
+    // out their max_wait_ms. Also after a partial failure: some partitions may be gone. Only
+    // the fetches waiting on this topic.
+    b.appends.notify_topic(name);
     // A failure that still took the topic out of the registry deleted it all the same (a retry
     // answers UNKNOWN_TOPIC_OR_PARTITION): the coordinators drop its state then too.
     if deleted.is_ok() || b.topics.get(name).is_none() {

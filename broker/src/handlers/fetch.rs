@@ -30,10 +30,12 @@
 //! read + write on loopback).
 //!
 //! # Long poll
-//! When fewer than `min_bytes` were read and `max_wait_ms > 0`, the handler waits on the broker's
-//! [`AppendNotifier`](crate::broker::AppendNotifier) (taking its generation before each read, so
-//! no append is missed) and reads again, until `min_bytes` are there or the deadline passes. As in
-//! Kafka, an error or a diverging epoch in any partition answers at once.
+//! When fewer than `min_bytes` were read and `max_wait_ms > 0`, the handler registers on the
+//! broker's [`AppendNotifier`](crate::broker::AppendNotifier) for exactly the partitions it reads
+//! (as Kafka's `DelayedFetch` purgatory, keyed by partition), reads again, and sleeps until an
+//! append to one of them (or a broker-wide event) and reads again, until `min_bytes` are there
+//! or the deadline passes. The registration is re-armed before each read, so no append is
+//! missed. As in Kafka, an error or a diverging epoch in any partition answers at once.
 //!
 //! # Sessions
 //! See [`FetchSessionCache`].
@@ -698,9 +700,13 @@ fn read_with_wait(
 ) -> Vec<PartitionData> {
     let deadline = deadline_in(r.max_wait_ms);
     let min_bytes = r.min_bytes.max(0) as u64;
+    let max_bytes = r.max_bytes.min(b.config.fetch_max_bytes);
+    // The first read registers nothing: most fetches answer at once.
+    let mut interest: Option<crate::broker::Interest<'_>> = None;
     loop {
-        let generation = b.appends.generation();
-        let max_bytes = r.max_bytes.min(b.config.fetch_max_bytes);
+        if let Some(i) = &interest {
+            i.arm();
+        }
         let (datas, bytes, answer_now) = read_all(b, specs, isolation, max_bytes);
         if r.max_wait_ms <= 0
             || specs.is_empty()
@@ -711,9 +717,26 @@ fn read_with_wait(
         {
             return datas;
         }
-        // Wakes on the next append anywhere (or the deadline); then read again.
-        b.appends.wait_past(generation, deadline);
+        match &interest {
+            // Registered (and armed) before that read: wakes on the next append to one of
+            // these partitions (or a broker-wide event, or the deadline); then read again.
+            Some(i) => {
+                i.wait(deadline);
+            }
+            // Register on exactly the partitions read (a session's included), then read
+            // again: an append between the first read and the registration is not missed.
+            None => interest = Some(b.appends.register(wait_keys(specs))),
+        }
     }
+}
+
+/// The (topic name, partition) keys a long poll waits on. A partition whose topic id is
+/// unknown has no name; it answers at once with an error, so it never waits.
+fn wait_keys(specs: &[ReadSpec]) -> Vec<(String, i32)> {
+    specs
+        .iter()
+        .filter_map(|s| Some((s.name.clone()?, s.key.partition)))
+        .collect()
 }
 
 /// One pass over the partitions with Kafka's byte accounting. Returns the partitions' data, the

@@ -270,7 +270,12 @@ pub fn delete_records(b: &Broker, r: DeleteRecordsRequest, _v: i16) -> DeleteRec
             part.partition_index = p.partition_index;
             match delete_one(b, &topic, p.partition_index, p.offset) {
                 Ok((low_watermark, did_move)) => {
-                    moved |= did_move;
+                    if did_move {
+                        // A long poll waiting below the new log start has an answer now
+                        // (OFFSET_OUT_OF_RANGE) rather than at its max_wait_ms.
+                        b.appends.notify_partition(&topic, p.partition_index);
+                        moved = true;
+                    }
                     part.error_code = 0;
                     part.low_watermark = low_watermark;
                 }
@@ -284,9 +289,6 @@ pub fn delete_records(b: &Broker, r: DeleteRecordsRequest, _v: i16) -> DeleteRec
         resp.topics.push(out);
     }
     if moved {
-        // A long poll waiting below the new log start has an answer now (OFFSET_OUT_OF_RANGE)
-        // rather than at its max_wait_ms.
-        b.appends.notify();
         // Store the new log start offsets now rather than at the next periodic checkpoint, so a
         // crash cannot bring deleted records back.
         if let Err(e) = b.logs.checkpoint() {

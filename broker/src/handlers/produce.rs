@@ -232,14 +232,14 @@ fn durable(
     let appends = b.appends.clone();
     let pool = b.durable_waiters.clone();
     move || {
-        let mut moved = false;
         for (job, result) in wait_durable(&pool, appended) {
-            moved |= result.is_ok() && advance_hw(&mut job.handle.write());
+            if result.is_ok() && advance_hw(&mut job.handle.write()) {
+                // Only the fetches waiting on this partition.
+                let tp = job.handle.topic_partition();
+                appends.notify_partition(&tp.topic, tp.partition);
+            }
             let resp = &mut responses[job.topic].partition_responses[job.partition];
             fill(resp, &job.handle, result, version);
-        }
-        if moved {
-            appends.notify();
         }
         produce_response(responses)
     }
@@ -600,7 +600,8 @@ fn append(
     let moved = r.is_ok() && advance_hw(&mut log);
     drop(log);
     if moved {
-        b.appends.notify();
+        let tp = h.topic_partition();
+        b.appends.notify_partition(&tp.topic, tp.partition);
     }
     r
 }

@@ -147,7 +147,12 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                     _ => bail!("{k}={v}: must be at least 1"),
                 }
             }
-            "num.recovery.threads.per.data.dir" => recovery_threads = parse(k, v)? as usize,
+            "num.recovery.threads.per.data.dir" => {
+                recovery_threads = match parse_i32(k, v)? {
+                    n @ 1..=64 => n as usize,
+                    _ => bail!("{k}={v}: must be in 1..=64"),
+                }
+            }
             "fetch.max.bytes" => {
                 fetch_max = i32::try_from(parse(k, v)?)
                     .map_err(|_| anyhow::anyhow!("{k}={v}: above 2147483647"))?

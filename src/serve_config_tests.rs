@@ -153,3 +153,20 @@ fn the_unspecified_address_is_never_advertised() {
         }
     }
 }
+
+/// Kafka: `num.recovery.threads.per.data.dir` is an int `atLeast(1)`. mirrorlog refused 0 and
+/// negatives, but with a message that did not name the key ("recovery threads 0 …"), and cast a
+/// negative through `as usize` (−1 was reported as 18446744073709551615).
+#[test]
+fn out_of_range_recovery_threads_are_rejected_by_key_and_value() {
+    for bad in ["0", "-1", "65", "4294967297"] {
+        let (args, _d) = args_with(&format!("num.recovery.threads.per.data.dir={bad}\n"), true);
+        let e = format!("{:#}", settings(&args).unwrap_err());
+        assert!(
+            e.contains(&format!("num.recovery.threads.per.data.dir={bad}")),
+            "{bad}: {e}"
+        );
+    }
+    let (args, _d) = args_with("num.recovery.threads.per.data.dir=64\n", true);
+    assert_eq!(settings(&args).unwrap().0.logs.recovery_threads, 64);
+}

@@ -63,7 +63,8 @@ pub struct MirrorConfig {
     /// Whole-response fetch size (`fetch.response.max.bytes`). Default 16 MiB; range
     /// 1 KiB ..= 1 GiB.
     pub response_max_bytes: i32,
-    /// Fetch long-poll bound. Default 500 ms; range 0 ..= 30000.
+    /// `fetch.wait.max.ms`: how long the source may hold a fetch with nothing to answer (long
+    /// poll). Default 500; range 0 ..= 30000.
     pub max_wait_ms: i32,
     /// `mirror.metadata.refresh.interval.ms`. Default 5000; range 100 ..= 3600000.
     pub metadata_refresh_interval_ms: i64,
@@ -285,7 +286,7 @@ impl MirrorConfig {
         }
         if !(0..=30_000).contains(&self.max_wait_ms) {
             return Err(format!(
-                "fetch max wait {} is outside 0..=30000",
+                "fetch.wait.max.ms {} is outside 0..=30000",
                 self.max_wait_ms
             ));
         }
@@ -2527,6 +2528,31 @@ fn was_paused(st: &PartitionMirrorState) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every out-of-range mirror setting is refused with a message naming its key (the
+    /// CreateClusterMirror answer is all the operator sees); `fetch.wait.max.ms` was reported
+    /// as "fetch max wait".
+    #[test]
+    fn out_of_range_mirror_settings_are_refused_by_key() {
+        for (key, value) in [
+            ("mirror.num.replica.fetchers", "0"),
+            ("fetch.response.max.bytes", "1023"),
+            ("fetch.max.bytes", "1023"),
+            ("fetch.wait.max.ms", "30001"),
+            ("fetch.wait.max.ms", "-1"),
+            ("mirror.metadata.refresh.interval.ms", "99"),
+            ("mirror.failed.retry.initial.backoff.ms", "-1"),
+            ("mirror.failed.retry.max.attempts", "-1"),
+            ("mirror.topics.include", "("),
+        ] {
+            let mut c = MirrorConfig::new("m");
+            assert_eq!(c.set(key, value), Ok(true), "{key}={value}");
+            let Err(e) = c.validate() else {
+                panic!("{key}={value} accepted");
+            };
+            assert!(e.contains(key), "{key}={value}: {e}");
+        }
+    }
 
     #[test]
     fn a_pipelined_fetcher_asks_only_for_what_unapplied_answers_leave_of_the_response_bound() {

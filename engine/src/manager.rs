@@ -7,9 +7,30 @@
 //!   recovery-point-offset-checkpoint  topic partition offset   (everything below is durable)
 //!   log-start-offset-checkpoint       topic partition offset
 //!   replication-offset-checkpoint     topic partition offset   (high watermarks)
-//!   <topic>-<partition>/              partition.metadata, segments, snapshots, epoch checkpoint
+//!   <topic>-<partition>/              partition.metadata, segments, snapshots, epoch checkpoint,
+//!                                     topic.config (below)
 //!   <topic>-<partition>.<id>-delete/  a deleted partition, removed in the background
 //! ```
+//!
+//! The clean-shutdown marker is an empty file, written and fsynced last at a clean shutdown
+//! (recent Kafka versions put the broker epoch in it, KIP-966; whether a directory needs
+//! recovery is decided, there as here, by its existence alone). The checkpoint files and
+//! `partition.metadata` are Kafka's, documented in `index/FORMAT.md`.
+//!
+//! # `topic.config`
+//!
+//! Not a Kafka file (Kafka keeps topic overrides in the controller's metadata log): the
+//! partition's own topic settings, in every partition directory of the topic that has any.
+//! UTF-8 text, one `key=value` per line, `\n`-terminated, in
+//! [`LogConfig::SUPPORTED_TOPIC_KEYS`] order; blank lines and lines starting with `#` are
+//! skipped on reading; a line without `=` fails the start (README, "Reliability"). Keys are Kafka
+//! topic config names with the value as DescribeConfigs reports it; a key is written when it is
+//! one of the topic's overrides ([`LogConfig::overrides`]) or differs from the broker defaults,
+//! so an override equal to today's default stays one. One extra line,
+//! `mirrorlog.read.only=true`, marks a mirror topic (client produce refused). A missing file
+//! means the broker defaults and writable. Replaced atomically: written to `topic.config.tmp`,
+//! fsynced, renamed over `topic.config`, the partition directory fsynced; a crash leaves the
+//! old or the new file (a stale `.tmp` is overwritten). No checksum.
 //!
 //! On open, a data dir without the clean-shutdown marker has each of its logs recovered from its
 //! recovery point, several logs in parallel, with progress logged. The marker is removed before
@@ -1207,8 +1228,8 @@ impl LogManager {
     }
 }
 
-/// Topic config overrides live in `topic.config` beside the partition's files, one `key=value`
-/// per line in Kafka's names (only keys that differ from the broker defaults).
+/// The file beside a partition's segments that holds its topic's own settings (format in the
+/// module docs, "`topic.config`").
 pub const TOPIC_CONFIG_FILE: &str = "topic.config";
 
 fn topic_config(path: &Path, defaults: &LogConfig) -> EngineResult<LogConfig> {

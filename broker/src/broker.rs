@@ -530,6 +530,15 @@ pub fn all_api_keys() -> impl Iterator<Item = ApiKey> {
         .filter_map(|k| ApiKey::try_from(k).ok())
 }
 
+/// The cluster id from `<dir>/meta.properties`, written there on first start.
+///
+/// Format (Kafka's KRaft `meta.properties`, version 1): UTF-8 `key=value` lines —
+/// `#mirrorlog` (a comment), `cluster.id=<22-character base64url UUID>`, `node.id=<int>`,
+/// `version=1` — written once to `meta.properties.tmp`, fsynced, renamed, the directory fsynced.
+/// Only the first data directory gets one, and none is read or written when the cluster id is
+/// configured (`--cluster-id` wins over a stored one silently). Reading takes the first `cluster.id=` line and
+/// ignores the rest (Kafka also checks `node.id` against the config and writes a
+/// `directory.id` per directory; mirrorlog does neither).
 fn load_or_create_cluster_id(dir: &std::path::Path, node_id: i32) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join("meta.properties");

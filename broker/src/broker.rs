@@ -332,6 +332,12 @@ impl Broker {
         clock: Arc<dyn Clock>,
     ) -> anyhow::Result<Broker> {
         config.validate().map_err(anyhow::Error::msg)?;
+        // Before the logs are touched: a directory of another node or cluster is left as it is.
+        let cluster_id = load_or_create_cluster_id(
+            &config.logs.data_dirs[0],
+            config.node_id,
+            config.cluster_id.as_deref(),
+        )?;
         let (logs, report) = LogManager::open(config.logs.clone(), storage, clock.clone())?;
         if report.unclean_logs > 0 {
             tracing::warn!(
@@ -340,10 +346,6 @@ impl Broker {
                 "recovered after an unclean shutdown"
             );
         }
-        let cluster_id = match &config.cluster_id {
-            Some(c) => c.clone(),
-            None => load_or_create_cluster_id(&config.logs.data_dirs[0], config.node_id)?,
-        };
         // Single node: this broker is the whole ISR of every partition, so, as Kafka's leader
         // does on election (`maybeIncrementLeaderHW`), the high watermark is the log end.
         for h in logs.partitions() {
@@ -535,20 +537,50 @@ pub fn all_api_keys() -> impl Iterator<Item = ApiKey> {
 /// Format (Kafka's KRaft `meta.properties`, version 1): UTF-8 `key=value` lines —
 /// `#mirrorlog` (a comment), `cluster.id=<22-character base64url UUID>`, `node.id=<int>`,
 /// `version=1` — written once to `meta.properties.tmp`, fsynced, renamed, the directory fsynced.
-/// Only the first data directory gets one, and none is read or written when the cluster id is
-/// configured (`--cluster-id` wins over a stored one silently). Reading takes the first `cluster.id=` line and
-/// ignores the rest (Kafka also checks `node.id` against the config and writes a
-/// `directory.id` per directory; mirrorlog does neither).
-fn load_or_create_cluster_id(dir: &std::path::Path, node_id: i32) -> anyhow::Result<String> {
+/// Only the first data directory gets one. The first start takes `configured` (the
+/// `--cluster-id` flag, [`BrokerConfig::cluster_id`]) or generates an id; later starts read it
+/// back. As Kafka's `MetaPropertiesEnsemble` checks, a stored `node.id` other than this
+/// broker's, or a configured cluster id other than the stored one, refuses the start (the data
+/// belongs to another broker or cluster; mirrors key their state by cluster id). Kafka also
+/// writes a `directory.id` per directory; mirrorlog does not.
+fn load_or_create_cluster_id(
+    dir: &std::path::Path,
+    node_id: i32,
+    configured: Option<&str>,
+) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join("meta.properties");
-    if let Ok(text) = std::fs::read_to_string(&path)
-        && let Some(id) = text.lines().find_map(|l| l.strip_prefix("cluster.id="))
-    {
-        return Ok(id.trim().to_string());
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let value = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .map(str::trim)
+        };
+        if let Some(stored) = value("node.id")
+            && stored != node_id.to_string()
+        {
+            anyhow::bail!(
+                "{}: stored node.id {stored} does not match this broker's node.id {node_id}",
+                path.display()
+            );
+        }
+        if let Some(id) = value("cluster.id") {
+            if let Some(c) = configured
+                && c != id
+            {
+                anyhow::bail!(
+                    "{}: the data belongs to cluster {id}, not the configured cluster id {c}",
+                    path.display()
+                );
+            }
+            return Ok(id.to_string());
+        }
     }
     // Kafka's cluster ids are a base64url (no padding) UUID.
-    let id = mirrorlog_index::TopicId(*uuid::Uuid::new_v4().as_bytes()).to_string();
+    let id = match configured {
+        Some(c) => c.to_string(),
+        None => mirrorlog_index::TopicId(*uuid::Uuid::new_v4().as_bytes()).to_string(),
+    };
     let text = format!("#mirrorlog\ncluster.id={id}\nnode.id={node_id}\nversion=1\n");
     let tmp = dir.join("meta.properties.tmp");
     std::fs::write(&tmp, text)?;

@@ -1,7 +1,9 @@
 //! `mirrorlog serve`: the single-node Kafka-protocol broker.
 //!
 //! Settings come from flags and, optionally, a file in Kafka's `server.properties` format. The
-//! keys we honour (anything else is rejected with its name, so a typo never passes silently):
+//! keys we honour (the cluster, quorum, thread-pool and socket-buffer keys of Kafka's stock file,
+//! [`KAFKA_KEYS_WITHOUT_EFFECT`], are ignored with a warning; anything else is rejected with its
+//! name, so a typo never passes silently):
 //!
 //! | key | default | range |
 //! |---|---|---|
@@ -12,7 +14,7 @@
 //! | `num.partitions` | 1 | 1 ..= 100000 |
 //! | `auto.create.topics.enable` | true | true/false |
 //! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
-//! | `connections.max.idle.ms` | 600000 | 1 ..= 2147483647: a connection silent this long while a request is awaited is closed |
+//! | `connections.max.idle.ms` | 600000 | 1 ..= i64::MAX: a connection silent this long while a request is awaited is closed; negative: never (as Kafka) |
 //! | `fetch.max.bytes` | 57671680 | 1024 ..= 2147483647: the most record bytes in one Fetch answer (its first batch may exceed it) |
 //! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64 |
 //! | `log.io.mode` | `buffered` | `buffered`, `direct` (O_DIRECT through io_uring, see README "Direct I/O") |
@@ -51,6 +53,30 @@ pub struct ServeArgs {
     #[arg(long)]
     pub config: Option<PathBuf>,
 }
+
+/// Keys of Kafka's stock `config/server.properties` (KRaft, combined mode) that describe a
+/// multi-node cluster, its controller quorum, thread pools or socket buffers — nothing a single
+/// mirrorlog node has or sizes that way. They are accepted and ignored with one warning, so a
+/// broker's existing file works; every other unknown key is still refused by name. (Security
+/// settings are not among them: a key that would change who may connect is never ignored.)
+pub const KAFKA_KEYS_WITHOUT_EFFECT: &[&str] = &[
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+    "num.network.threads",
+    "num.io.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr",
+    "log.retention.check.interval.ms",
+];
 
 /// The listen address when neither `--listen` nor `listeners` gives one.
 const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -114,6 +140,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut preallocate = None;
     let mut direct_durability = None;
     let mut log_pairs = vec![];
+    let mut ignored: Vec<String> = vec![];
     let parse = |k: &str, v: &str| -> Result<i64> {
         v.parse().with_context(|| format!("{k}={v}: not a number"))
     };
@@ -142,9 +169,11 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                 }
             }
             "connections.max.idle.ms" => {
-                idle_timeout_ms = match parse_i32(k, v)? {
+                idle_timeout_ms = match parse(k, v)? {
                     n @ 1.. => n as u64,
-                    _ => bail!("{k}={v}: must be at least 1"),
+                    // As Kafka's `Selector`: a negative value turns idle expiry off.
+                    ..0 => ServerConfig::IDLE_TIMEOUT_NEVER,
+                    0 => bail!("{k}={v}: must be at least 1, or negative for never"),
                 }
             }
             "num.recovery.threads.per.data.dir" => {
@@ -172,9 +201,26 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                         .map_err(anyhow::Error::msg)?,
                 )
             }
+            k if KAFKA_KEYS_WITHOUT_EFFECT.contains(&k) => ignored.push(k.to_string()),
+            // Kafka 3.x's stock file sets it to 0, which is what the group coordinator does.
+            "group.initial.rebalance.delay.ms" => {
+                if parse(k, v)? != 0 {
+                    bail!(
+                        "{k}={v}: mirrorlog's groups rebalance without an initial delay (only 0)"
+                    );
+                }
+            }
             // Everything else must be a log setting the engine knows.
             _ => log_pairs.push((k.clone(), v.clone())),
         }
+    }
+    if !ignored.is_empty() {
+        // Kafka logs its unused keys the same way ("supplied but not used").
+        tracing::warn!(
+            "these keys of Kafka's server.properties have no effect on a single mirrorlog node \
+             and are ignored: {}",
+            ignored.join(", ")
+        );
     }
     if let Some(n) = args.node_id {
         node_id = n;

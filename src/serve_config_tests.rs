@@ -170,3 +170,67 @@ fn out_of_range_recovery_threads_are_rejected_by_key_and_value() {
     let (args, _d) = args_with("num.recovery.threads.per.data.dir=64\n", true);
     assert_eq!(settings(&args).unwrap().0.logs.recovery_threads, 64);
 }
+
+/// Kafka's own stock `config/server.properties` (4.x, KRaft combined mode) starts a broker:
+/// its cluster, quorum, thread-pool and socket-buffer keys are ignored with a warning, the
+/// rest applied; an unknown key is still refused.
+#[test]
+fn kafkas_stock_server_properties_is_accepted() {
+    let stock = "process.roles=broker,controller\n\
+        node.id=1\n\
+        controller.quorum.bootstrap.servers=localhost:9093\n\
+        listeners=PLAINTEXT://:9092,CONTROLLER://:9093\n\
+        inter.broker.listener.name=PLAINTEXT\n\
+        advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n\
+        controller.listener.names=CONTROLLER\n\
+        listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL\n\
+        num.network.threads=3\n\
+        num.io.threads=8\n\
+        socket.send.buffer.bytes=102400\n\
+        socket.receive.buffer.bytes=102400\n\
+        socket.request.max.bytes=104857600\n\
+        log.dirs=/tmp/kraft-combined-logs\n\
+        num.partitions=1\n\
+        num.recovery.threads.per.data.dir=1\n\
+        offsets.topic.replication.factor=1\n\
+        share.coordinator.state.topic.replication.factor=1\n\
+        share.coordinator.state.topic.min.isr=1\n\
+        transaction.state.log.replication.factor=1\n\
+        transaction.state.log.min.isr=1\n\
+        log.retention.hours=168\n\
+        log.segment.bytes=1073741824\n\
+        log.retention.check.interval.ms=300000\n\
+        group.initial.rebalance.delay.ms=0\n";
+    let (args, _d) = args_with(stock, false);
+    let (cfg, server) = settings(&args).unwrap();
+    assert_eq!(
+        cfg.logs.data_dirs,
+        vec![PathBuf::from("/tmp/kraft-combined-logs")]
+    );
+    assert_eq!(server.listen.port(), 9092);
+    assert_eq!(cfg.advertised_host, "localhost");
+    assert_eq!(cfg.logs.default_log_config.retention_ms, 168 * 3_600_000);
+
+    let (args, _d) = args_with(&format!("{stock}ssl.keystore.location=/k\n"), false);
+    let e = settings(&args).unwrap_err().to_string();
+    assert!(e.contains("ssl.keystore.location"), "{e}");
+    let (args, _d) = args_with(
+        &format!("{stock}group.initial.rebalance.delay.ms=3000\n"),
+        false,
+    );
+    let e = settings(&args).unwrap_err().to_string();
+    assert!(e.contains("group.initial.rebalance.delay.ms"), "{e}");
+}
+
+/// Kafka's `Selector` turns idle expiry off for a negative `connections.max.idle.ms` and takes
+/// any long; 0 stays refused.
+#[test]
+fn negative_connections_max_idle_ms_means_never() {
+    let (args, _d) = args_with("connections.max.idle.ms=-1\n", true);
+    let (_, server) = settings(&args).unwrap();
+    assert_eq!(server.idle_timeout_ms, ServerConfig::IDLE_TIMEOUT_NEVER);
+    let (args, _d) = args_with("connections.max.idle.ms=4294967296\n", true);
+    assert_eq!(settings(&args).unwrap().1.idle_timeout_ms, 4_294_967_296);
+    let (args, _d) = args_with("connections.max.idle.ms=0\n", true);
+    assert!(settings(&args).is_err());
+}

@@ -69,7 +69,9 @@ pub struct ServerConfig {
     /// Kafka's `connections.max.idle.ms`: a connection that sends nothing for this long while
     /// the broker waits for its next request (or the rest of one) is closed, so silent or
     /// half-sent connections cannot hold every slot of `max_connections`. Default 600000
-    /// (10 minutes, Kafka's), range `1 ..= 2147483647`.
+    /// (10 minutes, Kafka's), range `1 ..= i64::MAX`, or
+    /// [`IDLE_TIMEOUT_NEVER`](Self::IDLE_TIMEOUT_NEVER) (Kafka's negative values): idle
+    /// connections are never closed.
     pub idle_timeout_ms: u64,
 }
 
@@ -80,6 +82,9 @@ impl ServerConfig {
     pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
     /// Default of [`ServerConfig::idle_timeout_ms`].
     pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
+    /// [`ServerConfig::idle_timeout_ms`] for "never close an idle connection" (Kafka's
+    /// `connections.max.idle.ms` below 0).
+    pub const IDLE_TIMEOUT_NEVER: u64 = u64::MAX;
 
     /// Rejects out-of-range settings with a message naming the setting.
     pub fn validate(&self) -> io::Result<()> {
@@ -96,9 +101,12 @@ impl ServerConfig {
                 self.max_connections
             )));
         }
-        if !(1..=max as u64).contains(&self.idle_timeout_ms) {
+        if !(1..=i64::MAX as u64).contains(&self.idle_timeout_ms)
+            && self.idle_timeout_ms != Self::IDLE_TIMEOUT_NEVER
+        {
             return Err(invalid_input(format!(
-                "connections.max.idle.ms must be in 1..={max}, got {}",
+                "connections.max.idle.ms must be in 1..={}, got {}",
+                i64::MAX,
                 self.idle_timeout_ms
             )));
         }
@@ -761,9 +769,10 @@ fn bytes_waiting(fd: RawFd) -> bool {
 fn configure_accepted(stream: &TcpStream, idle_timeout_ms: u64) -> io::Result<()> {
     // Accepted sockets do not inherit O_NONBLOCK on Linux, but other systems differ.
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(std::time::Duration::from_millis(
-        idle_timeout_ms.max(1),
-    )))?;
+    stream.set_read_timeout(
+        (idle_timeout_ms != ServerConfig::IDLE_TIMEOUT_NEVER)
+            .then(|| std::time::Duration::from_millis(idle_timeout_ms.max(1))),
+    )?;
     stream.set_nodelay(true)?;
     let on: libc::c_int = 1;
     // SAFETY: the fd is an open socket owned by `stream` for the duration of the call, and the

@@ -86,7 +86,7 @@ use mirrorlog_segment::io::{
     ZeroAheadStorage,
 };
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -654,6 +654,10 @@ pub struct LogManager {
     /// One per `config.data_dirs` entry, in the same order.
     dirs: Vec<Arc<LogDir>>,
     logs: RwLock<BTreeMap<TopicPartition, Arc<PartitionHandle>>>,
+    /// Partitions of directories that went offline while loading and whose logs were not
+    /// loaded (see [`LogManager::offline_partitions`]): they stay offline, never created again
+    /// in another directory.
+    offline_partitions: BTreeMap<TopicPartition, Arc<LogDir>>,
     group_commit: Arc<GroupCommit>,
     /// Serialises creation, deletion and config changes (not appends).
     admin: Mutex<()>,
@@ -699,7 +703,10 @@ impl LogManager {
             .iter()
             .map(|d| LogDir::new(d.clone()))
             .collect();
-        let mut jobs = vec![];
+        let mut jobs: Vec<(Arc<LogDir>, PathBuf, TopicPartition, bool, OpenOffsets)> = vec![];
+        // The partitions of directories that go offline while loading, as far as they can be
+        // known, so that they stay offline instead of being created anew elsewhere.
+        let mut offline_partitions: BTreeMap<TopicPartition, Arc<LogDir>> = BTreeMap::new();
         'dirs: for (data_dir, dir) in config.data_dirs.iter().zip(&dirs) {
             // As Kafka's `loadLogs` (and `createAndValidateLogDirs`): an I/O failure creating,
             // reading or listing one data directory takes that directory offline, and none of
@@ -712,7 +719,10 @@ impl LogManager {
                         Err(e) => {
                             let e = EngineError::from(e);
                             dir.take_offline(format!("loading {}: {e}", data_dir.display()));
-                            jobs.truncate(first_job);
+                            let known = jobs.drain(first_job..).map(|job| job.2);
+                            for tp in known.chain(partitions_of_offline_dir(data_dir)) {
+                                offline_partitions.insert(tp, dir.clone());
+                            }
                             continue 'dirs;
                         }
                     }
@@ -747,6 +757,9 @@ impl LogManager {
                 Ok(hw) => hw,
                 Err(e) => {
                     dir.take_offline(format!("{HIGH_WATERMARK_CHECKPOINT}: {e}"));
+                    for tp in partitions_of_offline_dir(data_dir) {
+                        offline_partitions.insert(tp, dir.clone());
+                    }
                     continue;
                 }
             };
@@ -828,6 +841,7 @@ impl LogManager {
                 // the other directories are still served.
                 Err(e) if is_io_failure(&e) => {
                     dir.take_offline(format!("loading {tp}: {e}"));
+                    offline_partitions.insert(tp, dir);
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -850,12 +864,14 @@ impl LogManager {
             }
             logs.insert(tp, Arc::new(handle));
         }
+        offline_partitions.retain(|tp, _| !logs.contains_key(tp));
         let mgr = LogManager {
             config,
             storage,
             clock,
             dirs,
             logs: RwLock::new(logs),
+            offline_partitions,
             group_commit,
             admin: Mutex::new(()),
         };
@@ -945,10 +961,47 @@ impl LogManager {
         ))
     }
 
-    /// The partition, if it exists.
+    /// The partition, if it exists and was loaded. A partition of a data directory that went
+    /// offline before its log was loaded is not here: see [`lookup`](Self::lookup).
     pub fn get(&self, tp: &TopicPartition) -> Option<Arc<PartitionHandle>> {
         self.logs.read().get(tp).cloned()
     }
+
+    /// The partition, `None` when no data directory holds it, or
+    /// [`EngineError::LogDirOffline`] when its directory is offline: whether it went offline
+    /// after the log was loaded, or while loading, before (then the partition has no handle,
+    /// and [`create`](Self::create) refuses it). Kafka answers `KAFKA_STORAGE_ERROR` for such a
+    /// partition, not `UNKNOWN_TOPIC_OR_PARTITION`.
+    ///
+    /// # Errors
+    /// The partition's data directory is offline.
+    pub fn lookup(&self, tp: &TopicPartition) -> EngineResult<Option<Arc<PartitionHandle>>> {
+        if let Some(h) = self.get(tp) {
+            h.check_online()?;
+            return Ok(Some(h));
+        }
+        match self.offline_partitions.get(tp) {
+            Some(dir) => Err(dir
+                .check()
+                .err()
+                .unwrap_or_else(|| EngineError::LogDirOffline {
+                    path: dir.path.clone(),
+                    reason: "offline".into(),
+                })),
+            None => Ok(None),
+        }
+    }
+
+    /// The partitions of data directories that went offline while loading whose logs were not
+    /// loaded, with their directory: the partition directories the data directory listed
+    /// before it failed, or, when it could not be listed, those its checkpoint files name.
+    pub fn offline_partitions(&self) -> Vec<(TopicPartition, PathBuf)> {
+        self.offline_partitions
+            .iter()
+            .map(|(tp, d)| (tp.clone(), d.path.clone()))
+            .collect()
+    }
+
 
     /// Every partition.
     pub fn partitions(&self) -> Vec<Arc<PartitionHandle>> {
@@ -975,7 +1028,10 @@ impl LogManager {
     /// and stores the topic's config overrides beside it.
     ///
     /// # Errors
-    /// The partition exists with another topic id; storage failures.
+    /// The partition exists with another topic id; [`EngineError::LogDirOffline`] when it lives
+    /// in a data directory that went offline while loading (Kafka never recreates an offline
+    /// replica in another directory: the next start, the directory repaired, loads it again);
+    /// storage failures.
     pub fn create(
         &self,
         tp: &TopicPartition,
@@ -991,6 +1047,9 @@ impl LogManager {
                 path: h.data_dir().join(tp.to_string()),
                 reason: format!("exists with topic id {}, not {topic_id}", h.topic_id),
             });
+        }
+        if self.offline_partitions.contains_key(tp) {
+            self.lookup(tp)?;
         }
         config.validate()?;
         let counts: HashMap<PathBuf, usize> =
@@ -1328,6 +1387,40 @@ fn is_io_failure(e: &EngineError) -> bool {
         EngineError::Segment(SegmentError::Io(_) | SegmentError::Failed { .. })
             | EngineError::Index(mirrorlog_index::Error::Io { .. })
     )
+}
+
+/// The partitions of a data directory that went offline while loading, as far as they can be
+/// known: the partition directories it lists, or, when it cannot be listed (completely), also
+/// those its offset checkpoints name.
+fn partitions_of_offline_dir(data_dir: &Path) -> BTreeSet<TopicPartition> {
+    let mut found = BTreeSet::new();
+    let listed = std::fs::read_dir(data_dir).and_then(|entries| {
+        for entry in entries {
+            let entry = entry?;
+            if entry.file_type().is_ok_and(|t| !t.is_dir()) {
+                continue;
+            }
+            if let Some(name) = entry.file_name().to_str()
+                && !name.ends_with("-delete")
+                && let Some(tp) = parse_partition_dir(name)
+            {
+                found.insert(tp);
+            }
+        }
+        Ok(())
+    });
+    if listed.is_err() {
+        for name in [
+            RECOVERY_POINT_CHECKPOINT,
+            LOG_START_CHECKPOINT,
+            HIGH_WATERMARK_CHECKPOINT,
+        ] {
+            if let Ok(cp) = OffsetCheckpoint::new(data_dir.join(name)).read() {
+                found.extend(cp.into_keys());
+            }
+        }
+    }
+    found
 }
 
 fn has_log_files(storage: &dyn Storage, dir: &Path) -> bool {

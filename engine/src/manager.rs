@@ -1002,6 +1002,10 @@ impl LogManager {
             .collect()
     }
 
+    /// The online partition: [`lookup`](Self::lookup), with `None` an error.
+    fn online(&self, tp: &TopicPartition) -> EngineResult<Arc<PartitionHandle>> {
+        self.lookup(tp)?.ok_or_else(|| unknown(tp))
+    }
 
     /// Every partition.
     pub fn partitions(&self) -> Vec<Arc<PartitionHandle>> {
@@ -1103,9 +1107,9 @@ impl LogManager {
     /// something changes.
     ///
     /// # Errors
-    /// Unknown partition, storage failure.
+    /// Unknown partition, its data directory offline, storage failure.
     pub fn keep_every_record(&self, tp: &TopicPartition) -> EngineResult<()> {
-        let h = self.get(tp).ok_or_else(|| unknown(tp))?;
+        let h = self.online(tp)?;
         let current = h.read().config().clone();
         let next =
             current.with_topic_overrides([("retention.ms", "-1"), ("retention.bytes", "-1")])?;
@@ -1118,12 +1122,13 @@ impl LogManager {
     /// Changes a partition's topic config and stores it.
     ///
     /// # Errors
-    /// Unknown partition, invalid config, storage failure.
+    /// Unknown partition, its data directory offline (nothing is written there), invalid
+    /// config, storage failure.
     pub fn update_config(&self, tp: &TopicPartition, config: LogConfig) -> EngineResult<()> {
         // `topic.config` is rewritten through one temporary file name: two writers at once
         // would rename each other's file away (or store the older config last).
         let _g = self.admin.lock();
-        let h = self.get(tp).ok_or_else(|| unknown(tp))?;
+        let h = self.online(tp)?;
         write_topic_config(
             &h.data_dir().join(tp.to_string()),
             &config,

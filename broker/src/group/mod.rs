@@ -178,7 +178,9 @@ pub struct GroupCoordinator {
     logs: Arc<LogManager>,
     config: GroupConfig,
     clock: Arc<dyn Clock>,
-    shards: Vec<Shard>,
+    /// One per `__consumer_offsets` partition; `None` for a partition whose data directory is
+    /// offline: its groups are unavailable (NOT_COORDINATOR) until a restart loads it.
+    shards: Vec<Option<Shard>>,
     commit_clamp: RwLock<Option<CommitClamp>>,
     /// Verifies TxnOffsetCommit with the transaction coordinator (KIP-890 part 1); weak, as
     /// the transaction coordinator holds this one.
@@ -200,7 +202,8 @@ impl std::fmt::Debug for GroupCoordinator {
 impl GroupCoordinator {
     /// Opens the coordinator: creates the missing partitions of `__consumer_offsets` (topic id
     /// [`offsets_topic_id`], unlimited retention) and loads every group's offsets and metadata
-    /// from them, the partitions in parallel.
+    /// from them, the partitions in parallel. A partition whose data directory is offline is
+    /// neither loaded nor created anew: its groups are answered NOT_COORDINATOR.
     ///
     /// # Errors
     /// An invalid config; an offsets topic with another partition count holding data (groups
@@ -244,21 +247,31 @@ impl GroupCoordinator {
                 topic: OFFSETS_TOPIC.to_string(),
                 partition: p,
             };
-            let handle = match logs.get(&tp) {
-                Some(h) => h,
-                None => logs
+            let handle = match logs.lookup(&tp) {
+                Ok(Some(h)) => h,
+                Ok(None) => logs
                     .create(&tp, offsets_topic_id(), log_config.clone())
                     .with_context(|| format!("creating {tp}"))?,
+                // As Kafka, whose coordinator never loads a partition it does not lead: the
+                // partition's groups are unavailable (never created anew, empty, elsewhere,
+                // which would lose their offsets).
+                Err(e @ mirrorlog_engine::error::EngineError::LogDirOffline { .. }) => {
+                    tracing::error!("{tp} is not loaded: {e}; its groups are unavailable");
+                    shards.push(None);
+                    continue;
+                }
+                Err(e) => return Err(e).with_context(|| format!("looking up {tp}")),
             };
             logs.keep_every_record(&tp)
                 .with_context(|| format!("pinning the retention of {tp}"))?;
-            shards.push(Shard::new(p, handle));
+            shards.push(Some(Shard::new(p, handle)));
         }
         let now = clock.now_ms();
         let started = std::time::Instant::now();
         let stats = std::thread::scope(|s| {
             let jobs: Vec<_> = shards
                 .iter()
+                .flatten()
                 .map(|shard| {
                     let config = &config;
                     s.spawn(move || {
@@ -309,8 +322,17 @@ impl GroupCoordinator {
         partition_for(group_id, self.shards.len() as i32)
     }
 
-    fn shard_for(&self, group_id: &str) -> &Shard {
-        &self.shards[self.partition_for(group_id) as usize]
+    /// The shard of `group_id`, or NOT_COORDINATOR when its partition's data directory is
+    /// offline (as Kafka answers for a group whose offsets partition it has not loaded).
+    fn shard_for(&self, group_id: &str) -> Result<&Shard, i16> {
+        self.shards[self.partition_for(group_id) as usize]
+            .as_ref()
+            .ok_or(E::NotCoordinator.code())
+    }
+
+    /// The loaded shards.
+    fn loaded(&self) -> impl Iterator<Item = &Shard> {
+        self.shards.iter().flatten()
     }
 
     fn env<'a>(&'a self, shard: &'a Shard, now_ms: i64) -> Env<'a> {
@@ -432,7 +454,10 @@ impl GroupCoordinator {
     ) {
         let mut applied = 0;
         for &p in partitions {
-            if let Some(shard) = usize::try_from(p).ok().and_then(|i| self.shards.get(i)) {
+            if let Some(shard) = usize::try_from(p)
+                .ok()
+                .and_then(|i| self.shards.get(i)?.as_ref())
+            {
                 applied += shard.state.lock().complete_txn(producer_id, commit);
             }
         }
@@ -451,7 +476,7 @@ impl GroupCoordinator {
     /// `offsets_retention_check_interval_ms` expires offsets and removes dead groups; compacts
     /// the offsets log when due.
     pub fn tick(&self, now_ms: i64) {
-        for shard in &self.shards {
+        for shard in self.loaded() {
             let mut st = shard.state.lock();
             let env = self.env(shard, now_ms);
             for g in st.groups.values_mut() {
@@ -470,11 +495,11 @@ impl GroupCoordinator {
                 )
                 .is_ok()
         {
-            for shard in &self.shards {
+            for shard in self.loaded() {
                 shard.expire_offsets(&self.config, now_ms);
             }
         }
-        for shard in &self.shards {
+        for shard in self.loaded() {
             shard.maybe_compact(&self.config, now_ms);
         }
     }
@@ -486,7 +511,7 @@ impl GroupCoordinator {
     /// working. Kafka does the same when it unloads an offsets partition.
     pub fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        for shard in &self.shards {
+        for shard in self.loaded() {
             let mut st = shard.state.lock();
             for g in st.groups.values_mut() {
                 g.release_parked(E::NotCoordinator.code());
@@ -505,7 +530,7 @@ impl GroupCoordinator {
     /// offsets were dropped.
     pub fn on_topic_deleted(&self, topic: &str) -> usize {
         let mut dropped = 0;
-        for shard in &self.shards {
+        for shard in self.loaded() {
             let mut st = shard.state.lock();
             let mut doomed: Vec<(String, TopicPartition)> = vec![];
             for (gid, g) in &st.groups {
@@ -555,7 +580,10 @@ impl GroupCoordinator {
 
     /// Whether a group has members (KIP-1279 offset sync skips active groups).
     pub fn is_group_active(&self, group_id: &str) -> bool {
-        let st = self.shard_for(group_id).state.lock();
+        let Ok(shard) = self.shard_for(group_id) else {
+            return false;
+        };
+        let st = shard.state.lock();
         st.groups.get(group_id).is_some_and(|g| g.num_members() > 0)
     }
 
@@ -582,7 +610,7 @@ impl GroupCoordinator {
 
     /// A group's state now, or `None` if there is no such group.
     pub fn group_snapshot(&self, group_id: &str) -> Option<GroupSnapshot> {
-        let st = self.shard_for(group_id).state.lock();
+        let st = self.shard_for(group_id).ok()?.state.lock();
         let g = st.groups.get(group_id)?;
         Some(GroupSnapshot {
             state: g.state().name(),
@@ -602,7 +630,10 @@ impl GroupCoordinator {
     /// Records in each `__consumer_offsets` partition from its log start, as counted by the
     /// coordinator (for tests and metrics).
     pub fn offsets_log_records(&self) -> Vec<i64> {
-        self.shards.iter().map(Shard::records_in_log).collect()
+        self.shards
+            .iter()
+            .map(|s| s.as_ref().map_or(0, Shard::records_in_log))
+            .collect()
     }
 
     /// A commit entry: the metadata bound, the partition's existence, then the clamp.
@@ -674,7 +705,10 @@ impl GroupCoordinator {
                 protocol_type: r.protocol_type.to_string(),
                 protocols,
             };
-            let shard = self.shard_for(&params.group_id);
+            let shard = match self.shard_for(&params.group_id) {
+                Ok(shard) => shard,
+                Err(code) => return JoinOutcome::error(code, &member_id),
+            };
             let reply = {
                 let mut st = shard.state.lock();
                 // Checked under the lock: `shutdown` releases what parked before it.
@@ -712,7 +746,10 @@ impl GroupCoordinator {
                 .map(|a| (a.member_id.to_string(), a.assignment))
                 .collect(),
         };
-        let shard = self.shard_for(&params.group_id);
+        let shard = match self.shard_for(&params.group_id) {
+            Ok(shard) => shard,
+            Err(code) => return SyncGroupResponse::default().with_error_code(code),
+        };
         let reply = {
             let mut st = shard.state.lock();
             if self.is_closed() {
@@ -736,7 +773,10 @@ impl GroupCoordinator {
 
     fn heartbeat(&self, r: HeartbeatRequest) -> HeartbeatResponse {
         let group_id = r.group_id.0.to_string();
-        let shard = self.shard_for(&group_id);
+        let shard = match self.shard_for(&group_id) {
+            Ok(shard) => shard,
+            Err(code) => return HeartbeatResponse::default().with_error_code(code),
+        };
         let mut st = shard.state.lock();
         let code = self.env(shard, self.clock.now_ms()).heartbeat(
             &mut st.groups,
@@ -766,7 +806,10 @@ impl GroupCoordinator {
                 })
                 .collect()
         };
-        let shard = self.shard_for(&group_id);
+        let shard = match self.shard_for(&group_id) {
+            Ok(shard) => shard,
+            Err(code) => return LeaveGroupResponse::default().with_error_code(code),
+        };
         let result = {
             let mut st = shard.state.lock();
             self.env(shard, self.clock.now_ms())
@@ -795,7 +838,10 @@ impl GroupCoordinator {
         if c.group_id.is_empty() || c.group_id.len() > MAX_GROUP_ID_BYTES {
             return vec![E::InvalidGroupId.code(); entries.len()];
         }
-        let shard = self.shard_for(&c.group_id);
+        let shard = match self.shard_for(&c.group_id) {
+            Ok(shard) => shard,
+            Err(code) => return vec![code; entries.len()],
+        };
         let mut st = shard.state.lock();
         self.env(shard, now_ms).commit_offsets(&mut st, c, entries)
     }
@@ -947,7 +993,7 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return Err(E::InvalidGroupId.code());
         }
-        let shard = self.shard_for(group_id);
+        let shard = self.shard_for(group_id)?;
         let st = shard.state.lock();
         Ok(self.env(shard, self.clock.now_ms()).fetch_offsets(
             &st.groups,
@@ -1073,7 +1119,7 @@ impl GroupCoordinator {
         };
         let mut out = Vec::new();
         if types.is_empty() || types.contains("classic") {
-            for shard in &self.shards {
+            for shard in self.loaded() {
                 let st = shard.state.lock();
                 for g in st.groups.values() {
                     let state = g.state().name();
@@ -1108,8 +1154,16 @@ impl GroupCoordinator {
             .groups
             .iter()
             .map(|id| {
+                let shard = match self.shard_for(id) {
+                    Ok(shard) => shard,
+                    Err(code) => {
+                        return DescribedGroup::default()
+                            .with_group_id(id.clone())
+                            .with_authorized_operations(ops)
+                            .with_error_code(code);
+                    }
+                };
                 let described = {
-                    let shard = self.shard_for(id);
                     let st = shard.state.lock();
                     st.groups
                         .get(id.as_str())
@@ -1164,10 +1218,14 @@ impl GroupCoordinator {
                 let code = if id.is_empty() || id.len() > MAX_GROUP_ID_BYTES {
                     E::InvalidGroupId.code()
                 } else {
-                    let shard = self.shard_for(id);
-                    let mut st = shard.state.lock();
-                    self.env(shard, self.clock.now_ms())
-                        .delete_group(&mut st.groups, id)
+                    match self.shard_for(id) {
+                        Ok(shard) => {
+                            let mut st = shard.state.lock();
+                            self.env(shard, self.clock.now_ms())
+                                .delete_group(&mut st.groups, id)
+                        }
+                        Err(code) => code,
+                    }
                 };
                 DeletableGroupResult::default()
                     .with_group_id(id.clone())

@@ -414,6 +414,21 @@ impl Broker {
         })
     }
 
+    /// Why a partition that [`partition`](Self::partition) did not find is not served:
+    /// `KAFKA_STORAGE_ERROR` when it lives in a data directory that went offline before its
+    /// log was loaded (as Kafka answers for a replica in an offline log dir), else
+    /// `UNKNOWN_TOPIC_OR_PARTITION`.
+    pub fn missing_partition_error(&self, topic: &str, partition: i32) -> ResponseError {
+        let tp = TopicPartition {
+            topic: topic.to_string(),
+            partition,
+        };
+        match self.logs.lookup(&tp) {
+            Err(_) => ResponseError::KafkaStorageError,
+            Ok(_) => ResponseError::UnknownTopicOrPartition,
+        }
+    }
+
     /// The partition's current leader epoch
     /// ([`mirrorlog_engine::log::PartitionLog::leader_epoch`]: its epoch cache's latest, or a
     /// mirror's higher bump; 0 for a fresh partition).

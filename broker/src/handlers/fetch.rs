@@ -793,7 +793,7 @@ fn read_partition(
         return d;
     };
     let Some(h) = b.partition(name, spec.key.partition) else {
-        d.error_code = ResponseError::UnknownTopicOrPartition.code();
+        d.error_code = b.missing_partition_error(name, spec.key.partition).code();
         return d;
     };
     if !spec.topic_id.is_nil() && crate::topics::topic_id_to_uuid(h.topic_id()) != spec.topic_id {

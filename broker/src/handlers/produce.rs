@@ -435,7 +435,13 @@ fn precheck(
         return Err(unknown());
     }
     let Some(handle) = b.partition(topic, partition) else {
-        return Err(unknown());
+        return Err(match b.missing_partition_error(topic, partition) {
+            ResponseError::KafkaStorageError => failure(
+                ResponseError::KafkaStorageError,
+                format!("partition {topic}-{partition} is in an offline log dir"),
+            ),
+            _ => unknown(),
+        });
     };
     let Some(records) = records else {
         return Err(no_batch(version));

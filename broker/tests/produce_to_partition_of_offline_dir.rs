@@ -1,14 +1,15 @@
-//! Bug: a produce or fetch to a partition whose data directory went offline before its log was loaded
+//! Bug: a produce, fetch or ListOffsets of a partition whose data directory went offline before its log was loaded
 //! was answered UNKNOWN_TOPIC_OR_PARTITION (the partition was simply absent); Kafka answers
 //! KAFKA_STORAGE_ERROR for a replica in an offline log dir.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_broker::handlers::{admin, fetch, produce};
+use mirrorlog_broker::handlers::{admin, fetch, offsets, produce};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_index::TimestampMs;
 use mirrorlog_segment::BatchBuilder;
@@ -60,6 +61,21 @@ fn fetch_code(b: &Broker, topic: &str, partition: i32) -> i16 {
     fetch::handle(b, r, 12).responses[0].partitions[0].error_code
 }
 
+/// ListOffsets (v8, latest) of one partition: its error.
+fn list_offsets_code(b: &Broker, topic: &str, partition: i32) -> i16 {
+    let mut lp = ListOffsetsPartition::default();
+    lp.partition_index = partition;
+    lp.timestamp = -1;
+    lp.current_leader_epoch = -1;
+    let mut lt = ListOffsetsTopic::default();
+    lt.name = TopicName(StrBytes::from_string(topic.into()));
+    lt.partitions = vec![lp];
+    let mut r = ListOffsetsRequest::default();
+    r.replica_id = BrokerId(-1);
+    r.topics = vec![lt];
+    offsets::list_offsets(b, r, 8).topics[0].partitions[0].error_code
+}
+
 #[test]
 fn a_produce_to_a_partition_of_an_offline_dir_is_a_storage_error() {
     let d1 = tempfile::tempdir().unwrap();
@@ -91,6 +107,10 @@ fn a_produce_to_a_partition_of_an_offline_dir_is_a_storage_error() {
     );
     assert_eq!(
         fetch_code(&b, "t", p),
+        ResponseError::KafkaStorageError.code()
+    );
+    assert_eq!(
+        list_offsets_code(&b, "t", p),
         ResponseError::KafkaStorageError.code()
     );
     b.shutdown().unwrap();

@@ -168,7 +168,7 @@ fn list_one(
     };
     let h = b
         .partition(topic, partition)
-        .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+        .ok_or_else(|| b.missing_partition_error(topic, partition).code())?;
     // An offline log dir serves nothing (Kafka: KAFKA_STORAGE_ERROR), as Fetch.
     h.check_online()
         .map_err(|_| ResponseError::KafkaStorageError.code())?;
@@ -231,7 +231,7 @@ pub fn offset_for_leader_epoch(
             let answer = (|| {
                 let h = b
                     .partition(&topic, p.partition)
-                    .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+                    .ok_or_else(|| b.missing_partition_error(&topic, p.partition).code())?;
                 // An offline log dir serves nothing (Kafka: KAFKA_STORAGE_ERROR), as Fetch.
                 h.check_online()
                     .map_err(|_| ResponseError::KafkaStorageError.code())?;
@@ -305,7 +305,7 @@ fn delete_one(b: &Broker, topic: &str, partition: i32, offset: i64) -> Result<(i
     }
     let h = b
         .partition(topic, partition)
-        .ok_or(ResponseError::UnknownTopicOrPartition.code())?;
+        .ok_or_else(|| b.missing_partition_error(topic, partition).code())?;
     // An offline log dir serves nothing (Kafka: KAFKA_STORAGE_ERROR), as Fetch.
     h.check_online()
         .map_err(|_| ResponseError::KafkaStorageError.code())?;

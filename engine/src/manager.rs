@@ -1171,8 +1171,13 @@ impl LogManager {
             self.storage.rename(&path, &gone)?;
         }
         sync_dir(&gone.parent().map(Path::to_path_buf).unwrap_or_default())?;
-        remove_dir(&*self.storage, &gone)?;
-        self.checkpoint()
+        // As Kafka's `asyncDelete`: the checkpoints drop the partition once its directory is
+        // renamed, before anything is removed. A removal that fails must not leave its log start
+        // checkpointed: a partition created again under the name (offsets from 0) would inherit
+        // it, and a crash before the next checkpoint restarts that log empty at the stale log
+        // start (a checkpointed log start above the end reads as a lost tail).
+        self.checkpoint()?;
+        remove_dir(&*self.storage, &gone)
     }
 
     /// The data directories that went offline, with why.

@@ -1,0 +1,106 @@
+//! A partition deleted, then created again under the same name, must not inherit the deleted
+//! log's log start from the data dir's `log-start-offset-checkpoint`.
+//!
+//! `LogManager::delete` rewrote the checkpoints only after the renamed directory was removed:
+//! when a removal failed (an I/O error, which leaves the data dir online), the checkpoint kept
+//! the deleted log's entry. A new partition of that name (placed in the same dir, its offsets
+//! from 0) then had, until the next periodic checkpoint, a checkpointed log start far above its
+//! records: a crash in that window restarted it empty at the stale log start (a checkpointed log
+//! start above the recovered end is read as a lost tail), losing records acknowledged as durable.
+//! As Kafka's `asyncDelete`, the checkpoints are written once the directory is renamed, before
+//! anything is removed.
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use mirrorlog_engine::log::LeaderOrigin;
+use mirrorlog_engine::manager::{LOG_START_CHECKPOINT, LogManager, LogManagerConfig};
+use mirrorlog_index::{
+    LeaderEpoch, Offset, OffsetCheckpoint, TimestampMs, TopicId, TopicPartition,
+};
+use mirrorlog_segment::BatchBuilder;
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage, TornTail};
+use std::path::Path;
+use std::sync::Arc;
+
+fn manager(sim: &SimStorage, dir: &Path) -> LogManager {
+    let mut cfg = LogManagerConfig::new(dir);
+    cfg.default_log_config = small_config();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    LogManager::open(cfg, storage, clock()).unwrap().0
+}
+
+fn batch(value: &str) -> Bytes {
+    let mut b = BatchBuilder::new();
+    b.append(TimestampMs(T0), Some(b"k"), Some(value.as_bytes()), &[]);
+    b.build().into_bytes()
+}
+
+fn tp() -> TopicPartition {
+    TopicPartition {
+        topic: "m".into(),
+        partition: 0,
+    }
+}
+
+fn append_durable(mgr: &LogManager, n: usize, tag: &str) {
+    let h = mgr.get(&tp()).unwrap();
+    for i in 0..n {
+        h.append_as_leader_durable(
+            batch(&format!("{tag}{i}")),
+            LeaderEpoch(0),
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_recreated_partition_keeps_its_durable_records_after_a_failed_removal_and_a_crash() {
+    let d = tempfile::tempdir().unwrap();
+    let sim = SimStorage::new();
+    let mgr = manager(&sim, d.path());
+    mgr.create(&tp(), TopicId([7; 16]), small_config()).unwrap();
+    append_durable(&mgr, 30, "old");
+    {
+        let h = mgr.get(&tp()).unwrap();
+        let mut log = h.write();
+        log.update_high_watermark(Offset(30));
+        assert!(log.maybe_increment_log_start_offset(Offset(20)).unwrap());
+    }
+    mgr.checkpoint().unwrap();
+
+    // The rename succeeds; removing the renamed directory's files fails.
+    sim.inject(Fault {
+        path_contains: Some("-delete".into()),
+        ..Fault::new(IoOp::Remove, FaultKind::Eio)
+    });
+    assert!(mgr.delete(&tp()).is_err());
+    assert!(
+        mgr.offline_dirs().is_empty(),
+        "a failed removal is not a lost dir"
+    );
+    let stale = OffsetCheckpoint::new(d.path().join(LOG_START_CHECKPOINT))
+        .read()
+        .unwrap()
+        .get(&tp())
+        .copied();
+    assert_eq!(
+        stale, None,
+        "the deleted log's log start is still checkpointed"
+    );
+
+    mgr.create(&tp(), TopicId([8; 16]), small_config()).unwrap();
+    append_durable(&mgr, 5, "new");
+    let crashed = sim.crash(TornTail::None);
+    drop(mgr);
+    let mgr = manager(&crashed, d.path());
+    let h = mgr.get(&tp()).unwrap();
+    let log = h.read();
+    assert_eq!(
+        (log.log_start_offset(), log.log_end_offset()),
+        (Offset(0), Offset(5)),
+        "durable records of the new partition were lost"
+    );
+}

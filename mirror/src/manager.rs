@@ -1012,6 +1012,9 @@ impl MirrorManager {
     /// # Errors
     /// The state cannot be persisted.
     pub fn recover_topic(&self, topic: &str) -> Result<usize, MirrorError> {
+        // Before the claim: a topic this mirror does not hold is an error, and must not stay
+        // claimed by it (no other mirror could start it, and nothing here would release it).
+        let entries = self.topic_entries(topic)?;
         // A retry writes the log (alignment, fetching, the stop sequence): the owner's alone.
         {
             let _claiming = self.claim_lock.lock();
@@ -1024,7 +1027,7 @@ impl MirrorManager {
         }
         let mut n = 0;
         let mut stopping = false;
-        for (key, entry) in self.topic_entries(topic)? {
+        for (key, entry) in entries {
             let mut e = entry.lock();
             if e.state.state != S::Failed {
                 continue;

@@ -2306,10 +2306,12 @@ impl MirrorManager {
                     self.move_to(&mut e, S::Stopping)?;
                 }
                 _ => {
-                    let dest = self.dest_log(&key)?;
                     // Recorded with STOPPING, before the sequence writes anything, so a re-run
-                    // after a crash knows what was mirrored.
-                    e.state.last_mirror_epoch = last_mirrored_epoch(&dest);
+                    // after a crash knows what was mirrored. Without a mirror log (the client
+                    // deleted the mirror topic) nothing was.
+                    e.state.last_mirror_epoch = self
+                        .mirror_destination(&key)
+                        .map_or(LeaderEpoch::NONE, |dest| last_mirrored_epoch(&dest));
                     self.move_to(&mut e, S::Stopping)?;
                 }
             }
@@ -2353,11 +2355,24 @@ impl MirrorManager {
     /// STOPPING and [`drive`](Self::drive) finishes the stop).
     fn finish_stop(&self, key: &TopicPartition, e: &mut Entry) -> Result<(), MirrorError> {
         debug_assert_eq!(e.state.state, S::Stopping);
+        // The stop sequence writes the mirror's own log only, which stays read-only until every
+        // partition of the topic is STOPPED (as `mirror_destination` finds it for the data
+        // path). A log that is gone, or writable, is not the mirror's any more: a client deleted
+        // the mirror topic (and may have created an ordinary topic under its name, whose
+        // records, epoch and producers the sequence must never touch). Nothing is left to stop
+        // there; the partition is STOPPED, so the topic's claim can go (else the topic stayed
+        // claimed, and the mirror undeletable, for ever).
+        let Some(dest) = self.mirror_destination(key) else {
+            tracing::warn!(mirror = %self.config.name, partition = %key, "the destination partition is no longer this mirror's (deleted on the destination): stopped without the stop sequence");
+            if let Err(err) = self.move_to(e, S::Stopped) {
+                self.fail(key, e, &format!("recording STOPPED failed: {err}"), true);
+                return Err(err);
+            }
+            return Ok(());
+        };
         let cluster = self.source_cluster_id.lock().clone().unwrap_or_default();
-        let r = self.dest_log(key).and_then(|dest| {
-            stop_partition_after(&dest, e.state.last_mirror_epoch, &cluster, self.now())
-                .map_err(MirrorError::from)
-        });
+        let r = stop_partition_after(&dest, e.state.last_mirror_epoch, &cluster, self.now())
+            .map_err(MirrorError::from);
         match r {
             Ok(report) => {
                 e.state.destination_leader_epoch = report.new_leader_epoch;
@@ -2391,9 +2406,18 @@ impl MirrorManager {
             .iter()
             .all(|(_, e)| e.lock().state.state == S::Stopped);
         if all_stopped && self.owns(topic) {
-            self.topics_api
-                .set_read_only(topic, false)
-                .map_err(MirrorError::Invalid)?;
+            // A topic a client deleted has nothing to open (the broker refuses an unknown
+            // topic, which kept the claim for ever). (The stop sequence already made each log
+            // writable in memory; this stores it.)
+            let exists = self
+                .topic_entries(topic)?
+                .iter()
+                .any(|(key, _)| self.logs.get(key).is_some());
+            if exists {
+                self.topics_api
+                    .set_read_only(topic, false)
+                    .map_err(MirrorError::Invalid)?;
+            }
             self.claims.release(topic, &self.config.name);
         }
         Ok(())

@@ -287,6 +287,19 @@ impl std::ops::AddAssign for Stats {
     }
 }
 
+/// The regular files directly in `dir` with their bytes (the real directory holds no others).
+fn real_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            assert!(path.is_file(), "unexpected {}", path.display());
+            let bytes = std::fs::read(&path).unwrap();
+            (path, bytes)
+        })
+        .collect()
+}
+
 fn config() -> LogConfig {
     let mut c = LogConfig::default();
     c.segment.segment_bytes_max = 2048;
@@ -626,7 +639,10 @@ impl Sim {
             self.stats.crashes_start_above_durable += 1;
         }
         // What recovery keeps, learnt from a copy of the crashed files opened with no log start
-        // (the torn tail decides it; the model cannot).
+        // (the torn tail decides it; the model cannot). Producer snapshots live in the real
+        // directory, outside the simulated storage: they are put back as they were after the
+        // probe, so it cannot change what the real reopen finds.
+        let saved = real_files(self.dir.path());
         let probe = self.sim.crash(TornTail::None);
         let (probe, _) = PartitionLog::open(
             Arc::new(probe),
@@ -644,6 +660,12 @@ impl Sim {
         let recovered_end = probe.log_end_offset().get();
         let first_base = probe.segment_base_offsets()[0].get();
         drop(probe);
+        for e in std::fs::read_dir(self.dir.path()).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        for (path, bytes) in saved {
+            std::fs::write(path, bytes).unwrap();
+        }
         let start_before = self.model.log_start;
         let storage: Arc<dyn Storage> = Arc::new(self.sim.clone());
         let offsets = OpenOffsets {

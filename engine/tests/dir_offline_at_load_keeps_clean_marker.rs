@@ -15,33 +15,19 @@ mod common;
 use common::*;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{
-    CLEAN_SHUTDOWN_FILE, LogManager, LogManagerConfig, ManagerLoadReport,
-};
-use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
-use std::sync::Arc;
+use mirrorlog_engine::manager::CLEAN_SHUTDOWN_FILE;
+use mirrorlog_index::{LeaderEpoch, Offset, TopicId};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 
 #[test]
 fn a_dir_that_fails_while_loading_is_recovered_at_the_next_start() {
-    let d1 = tempfile::tempdir().unwrap();
-    let d2 = tempfile::tempdir().unwrap();
-    let sim = Arc::new(SimStorage::new());
-    let open = || -> (LogManager, ManagerLoadReport) {
-        let mut cfg = LogManagerConfig::new(d1.path());
-        cfg.data_dirs = vec![d1.path().to_path_buf(), d2.path().to_path_buf()];
-        cfg.default_log_config = small_config();
-        cfg.recovery_threads = 1;
-        let storage: Arc<dyn Storage> = sim.clone();
-        LogManager::open(cfg, storage, clock()).unwrap()
-    };
+    let dirs = TwoDirSim::new();
+    let (d2, sim) = (&dirs.d2, &dirs.sim);
+    let open = || dirs.open();
     let (mgr, _) = open();
     let mut in_d2 = vec![];
     for p in 0..4 {
-        let tp = TopicPartition {
-            topic: "orders".into(),
-            partition: p,
-        };
+        let tp = orders(p);
         let h = mgr
             .create(&tp, TopicId([p as u8 + 1; 16]), small_config())
             .unwrap();

@@ -10,31 +10,18 @@ mod common;
 use common::*;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig, ManagerLoadReport};
-use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
-use std::sync::Arc;
+use mirrorlog_index::{LeaderEpoch, Offset, TopicId};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 
 #[test]
 fn a_partition_whose_dir_failed_while_loading_is_not_created_again_elsewhere() {
-    let d1 = tempfile::tempdir().unwrap();
-    let d2 = tempfile::tempdir().unwrap();
-    let sim = Arc::new(SimStorage::new());
-    let open = || -> (LogManager, ManagerLoadReport) {
-        let mut cfg = LogManagerConfig::new(d1.path());
-        cfg.data_dirs = vec![d1.path().to_path_buf(), d2.path().to_path_buf()];
-        cfg.default_log_config = small_config();
-        cfg.recovery_threads = 1;
-        let storage: Arc<dyn Storage> = sim.clone();
-        LogManager::open(cfg, storage, clock()).unwrap()
-    };
+    let dirs = TwoDirSim::new();
+    let (d1, d2, sim) = (&dirs.d1, &dirs.d2, &dirs.sim);
+    let open = || dirs.open();
     let (mgr, _) = open();
     let mut in_d2 = vec![];
     for p in 0..4 {
-        let tp = TopicPartition {
-            topic: "orders".into(),
-            partition: p,
-        };
+        let tp = orders(p);
         let h = mgr.create(&tp, TopicId([7; 16]), small_config()).unwrap();
         h.append_as_leader_durable(client_batch(2, T0), LeaderEpoch(0), LeaderOrigin::Client)
             .unwrap();

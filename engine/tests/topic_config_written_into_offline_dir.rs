@@ -6,33 +6,19 @@ mod common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_engine::manager::{
-    LogManager, LogManagerConfig, ManagerLoadReport, TOPIC_CONFIG_FILE,
-};
-use mirrorlog_index::{TopicId, TopicPartition};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
-use std::sync::Arc;
+use mirrorlog_engine::manager::TOPIC_CONFIG_FILE;
+use mirrorlog_index::TopicId;
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 
 #[test]
 fn topic_config_is_not_written_into_an_offline_dir() {
-    let d1 = tempfile::tempdir().unwrap();
-    let d2 = tempfile::tempdir().unwrap();
-    let sim = Arc::new(SimStorage::new());
-    let open = || -> (LogManager, ManagerLoadReport) {
-        let mut cfg = LogManagerConfig::new(d1.path());
-        cfg.data_dirs = vec![d1.path().to_path_buf(), d2.path().to_path_buf()];
-        cfg.default_log_config = small_config();
-        cfg.recovery_threads = 1;
-        let storage: Arc<dyn Storage> = sim.clone();
-        LogManager::open(cfg, storage, clock()).unwrap()
-    };
+    let dirs = TwoDirSim::new();
+    let (d2, sim) = (&dirs.d2, &dirs.sim);
+    let open = || dirs.open();
     let (mgr, _) = open();
     let mut in_d2 = vec![];
     for p in 0..4 {
-        let tp = TopicPartition {
-            topic: "orders".into(),
-            partition: p,
-        };
+        let tp = orders(p);
         let h = mgr.create(&tp, TopicId([7; 16]), small_config()).unwrap();
         if h.data_dir() == d2.path() {
             in_d2.push(tp);

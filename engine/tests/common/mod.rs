@@ -161,3 +161,44 @@ pub fn values(log: &PartitionLog, start: Offset) -> Vec<(i64, String)> {
     }
     out
 }
+
+/// Two data directories (`d1`, `d2`) on one simulated storage, for the tests of a directory
+/// that fails while the others keep working.
+pub struct TwoDirSim {
+    pub d1: tempfile::TempDir,
+    pub d2: tempfile::TempDir,
+    pub sim: Arc<mirrorlog_segment::io::SimStorage>,
+}
+
+impl TwoDirSim {
+    pub fn new() -> TwoDirSim {
+        TwoDirSim {
+            d1: tempfile::tempdir().unwrap(),
+            d2: tempfile::tempdir().unwrap(),
+            sim: Arc::new(mirrorlog_segment::io::SimStorage::new()),
+        }
+    }
+
+    /// A `LogManager` over both directories: `small_config`, one recovery thread.
+    pub fn open(
+        &self,
+    ) -> (
+        mirrorlog_engine::manager::LogManager,
+        mirrorlog_engine::manager::ManagerLoadReport,
+    ) {
+        let mut cfg = mirrorlog_engine::manager::LogManagerConfig::new(self.d1.path());
+        cfg.data_dirs = vec![self.d1.path().to_path_buf(), self.d2.path().to_path_buf()];
+        cfg.default_log_config = small_config();
+        cfg.recovery_threads = 1;
+        let storage: Arc<dyn Storage> = self.sim.clone();
+        mirrorlog_engine::manager::LogManager::open(cfg, storage, clock()).unwrap()
+    }
+}
+
+/// Partition `p` of topic `orders`.
+pub fn orders(p: i32) -> mirrorlog_index::TopicPartition {
+    mirrorlog_index::TopicPartition {
+        topic: "orders".into(),
+        partition: p,
+    }
+}

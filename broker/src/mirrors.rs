@@ -289,6 +289,17 @@ impl DestinationTopics for BrokerTopics {
             })
     }
 
+    fn remove_mirror_topic(&self, name: &str) -> Result<(), String> {
+        let b = self.broker()?;
+        // As DeleteTopics does: parked fetches answer now, the coordinators drop its state.
+        let deleted = b.topics.delete(&b.logs, name);
+        b.appends.notify_topic(name);
+        if deleted.is_ok() || b.topics.get(name).is_none() {
+            b.topic_deleted(name);
+        }
+        deleted.map(|_| ()).map_err(|e| e.message)
+    }
+
     fn apply_topic_configs(
         &self,
         name: &str,

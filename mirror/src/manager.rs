@@ -321,6 +321,16 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
     /// The local topic with topic id `id`, if any: how a restarted mirror finds the names of
     /// the partitions `__mirror_state` holds (its keys carry topic ids).
     fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String>;
+    /// Removes topic `name`, which [`ensure_mirror_topic`](Self::ensure_mirror_topic) has just
+    /// created for a start that then failed (nothing was mirrored into it, nobody owns it): the
+    /// failed start leaves no topic behind. The default makes it writable instead (an empty
+    /// ordinary topic), for implementations that cannot delete.
+    ///
+    /// # Errors
+    /// The topic cannot be removed.
+    fn remove_mirror_topic(&self, name: &str) -> Result<(), String> {
+        self.set_read_only(name, false)
+    }
     /// Applies topic configs copied from the source (already filtered by
     /// `mirror.topic.properties.exclude`); keys the destination does not support are skipped.
     /// `removed` are keys copied before that the source no longer sets: they go back to the
@@ -1187,21 +1197,77 @@ impl MirrorManager {
                     owner,
                 });
             }
-            let started = self.start_claimed_topic(t);
-            if started.is_err() {
-                self.release_if_stopped_locked(&t.name);
+            // How the topic was before this start: absent, writable (failed over), or already
+            // read-only. A start that fails with nothing of the topic left running puts it back.
+            let before = self
+                .logs
+                .get(&tp(&t.name, 0))
+                .map(|h| h.read().is_read_only());
+            let mut info_before = None;
+            let started = self.start_claimed_topic(t, &mut info_before);
+            if let Err(err) = started {
+                self.abandon_start(&t.name, before, info_before);
+                return Err(err);
             }
-            started?;
         }
         Ok(())
     }
 
+    /// A start of `topic` failed (the caller holds `claim_lock`). When no partition of it is
+    /// left running here (all STOPPED, or none started), it is left as it was before the start,
+    /// as KIP-1279's controller applies a start all at once or not at all: a topic the start
+    /// created is removed again ([`DestinationTopics::remove_mirror_topic`]), a failed-over
+    /// topic it made read-only again is writable again; then the claim is released and the
+    /// mirror forgets the topic unless it holds partitions of it (so discovery tries it again).
+    /// Read-only with no owner, nothing would write it and clients could not produce to it.
+    /// When some partitions did start, the mirror keeps the topic (claimed, read-only) and the
+    /// next sync or start starts the rest.
+    fn abandon_start(
+        &self,
+        topic: &str,
+        before: Option<bool>,
+        info_before: Option<Option<TopicInfo>>,
+    ) {
+        if !self.topic_states(topic).iter().all(|s| *s == S::Stopped) {
+            return;
+        }
+        // `info_before` is None when the destination topic was not touched (ensure failed).
+        if let Some(info_before) = info_before {
+            let undone = match before {
+                None => self.topics_api.remove_mirror_topic(topic),
+                Some(false) => self.topics_api.set_read_only(topic, false),
+                Some(true) => Ok(()),
+            };
+            if let Err(err) = undone {
+                tracing::warn!(mirror = %self.config.name, topic, "putting the topic back as it was before the failed start failed: {err}");
+            }
+            let held = self.partitions.lock().keys().any(|k| k.topic == topic);
+            let mut topics = self.topics.lock();
+            match info_before {
+                Some(info) => {
+                    topics.insert(topic.to_string(), info);
+                }
+                None if !held => {
+                    topics.remove(topic);
+                }
+                None => {}
+            }
+        }
+        self.claims.release(topic, &self.config.name);
+    }
+
     /// Creates (or takes back) `t`'s destination topic and starts its partitions; the caller
-    /// holds `claim_lock` and `t`'s claim.
-    fn start_claimed_topic(&self, t: &crate::source::SourceTopic) -> Result<(), MirrorError> {
+    /// holds `claim_lock` and `t`'s claim. Once the destination topic is ensured,
+    /// `info_before` holds what the mirror knew of the topic before.
+    fn start_claimed_topic(
+        &self,
+        t: &crate::source::SourceTopic,
+        info_before: &mut Option<Option<TopicInfo>>,
+    ) -> Result<(), MirrorError> {
         self.topics_api
             .ensure_mirror_topic(&t.name, t.id, t.partitions.len() as i32)
             .map_err(MirrorError::Invalid)?;
+        *info_before = Some(self.topics.lock().get(&t.name).cloned());
         self.topics.lock().insert(
             t.name.clone(),
             TopicInfo {

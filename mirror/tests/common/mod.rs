@@ -85,6 +85,14 @@ impl DestinationTopics for Dest {
             })
             .map(|h| h.topic_partition().topic.clone())
     }
+    fn remove_mirror_topic(&self, name: &str) -> Result<(), String> {
+        for h in self.handles(name) {
+            self.0
+                .delete(h.topic_partition())
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
     fn apply_topic_configs(
         &self,
         _name: &str,

@@ -1641,17 +1641,7 @@ impl MirrorManager {
             let grown = t.partitions.len() as i32 > info.partitions;
             let id = info.id;
             drop(topics);
-            if grown {
-                // Counted as grown only once the destination has the partitions: a failure here
-                // is tried again at the next sync (the new partitions are not started without
-                // their logs).
-                self.topics_api
-                    .ensure_mirror_topic(&t.name, id, t.partitions.len() as i32)
-                    .map_err(MirrorError::Invalid)?;
-                if let Some(info) = self.topics.lock().get_mut(&t.name) {
-                    info.partitions = info.partitions.max(t.partitions.len() as i32);
-                }
-            }
+            let mut missing = vec![];
             for p in &t.partitions {
                 let key = tp(&t.name, p.partition);
                 let known = self.partitions.lock().get(&key).cloned();
@@ -1668,13 +1658,42 @@ impl MirrorManager {
                         }
                         self.ensure_leader_epoch(&key, &mut e);
                     }
-                    None => {
-                        // Serialised with an operator's start, which may be starting this very
-                        // partition (a new topic's partitions are started one by one).
-                        let _serial = self.starting.lock();
-                        self.start_partition(&t.name, id, p.partition, p.leader, p.leader_epoch)?
-                    }
+                    None => missing.push(p),
                 }
+            }
+            if !grown && missing.is_empty() {
+                continue;
+            }
+            // Partition growth creates destination partitions and starts them, as a start does,
+            // so under the same locks and claim check: serialised with an operator's start (which
+            // may be starting this very partition) and stop, and with releasing the claim. The
+            // checks above ran unlocked; a stop of this topic and another mirror's start may have
+            // come in between, and a partition started then would be this mirror's, in
+            // LOG_ALIGNMENT, in a topic it no longer writes (drive skips it) and could not stop.
+            let _serial = self.starting.lock();
+            let _claiming = self.claim_lock.lock();
+            if !self.owns(&t.name)
+                || self.is_excluded(&t.name)
+                || self
+                    .topic_states(&t.name)
+                    .iter()
+                    .any(|s| matches!(s, S::Stopped | S::Stopping))
+            {
+                continue;
+            }
+            if grown {
+                // Counted as grown only once the destination has the partitions: a failure here
+                // is tried again at the next sync (the new partitions are not started without
+                // their logs).
+                self.topics_api
+                    .ensure_mirror_topic(&t.name, id, t.partitions.len() as i32)
+                    .map_err(MirrorError::Invalid)?;
+                if let Some(info) = self.topics.lock().get_mut(&t.name) {
+                    info.partitions = info.partitions.max(t.partitions.len() as i32);
+                }
+            }
+            for p in missing {
+                self.start_partition(&t.name, id, p.partition, p.leader, p.leader_epoch)?
             }
         }
         Ok(())
@@ -1810,7 +1829,7 @@ impl MirrorManager {
             {
                 continue;
             }
-            match self.stop_topic(&name) {
+            match self.stop_topic_serialised(&name) {
                 Ok(()) => {
                     tracing::info!(mirror = %self.config.name, topic = %name, "stopped a mirror topic that now matches mirror.topics.exclude (it is writable now)")
                 }
@@ -2352,6 +2371,14 @@ impl MirrorManager {
     /// # Errors
     /// Unknown topic, or a partition whose stop failed (it stays read-only, FAILED).
     pub fn stop_topic(&self, topic: &str) -> Result<(), MirrorError> {
+        // Serialised with starts and partition growth: a partition the sync starts while the
+        // stop works through the others would be left mirroring in a topic failed over.
+        let _serial = self.starting.lock();
+        self.stop_topic_serialised(topic)
+    }
+
+    /// [`stop_topic`](Self::stop_topic); the caller holds `starting`.
+    fn stop_topic_serialised(&self, topic: &str) -> Result<(), MirrorError> {
         let entries = self.topic_entries(topic)?;
         if !self.owns(topic) {
             return self.stop_unowned(topic, entries);

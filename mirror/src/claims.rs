@@ -6,8 +6,10 @@
 //! The table is shared by every [`MirrorManager`](crate::manager::MirrorManager) of a broker.
 //! A mirror **claims** a topic before it creates or touches its destination partitions (an
 //! operator's start, a pattern start, discovery, a restore at restart) and **releases** it once
-//! every partition of the topic is STOPPED and the topic is writable again, or when the mirror
-//! is deleted. Only the owner writes a topic's log: fetching, log alignment, epoch bumps and the
+//! every partition of the topic is STOPPED and the topic is writable again, when a start of the
+//! topic fails with nothing of it left running (after the topic is put back as it was: removed
+//! if the start created it, writable again if it was failed over), or when the mirror is
+//! deleted. Partition growth checks the claim under the same lock as a start. Only the owner writes a topic's log: fetching, log alignment, epoch bumps and the
 //! stop sequence.
 //!
 //! Deadlock freedom: the table's one lock guards a map and nothing else. It is taken for a

@@ -619,6 +619,8 @@ pub struct MirrorManager {
     clock: Arc<dyn Clock>,
     source_cluster_id: Mutex<Option<String>>,
     filters: Mutex<Filters>,
+    /// Serialises starts (operators', discovery's), partition growth and stops, so a stop sees
+    /// every partition a start or the sync adds. Taken before `claim_lock`.
     starting: Mutex<()>,
     /// Which mirror owns each destination topic, shared by the broker's mirrors (see
     /// [`crate::claims`]).

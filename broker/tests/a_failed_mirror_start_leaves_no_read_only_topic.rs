@@ -4,28 +4,21 @@
 //! (READ_ONLY_TOPIC) nor get rid of through a stop. Now the failed start removes the topic it
 //! created, as DeleteTopics would (KIP-1279 applies a start all at once or not at all).
 
-use mirrorlog_broker::client::Client;
+mod common;
+
+use common::mirror::source_and_destination;
 use mirrorlog_broker::handlers::mirror_admin::handle;
 use mirrorlog_broker::mirror_rpc::{
     MirrorRequest, MirrorResponse, StartMirrorTopicsRequest, StartTopic,
 };
-use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_index::TopicPartition;
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
-use std::collections::BTreeMap;
 
 #[test]
 fn a_start_that_cannot_record_its_state_removes_the_topic_it_created() {
     let dir = tempfile::tempdir().unwrap();
-    let src = RunningBroker::start_local(&dir.path().join("src"), 1).unwrap();
-    Client::connect(&src.addr.to_string())
-        .unwrap()
-        .create_topic("orders", 1, &[])
-        .unwrap();
-    let dst = RunningBroker::start_local(&dir.path().join("dst"), 2).unwrap();
+    let (src, dst) = source_and_destination(dir.path(), &["east"]);
     let b = dst.broker.clone();
-    let configs = BTreeMap::from([("bootstrap.servers".to_string(), src.addr.to_string())]);
-    b.mirrors.create_durable(&b, "east", configs).unwrap();
     // The fault: every `__mirror_state` log is gone under the mirrors' state store.
     for partition in 0..mirrorlog_broker::mirrors::MIRROR_STATE_PARTITIONS {
         b.logs

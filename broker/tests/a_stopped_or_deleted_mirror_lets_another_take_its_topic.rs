@@ -3,76 +3,18 @@
 //! mirror of the same source may start it, and `east` may then not take it back; after the
 //! owner is deleted, another mirror may start it too.
 
-use mirrorlog_broker::broker::Broker;
-use mirrorlog_broker::client::Client;
+mod common;
+
+use common::mirror::{source_and_destination, start_orders as start, stop_orders as stop};
 use mirrorlog_broker::errors::MirrorErrorCode;
 use mirrorlog_broker::handlers::mirror_admin::handle;
-use mirrorlog_broker::mirror_rpc::{
-    DeleteClusterMirrorRequest, MirrorRequest, MirrorResponse, MirrorTopicsRequest,
-    MirrorTopicsResponse, StartMirrorTopicsRequest, StartTopic, TopicName,
-};
-use mirrorlog_broker::running::RunningBroker;
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-fn start(b: &Arc<Broker>, mirror: &str) -> i16 {
-    let r = handle(
-        b,
-        MirrorRequest::StartMirrorTopics(StartMirrorTopicsRequest {
-            mirror_name: mirror.into(),
-            topics: vec![StartTopic {
-                name: "orders".into(),
-                topic_id: [0; 16],
-                num_partitions: -1,
-            }],
-            timeout_ms: 30_000,
-            ..Default::default()
-        }),
-    );
-    match r {
-        MirrorResponse::StartMirrorTopics(r) => code(&r),
-        other => panic!("{other:?}"),
-    }
-}
-
-fn stop(b: &Arc<Broker>, mirror: &str) -> i16 {
-    let r = handle(
-        b,
-        MirrorRequest::StopMirrorTopics(MirrorTopicsRequest {
-            mirror_name: mirror.into(),
-            topics: vec![TopicName {
-                name: "orders".into(),
-            }],
-            state_offset: -1,
-            ..Default::default()
-        }),
-    );
-    match r {
-        MirrorResponse::StopMirrorTopics(r) => code(&r),
-        other => panic!("{other:?}"),
-    }
-}
-
-fn code(r: &MirrorTopicsResponse) -> i16 {
-    assert_eq!(r.error_code, 0, "{r:?}");
-    assert_eq!(r.topics.len(), 1, "{r:?}");
-    r.topics[0].error_code
-}
+use mirrorlog_broker::mirror_rpc::{DeleteClusterMirrorRequest, MirrorRequest, MirrorResponse};
 
 #[test]
 fn a_stopped_topic_goes_to_the_next_mirror_and_a_deleted_mirror_leaves_its_topics() {
     let dir = tempfile::tempdir().unwrap();
-    let src = RunningBroker::start_local(&dir.path().join("src"), 1).unwrap();
-    Client::connect(&src.addr.to_string())
-        .unwrap()
-        .create_topic("orders", 1, &[])
-        .unwrap();
-    let dst = RunningBroker::start_local(&dir.path().join("dst"), 2).unwrap();
+    let (src, dst) = source_and_destination(dir.path(), &["east", "west", "north"]);
     let b = dst.broker.clone();
-    for name in ["east", "west", "north"] {
-        let configs = BTreeMap::from([("bootstrap.servers".to_string(), src.addr.to_string())]);
-        b.mirrors.create_durable(&b, name, configs).unwrap();
-    }
     let taken = MirrorErrorCode::TopicAlreadyInClusterMirror.code();
 
     assert_eq!(start(&b, "east"), 0);

@@ -6,8 +6,10 @@
 //! TOPIC_ALREADY_IN_CLUSTER_MIRROR unless the first has STOPPED it. The owner also survives a
 //! restart: every mirror's partitions are restored and claimed before any mirror runs.
 
+mod common;
+
+use common::mirror::source_and_destination;
 use mirrorlog_broker::broker::Broker;
-use mirrorlog_broker::client::Client;
 use mirrorlog_broker::errors::MirrorErrorCode;
 use mirrorlog_broker::handlers::mirror_admin::handle;
 use mirrorlog_broker::mirror_rpc::{
@@ -15,7 +17,6 @@ use mirrorlog_broker::mirror_rpc::{
 };
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_mirror::state::MirrorPartitionState as S;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 fn start(
@@ -64,17 +65,8 @@ fn states(b: &Broker, mirror: &str) -> Vec<S> {
 #[test]
 fn a_topic_both_mirrors_patterns_match_has_one_writer_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let src = RunningBroker::start_local(&dir.path().join("src"), 1).unwrap();
-    Client::connect(&src.addr.to_string())
-        .unwrap()
-        .create_topic("orders", 1, &[])
-        .unwrap();
-    let dst = RunningBroker::start_local(&dir.path().join("dst"), 2).unwrap();
+    let (src, dst) = source_and_destination(dir.path(), &["east", "west"]);
     let b = dst.broker.clone();
-    for name in ["east", "west"] {
-        let configs = BTreeMap::from([("bootstrap.servers".to_string(), src.addr.to_string())]);
-        b.mirrors.create_durable(&b, name, configs).unwrap();
-    }
     let taken = MirrorErrorCode::TopicAlreadyInClusterMirror.code();
 
     assert_eq!(orders_code(&start(&b, "west", &[], &["ord.*"])), 0);

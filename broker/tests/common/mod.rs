@@ -1,6 +1,8 @@
 //! Shared by the broker's integration tests.
 #![allow(dead_code)]
 
+pub mod mirror;
+
 /// Runs `f` with the process's open-file limit set so that only `spare` more descriptors can be
 /// opened, then restores the limit (the limit is process-wide: use it in a test binary of one
 /// test). How the tests make a storage operation fail half-way with EMFILE.

@@ -1,0 +1,79 @@
+//! Two brokers on 127.0.0.1 for the cluster-mirror scenarios: a source with topic `orders` and
+//! a destination with durable mirrors of it, and the StartMirrorTopics / StopMirrorTopics calls
+//! on `orders` those scenarios make.
+
+use mirrorlog_broker::broker::Broker;
+use mirrorlog_broker::client::Client;
+use mirrorlog_broker::handlers::mirror_admin::handle;
+use mirrorlog_broker::mirror_rpc::{
+    MirrorRequest, MirrorResponse, MirrorTopicsRequest, MirrorTopicsResponse,
+    StartMirrorTopicsRequest, StartTopic, TopicName,
+};
+use mirrorlog_broker::running::RunningBroker;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A source broker (node 1) holding topic `orders` with one partition, and a destination
+/// (node 2) with one durable cluster mirror of it per name in `mirrors`.
+pub fn source_and_destination(dir: &Path, mirrors: &[&str]) -> (RunningBroker, RunningBroker) {
+    let src = RunningBroker::start_local(&dir.join("src"), 1).unwrap();
+    Client::connect(&src.addr.to_string())
+        .unwrap()
+        .create_topic("orders", 1, &[])
+        .unwrap();
+    let dst = RunningBroker::start_local(&dir.join("dst"), 2).unwrap();
+    let b = dst.broker.clone();
+    for name in mirrors {
+        let configs = BTreeMap::from([("bootstrap.servers".to_string(), src.addr.to_string())]);
+        b.mirrors.create_durable(&b, name, configs).unwrap();
+    }
+    (src, dst)
+}
+
+/// StartMirrorTopics of `orders` by name on `mirror`: the topic's error code.
+pub fn start_orders(b: &Arc<Broker>, mirror: &str) -> i16 {
+    let r = handle(
+        b,
+        MirrorRequest::StartMirrorTopics(StartMirrorTopicsRequest {
+            mirror_name: mirror.into(),
+            topics: vec![StartTopic {
+                name: "orders".into(),
+                topic_id: [0; 16],
+                num_partitions: -1,
+            }],
+            timeout_ms: 30_000,
+            ..Default::default()
+        }),
+    );
+    match r {
+        MirrorResponse::StartMirrorTopics(r) => only_topic_code(&r),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// StopMirrorTopics of `orders` on `mirror`: the topic's error code.
+pub fn stop_orders(b: &Arc<Broker>, mirror: &str) -> i16 {
+    let r = handle(
+        b,
+        MirrorRequest::StopMirrorTopics(MirrorTopicsRequest {
+            mirror_name: mirror.into(),
+            topics: vec![TopicName {
+                name: "orders".into(),
+            }],
+            state_offset: -1,
+            ..Default::default()
+        }),
+    );
+    match r {
+        MirrorResponse::StopMirrorTopics(r) => only_topic_code(&r),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The one topic's error code of an answer without a top-level error.
+pub fn only_topic_code(r: &MirrorTopicsResponse) -> i16 {
+    assert_eq!(r.error_code, 0, "{r:?}");
+    assert_eq!(r.topics.len(), 1, "{r:?}");
+    r.topics[0].error_code
+}

@@ -373,10 +373,13 @@ impl DestinationTopics for BrokerTopics {
         })
     }
 
-    fn appended(&self) {
+    fn appended(&self, partitions: &[TopicPartition]) {
         if let Ok(b) = self.broker() {
-            // The mirror does not say which partitions it appended to: every long poll.
-            b.appends.notify();
+            // Only the long polls on the partitions the mirror changed (Kafka's fetcher
+            // completes the delayed fetches of those alone).
+            for tp in partitions {
+                b.appends.notify_partition(&tp.topic, tp.partition);
+            }
         }
     }
 }

@@ -355,10 +355,13 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
     /// # Errors
     /// The topic's config cannot be stored.
     fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String>;
-    /// Mirrored batches were appended (and high watermarks moved): the destination's fetches
-    /// waiting for data (long polls) should look again. Called once per applied fetch answer
-    /// that appended anything. The default does nothing.
-    fn appended(&self) {}
+    /// The logs of `partitions` changed: mirrored batches were appended (and high watermarks
+    /// moved), or the mirror truncated them (an unclean-election recovery, a restart at the
+    /// source's log start, a failback's alignment). The destination's fetches waiting on these
+    /// partitions (long polls) should look again, and only those: as Kafka's fetcher completes
+    /// the delayed fetches of the partitions it changed. Called once per applied fetch answer
+    /// that changed a log, with each partition once. The default does nothing.
+    fn appended(&self, _partitions: &[TopicPartition]) {}
 }
 
 /// One mirrored partition as an operator sees it.
@@ -1526,6 +1529,8 @@ impl MirrorManager {
                         Ok(())
                     })
                     .and_then(|_| self.move_to(&mut e, S::Mirroring));
+                // The alignment may have truncated the log: its long polls look again.
+                self.topics_api.appended(std::slice::from_ref(&key));
                 match r {
                     Ok(()) => self.ensure_leader_epoch(&key, &mut e),
                     Err(err) => {
@@ -2116,6 +2121,8 @@ impl MirrorManager {
             response: resp,
         } = answer;
         let mut appended = 0;
+        // The partitions whose logs this answer changed: their long polls look again.
+        let mut changed: Vec<TopicPartition> = Vec::new();
         let resync_later = |key: &TopicPartition| {
             if let Some(p) = resync {
                 p.resync.lock().push(key.clone());
@@ -2189,6 +2196,9 @@ impl MirrorManager {
                     ..
                 }) => {
                     appended += bytes;
+                    if bytes > 0 {
+                        changed.push(key.clone());
+                    }
                     if e.state.failure.is_some() {
                         // Mirroring again after a retry: earlier failures no longer count
                         // towards the attempt limit or the backoff. In memory (no state change
@@ -2217,6 +2227,9 @@ impl MirrorManager {
                                     .map_err(MirrorError::from)
                             })
                             .and_then(|_| self.move_to(&mut e, S::Mirroring));
+                        // Truncated or not, the log may have changed: a long poll past the
+                        // new end answers OFFSET_OUT_OF_RANGE now, not at its max wait.
+                        changed.push(key.clone());
                         if let Err(err) = r {
                             self.fail(
                                 key,
@@ -2236,6 +2249,7 @@ impl MirrorManager {
                     }
                 }
                 Ok(FetchOutcome::BelowSourceLogStart { source_log_start }) => {
+                    changed.push(key.clone());
                     if let Err(err) = dest.write().truncate_fully_and_start_at(source_log_start) {
                         self.fail(
                             key,
@@ -2257,8 +2271,8 @@ impl MirrorManager {
                 ),
             }
         }
-        if appended > 0 {
-            self.topics_api.appended();
+        if !changed.is_empty() {
+            self.topics_api.appended(&changed);
         }
         appended
     }

@@ -101,6 +101,11 @@ pub trait Coordinator: Send + Sync {
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)>;
     /// Answers one request of one of its APIs (may block).
     fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind;
+    /// Which long-polling fetches a request of `api` may have given something to read, so the
+    /// broker wakes them after it. Default: every one (a coordinator that does not say).
+    fn wakes(&self, _api: ApiKey) -> Wakes {
+        Wakes::All
+    }
     /// Periodic upkeep (session and transaction timeouts). Returns whether it may have written
     /// to a log that fetches wait on (transaction markers), so the broker wakes them.
     fn tick(&self, now_ms: i64) -> bool;
@@ -110,6 +115,19 @@ pub trait Coordinator: Send + Sync {
     /// A topic was deleted: drop what is kept for its partitions (a group's committed offsets,
     /// as Kafka's `onPartitionsDeleted`).
     fn topic_deleted(&self, _topic: &str) {}
+}
+
+/// Which long-polling fetches a coordinator request may concern ([`Coordinator::wakes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakes {
+    /// None: the request writes no log (Heartbeat, OffsetFetch, ListGroups, DescribeGroups).
+    Nobody,
+    /// The fetches on this topic: the request writes only there (group metadata and offsets
+    /// into `__consumer_offsets`, transaction state into `__transaction_state`).
+    Topic(&'static str),
+    /// Every fetch: the request may write transaction markers to any partition (EndTxn, an
+    /// InitProducerId that aborts an open transaction).
+    All,
 }
 
 /// Wakes long-polling fetches when data arrives, and for good when the broker stops.
@@ -671,8 +689,13 @@ impl Handler for Broker {
                 match self.coordinator_for(api) {
                     Some(c) => {
                         let r = c.handle(ctx, other);
-                        // Coordinators write markers and offsets: wake long-polling fetches.
-                        self.appends.notify();
+                        // Wake only the long polls the request may have given something to
+                        // read (markers, offsets): a Heartbeat wakes none.
+                        match c.wakes(api) {
+                            Wakes::Nobody => {}
+                            Wakes::Topic(topic) => self.appends.notify_topic(topic),
+                            Wakes::All => self.appends.notify(),
+                        }
                         r
                     }
                     None => {

@@ -2,7 +2,7 @@
 //! [`Coordinator`] trait the dispatcher routes by API key, and the group coordinator is the
 //! transaction coordinator's sink for transactional offset commits.
 
-use crate::broker::{Broker, Coordinator};
+use crate::broker::{Broker, Coordinator, Wakes};
 use crate::group::{ClientInfo, GroupConfig, GroupCoordinator};
 use crate::server::RequestContext;
 use crate::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
@@ -36,6 +36,17 @@ impl Coordinator for Groups {
         };
         self.0.handle_from(&client, ctx.api_version, request)
     }
+    fn wakes(&self, api: ApiKey) -> Wakes {
+        match api {
+            // Read or change only memory (a Heartbeat moves a deadline).
+            ApiKey::Heartbeat
+            | ApiKey::OffsetFetch
+            | ApiKey::ListGroups
+            | ApiKey::DescribeGroups => Wakes::Nobody,
+            // Everything the group coordinator writes goes to `__consumer_offsets`.
+            _ => Wakes::Topic(crate::group::OFFSETS_TOPIC),
+        }
+    }
     fn tick(&self, now_ms: i64) -> bool {
         self.0.tick(now_ms);
         // Group upkeep writes only to `__consumer_offsets`, which nobody long-polls.
@@ -65,6 +76,17 @@ impl Coordinator for Txns {
     }
     fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind {
         self.0.handle(ctx.api_version, request)
+    }
+    fn wakes(&self, api: ApiKey) -> Wakes {
+        match api {
+            // They write the transaction's state only.
+            ApiKey::AddPartitionsToTxn | ApiKey::AddOffsetsToTxn => {
+                Wakes::Topic(crate::txn::state_log::TRANSACTION_STATE_TOPIC)
+            }
+            // EndTxn writes markers to the transaction's partitions, and InitProducerId does
+            // when it aborts an open transaction: which ones the answer does not say.
+            _ => Wakes::All,
+        }
     }
     fn tick(&self, _now_ms: i64) -> bool {
         self.0.tick()

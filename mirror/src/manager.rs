@@ -1515,6 +1515,11 @@ impl MirrorManager {
                 // we wrote after the split, fetch the rest. Without an answer the partition is
                 // copied from scratch (LME −1). A restart keeps MIRRORING and resumes from the
                 // log end instead.
+                let span = |d: &Arc<PartitionHandle>| {
+                    let log = d.read();
+                    (log.log_start_offset(), log.log_end_offset())
+                };
+                let before = span(&dest);
                 let r = self
                     .last_mirror_epoch_of(&key, e.state.topic_id)
                     .and_then(|lme| {
@@ -1529,8 +1534,10 @@ impl MirrorManager {
                         Ok(())
                     })
                     .and_then(|_| self.move_to(&mut e, S::Mirroring));
-                // The alignment may have truncated the log: its long polls look again.
-                self.topics_api.appended(std::slice::from_ref(&key));
+                // The alignment truncated the log: its long polls look again.
+                if span(&dest) != before {
+                    self.topics_api.appended(std::slice::from_ref(&key));
+                }
                 match r {
                     Ok(()) => self.ensure_leader_epoch(&key, &mut e),
                     Err(err) => {

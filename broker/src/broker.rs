@@ -123,10 +123,10 @@ pub enum Wakes {
     /// None: the request writes no log (Heartbeat, OffsetFetch, ListGroups, DescribeGroups).
     Nobody,
     /// The fetches on this topic: the request writes only there (group metadata and offsets
-    /// into `__consumer_offsets`, transaction state into `__transaction_state`).
+    /// into `__consumer_offsets`, transaction state into `__transaction_state`; the markers
+    /// of EndTxn wake their own partitions as they are written).
     Topic(&'static str),
-    /// Every fetch: the request may write transaction markers to any partition (EndTxn, an
-    /// InitProducerId that aborts an open transaction).
+    /// Every fetch: the coordinator does not say what it wrote (the default).
     All,
 }
 
@@ -134,9 +134,10 @@ pub enum Wakes {
 ///
 /// Keyed by partition, as Kafka's `DelayedFetch` purgatory: a waiting fetch registers an
 /// [`Interest`] in exactly the partitions it reads, and an append to a partition signals only
-/// the fetches registered on it ([`notify_partition`](Self::notify_partition)). Broker-wide
-/// events (coordinator markers, shutdown) still wake every waiter ([`notify`](Self::notify),
-/// [`close`](Self::close)). A fetch registers before it reads and re-arms before each re-read,
+/// the fetches registered on it ([`notify_partition`](Self::notify_partition)): a produce, a
+/// mirror's append or truncation, a transaction marker. Broker-wide events (shutdown, a
+/// coordinator that does not say what it wrote) still wake every waiter
+/// ([`notify`](Self::notify), [`close`](Self::close)). A fetch registers before it reads and re-arms before each re-read,
 /// so an append between its read and its sleep still wakes it.
 #[derive(Debug, Default)]
 pub struct AppendNotifier {

@@ -77,19 +77,15 @@ impl Coordinator for Txns {
     fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind {
         self.0.handle(ctx.api_version, request)
     }
-    fn wakes(&self, api: ApiKey) -> Wakes {
-        match api {
-            // They write the transaction's state only.
-            ApiKey::AddPartitionsToTxn | ApiKey::AddOffsetsToTxn => {
-                Wakes::Topic(crate::txn::state_log::TRANSACTION_STATE_TOPIC)
-            }
-            // EndTxn writes markers to the transaction's partitions, and InitProducerId does
-            // when it aborts an open transaction: which ones the answer does not say.
-            _ => Wakes::All,
-        }
+    fn wakes(&self, _api: ApiKey) -> Wakes {
+        // Every request writes the transaction's state; the markers EndTxn (or an aborting
+        // InitProducerId) writes wake their own partitions (the hook `install` sets).
+        Wakes::Topic(crate::txn::state_log::TRANSACTION_STATE_TOPIC)
     }
     fn tick(&self, _now_ms: i64) -> bool {
-        self.0.tick()
+        // The markers a timeout or a retry wrote woke their partitions as they were written.
+        self.0.tick();
+        false
     }
 }
 
@@ -209,6 +205,11 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
         clock,
         TxnConfig::default(),
     )?;
+    // A marker wakes the long polls on its partition (READ_COMMITTED ones wait for the LSO).
+    let notifier = broker.appends.clone();
+    txns.set_marker_hook(Box::new(move |tp| {
+        notifier.notify_partition(&tp.topic, tp.partition);
+    }));
     // KIP-890 part 1: transactional produce batches and TxnOffsetCommit are verified with the
     // transaction coordinator before they are written.
     broker.set_txn_verifier(txns.clone());

@@ -57,7 +57,12 @@ pub struct TxnCoordinator {
     schedule: Mutex<Schedule>,
     /// Serialises state-log rewrites.
     rewrite: Mutex<()>,
+    /// Told each partition a marker was written to (the broker wakes its long polls).
+    marker_written: std::sync::OnceLock<MarkerHook>,
 }
+
+/// See [`TxnCoordinator::set_marker_hook`].
+pub type MarkerHook = Box<dyn Fn(&TopicPartition) + Send + Sync>;
 
 /// The producer ids this incarnation may hand out: `next .. end`; `end` is durable.
 #[derive(Debug)]
@@ -206,6 +211,7 @@ impl TxnCoordinator {
                 next_expire_check_ms: now,
             }),
             rewrite: Mutex::new(()),
+            marker_written: std::sync::OnceLock::new(),
             config,
         };
         coordinator
@@ -726,6 +732,13 @@ impl TxnCoordinator {
         Ok(())
     }
 
+    /// Calls `hook` with each partition a marker is written to, once it is in the log (from
+    /// EndTxn, an InitProducerId or a timeout that aborts, or `tick`'s retries): the broker
+    /// wakes the long polls on those partitions alone. Set once; later calls are ignored.
+    pub fn set_marker_hook(&self, hook: MarkerHook) {
+        let _ = self.marker_written.set(hook);
+    }
+
     /// Writes the marker to every partition of the transaction not in `done`, several
     /// partitions at a time; those written join `done`.
     fn write_markers(
@@ -813,6 +826,9 @@ impl TxnCoordinator {
         match h.append_as_leader_durable(batch, leader_epoch(&h), LeaderOrigin::Coordinator) {
             Ok(_) => {
                 advance_high_watermark(&h);
+                if let Some(hook) = self.marker_written.get() {
+                    hook(tp);
+                }
                 Ok(())
             }
             Err(EngineError::ProducerState(e)) => {

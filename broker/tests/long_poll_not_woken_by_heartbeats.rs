@@ -3,10 +3,10 @@
 //! long-polling fetch of the broker, which re-read all its partitions and slept again.
 //! Wake-ups are counted through the notifier's test hook.
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{
-    ApiKey, FetchRequest, GroupId, HeartbeatRequest, RequestHeader, RequestKind, TopicName,
-};
+mod common;
+
+use common::long_poll::*;
+use kafka_protocol::messages::{ApiKey, GroupId, HeartbeatRequest, RequestHeader, RequestKind};
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::client::Client;
@@ -14,37 +14,7 @@ use mirrorlog_broker::handlers::fetch;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_broker::server::{Handler, RequestContext};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_index::TimestampMs;
-use mirrorlog_segment::BatchBuilder;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-fn s(x: &str) -> StrBytes {
-    StrBytes::from_string(x.to_string())
-}
-
-fn one_record() -> bytes::Bytes {
-    let mut bb = BatchBuilder::new();
-    bb.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
-    bb.build().into_bytes()
-}
-
-fn long_poll(topic: &str, offset: i64) -> FetchRequest {
-    let mut r = FetchRequest::default();
-    r.max_wait_ms = 600_000;
-    r.min_bytes = 1;
-    r.max_bytes = 1 << 20;
-    r.session_epoch = -1;
-    let mut fp = FetchPartition::default();
-    fp.partition = 0;
-    fp.fetch_offset = offset;
-    fp.partition_max_bytes = 1 << 20;
-    let mut t = FetchTopic::default();
-    t.topic = TopicName(s(topic));
-    t.partitions.push(fp);
-    r.topics.push(t);
-    r
-}
 
 fn heartbeat(b: &Broker) {
     let ctx = RequestContext {
@@ -56,8 +26,8 @@ fn heartbeat(b: &Broker) {
         correlation_id: 1,
     };
     let mut r = HeartbeatRequest::default();
-    r.group_id = GroupId(s("g"));
-    r.member_id = s("m");
+    r.group_id = GroupId(StrBytes::from_static_str("g"));
+    r.member_id = StrBytes::from_static_str("m");
     r.generation_id = 1;
     let resp = Handler::handle(
         b,
@@ -84,11 +54,7 @@ fn a_long_poll_is_not_woken_by_heartbeats() {
             let resp = fetch::handle(b, long_poll("a", 0), 12);
             tx.send(resp).unwrap();
         });
-        let hang_guard = Instant::now() + Duration::from_secs(120);
-        while b.appends.waiting() == 0 {
-            assert!(Instant::now() < hang_guard, "the fetch never long-polled");
-            std::thread::yield_now();
-        }
+        wait_until_long_polling(b);
         let before = b.appends.wakeups();
         for _ in 0..20 {
             heartbeat(b);
@@ -101,7 +67,7 @@ fn a_long_poll_is_not_woken_by_heartbeats() {
             .produce("a", 0, one_record(), 1, None)
             .unwrap();
         let resp = rx
-            .recv_timeout(Duration::from_secs(120))
+            .recv_timeout(HANG_GUARD)
             .expect("the append to a did not wake its long poll");
         assert_eq!(
             after_heartbeats, before,

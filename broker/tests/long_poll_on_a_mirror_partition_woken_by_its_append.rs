@@ -2,87 +2,17 @@
 //! as Kafka's fetcher completes the delayed fetches of the partitions it appended to (now that
 //! the mirror names them, not by a broadcast to every long poll).
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{FetchRequest, TopicName};
-use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::Broker;
-use mirrorlog_broker::client::Client;
+mod common;
+
+use common::long_poll::*;
 use mirrorlog_broker::handlers::fetch;
-use mirrorlog_broker::mirror_rpc::{MirrorRequest, StartMirrorTopicsRequest, StartTopic};
-use mirrorlog_broker::running::RunningBroker;
-use mirrorlog_index::TimestampMs;
-use mirrorlog_segment::BatchBuilder;
-use std::collections::BTreeMap;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-fn s(x: &str) -> StrBytes {
-    StrBytes::from_string(x.to_string())
-}
-
-fn one_record() -> bytes::Bytes {
-    let mut bb = BatchBuilder::new();
-    bb.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
-    bb.build().into_bytes()
-}
-
-fn long_poll(topic: &str, offset: i64) -> FetchRequest {
-    let mut r = FetchRequest::default();
-    r.max_wait_ms = 600_000;
-    r.min_bytes = 1;
-    r.max_bytes = 1 << 20;
-    r.session_epoch = -1;
-    let mut fp = FetchPartition::default();
-    fp.partition = 0;
-    fp.fetch_offset = offset;
-    fp.partition_max_bytes = 1 << 20;
-    let mut t = FetchTopic::default();
-    t.topic = TopicName(s(topic));
-    t.partitions.push(fp);
-    r.topics.push(t);
-    r
-}
-
-/// Waits (the bound only fails the test) until the destination holds `end` records of `topic`.
-fn wait_log_end(b: &Broker, topic: &str, end: i64) {
-    let hang_guard = Instant::now() + Duration::from_secs(120);
-    loop {
-        if let Some(h) = b.partition(topic, 0)
-            && h.read().log_end_offset().get() >= end
-        {
-            return;
-        }
-        assert!(Instant::now() < hang_guard, "{topic} never reached {end}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 #[test]
 fn a_long_poll_on_a_mirror_partition_is_woken_by_the_mirrors_append_there() {
     let dir = tempfile::tempdir().unwrap();
-    let src = RunningBroker::start_local(&dir.path().join("src"), 1).unwrap();
-    let mut sc = Client::connect(&src.addr.to_string()).unwrap();
-    sc.create_topic("events", 1, &[]).unwrap();
-    sc.produce("events", 0, one_record(), 1, None).unwrap();
-    let dst = RunningBroker::start_local(&dir.path().join("dst"), 2).unwrap();
+    let (src, mut sc, dst) = mirrored_events(dir.path());
     let b = dst.broker.clone();
-    let configs = BTreeMap::from([("bootstrap.servers".to_string(), src.addr.to_string())]);
-    b.mirrors.create_durable(&b, "m", configs).unwrap();
-    let r = mirrorlog_broker::handlers::mirror_admin::handle(
-        &b,
-        MirrorRequest::StartMirrorTopics(StartMirrorTopicsRequest {
-            mirror_name: "m".into(),
-            topics: vec![StartTopic {
-                name: "events".into(),
-                topic_id: [0; 16],
-                num_partitions: -1,
-            }],
-            timeout_ms: 30_000,
-            ..Default::default()
-        }),
-    );
-    assert!(format!("{r:?}").contains("error_code: 0"), "{r:?}");
-    wait_log_end(&b, "events", 1);
 
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
@@ -91,15 +21,11 @@ fn a_long_poll_on_a_mirror_partition_is_woken_by_the_mirrors_append_there() {
             let resp = fetch::handle(b, long_poll("events", 1), 12);
             tx.send(resp).unwrap();
         });
-        let hang_guard = Instant::now() + Duration::from_secs(120);
-        while b.appends.waiting() == 0 {
-            assert!(Instant::now() < hang_guard, "the fetch never long-polled");
-            std::thread::yield_now();
-        }
+        wait_until_long_polling(b);
         sc.produce("events", 0, one_record(), 1, None).unwrap();
         // Far less than the fetch's 600 s max wait: only a wake-up answers it in time.
         let resp = rx
-            .recv_timeout(Duration::from_secs(120))
+            .recv_timeout(HANG_GUARD)
             .expect("the mirror's append did not wake the long poll on its partition");
         let d = &resp.responses[0].partitions[0];
         assert_eq!(d.error_code, 0);

@@ -1,6 +1,7 @@
 //! Shared by the broker's integration tests.
 #![allow(dead_code)]
 
+pub mod long_poll;
 pub mod mirror;
 
 /// Runs `f` with the process's open-file limit set so that only `spare` more descriptors can be

@@ -274,15 +274,33 @@ impl TopicRegistry {
         Ok(t.clone())
     }
 
-    /// Deletes a topic and all its partitions.
+    /// Deletes a topic and all its partitions. A topic with a partition in an offline data
+    /// directory is refused whole (KAFKA_STORAGE_ERROR), nothing deleted: that partition's files
+    /// cannot be removed, and would bring the topic back, half deleted, at the next start
+    /// (Kafka keeps such a deletion pending until the directory returns).
     pub fn delete(&self, logs: &LogManager, name: &str) -> Result<TopicMeta, TopicError> {
         let mut topics = self.topics.write();
-        let t = topics.remove(name).ok_or_else(|| {
-            TopicError::new(
+        let Some(known) = topics.get(name) else {
+            return Err(TopicError::new(
                 ResponseError::UnknownTopicOrPartition,
                 format!("topic {name} does not exist"),
-            )
-        })?;
+            ));
+        };
+        for p in 0..known.partitions {
+            let tp = TopicPartition {
+                topic: name.to_string(),
+                partition: p,
+            };
+            if let Err(e) = logs.lookup(&tp) {
+                return Err(TopicError::new(
+                    ResponseError::KafkaStorageError,
+                    format!("cannot delete topic {name}: partition {tp}: {e}"),
+                ));
+            }
+        }
+        let t = topics
+            .remove(name)
+            .expect("present: checked above, under the same lock");
         let mut first_err = None;
         let mut left = false;
         for p in 0..t.partitions {

@@ -113,5 +113,15 @@ fn a_produce_to_a_partition_of_an_offline_dir_is_a_storage_error() {
         list_offsets_code(&b, "t", p),
         ResponseError::KafkaStorageError.code()
     );
+    // Deleting the topic is refused whole: the offline partition's files could not go, and the
+    // topic would come back, half deleted, at the next start.
+    let e = b.topics.delete(&b.logs, "t").unwrap_err();
+    assert_eq!(e.code, ResponseError::KafkaStorageError.code(), "{e:?}");
+    assert!(b.topics.get("t").is_some());
+    assert!(
+        (0..4)
+            .filter(|&q| q != p)
+            .all(|q| b.partition("t", q).is_some())
+    );
     b.shutdown().unwrap();
 }

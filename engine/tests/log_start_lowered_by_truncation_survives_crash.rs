@@ -11,30 +11,12 @@
 
 mod common;
 
-use bytes::Bytes;
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{LOG_START_CHECKPOINT, LogManager, LogManagerConfig};
-use mirrorlog_index::{
-    LeaderEpoch, Offset, OffsetCheckpoint, TimestampMs, TopicId, TopicPartition,
-};
-use mirrorlog_segment::BatchBuilder;
-use mirrorlog_segment::io::{SimStorage, Storage, TornTail};
+use mirrorlog_engine::manager::LogManager;
+use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
+use mirrorlog_segment::io::{SimStorage, TornTail};
 use std::path::Path;
-use std::sync::Arc;
-
-fn manager(sim: &SimStorage, dir: &Path) -> LogManager {
-    let mut cfg = LogManagerConfig::new(dir);
-    cfg.default_log_config = small_config();
-    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-    LogManager::open(cfg, storage, clock()).unwrap().0
-}
-
-fn batch(value: &str) -> Bytes {
-    let mut b = BatchBuilder::new();
-    b.append(TimestampMs(T0), Some(b"k"), Some(value.as_bytes()), &[]);
-    b.build().into_bytes()
-}
 
 fn tp() -> TopicPartition {
     TopicPartition {
@@ -43,23 +25,15 @@ fn tp() -> TopicPartition {
     }
 }
 
-fn checkpointed_log_start(dir: &Path) -> Option<Offset> {
-    OffsetCheckpoint::new(dir.join(LOG_START_CHECKPOINT))
-        .read()
-        .unwrap()
-        .get(&tp())
-        .copied()
-}
-
 /// A log with records 0..30 (durable, high watermark 30), its log start raised to `start` by
 /// DeleteRecords and checkpointed.
 fn log_with_deleted_records(sim: &SimStorage, dir: &Path, start: i64) -> LogManager {
-    let mgr = manager(sim, dir);
+    let mgr = sim_manager(sim, dir);
     mgr.create(&tp(), TopicId([7; 16]), small_config()).unwrap();
     let h = mgr.get(&tp()).unwrap();
     for i in 0..30 {
         h.append_as_leader_durable(
-            batch(&format!("old{i}")),
+            keyed_batch(&format!("old{i}")),
             LeaderEpoch(0),
             LeaderOrigin::Client,
         )
@@ -71,7 +45,7 @@ fn log_with_deleted_records(sim: &SimStorage, dir: &Path, start: i64) -> LogMana
         assert!(log.maybe_increment_log_start_offset(Offset(start)).unwrap());
     }
     mgr.checkpoint().unwrap();
-    assert_eq!(checkpointed_log_start(dir), Some(Offset(start)));
+    assert_eq!(checkpointed_log_start(dir, &tp()), Some(Offset(start)));
     mgr
 }
 
@@ -81,7 +55,7 @@ fn append_crash_reopen(sim: &SimStorage, dir: &Path, mgr: LogManager, n: usize) 
     let h = mgr.get(&tp()).unwrap();
     for i in 0..n {
         h.append_as_leader_durable(
-            batch(&format!("new{i}")),
+            keyed_batch(&format!("new{i}")),
             LeaderEpoch(1),
             LeaderOrigin::Client,
         )
@@ -90,7 +64,7 @@ fn append_crash_reopen(sim: &SimStorage, dir: &Path, mgr: LogManager, n: usize) 
     let crashed = sim.crash(TornTail::None);
     drop(h);
     drop(mgr);
-    manager(&crashed, dir)
+    sim_manager(&crashed, dir)
 }
 
 #[test]
@@ -105,7 +79,7 @@ fn records_appended_after_a_full_truncation_below_the_log_start_survive_a_crash(
         .truncate_fully_and_start_at(Offset(5))
         .unwrap();
     assert_eq!(
-        checkpointed_log_start(d.path()),
+        checkpointed_log_start(d.path(), &tp()),
         Some(Offset(5)),
         "the lowered log start is checkpointed before the truncation returns"
     );
@@ -137,7 +111,7 @@ fn records_appended_after_a_truncation_below_the_log_start_survive_a_crash() {
     h.write().truncate_to(Offset(15)).unwrap();
     assert_eq!(h.read().log_start_offset(), Offset(15));
     assert_eq!(
-        checkpointed_log_start(d.path()),
+        checkpointed_log_start(d.path(), &tp()),
         Some(Offset(15)),
         "the lowered log start is checkpointed before the truncation returns"
     );

@@ -12,30 +12,11 @@
 
 mod common;
 
-use bytes::Bytes;
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{LOG_START_CHECKPOINT, LogManager, LogManagerConfig};
-use mirrorlog_index::{
-    LeaderEpoch, Offset, OffsetCheckpoint, TimestampMs, TopicId, TopicPartition,
-};
-use mirrorlog_segment::BatchBuilder;
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage, TornTail};
-use std::path::Path;
-use std::sync::Arc;
-
-fn manager(sim: &SimStorage, dir: &Path) -> LogManager {
-    let mut cfg = LogManagerConfig::new(dir);
-    cfg.default_log_config = small_config();
-    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-    LogManager::open(cfg, storage, clock()).unwrap().0
-}
-
-fn batch(value: &str) -> Bytes {
-    let mut b = BatchBuilder::new();
-    b.append(TimestampMs(T0), Some(b"k"), Some(value.as_bytes()), &[]);
-    b.build().into_bytes()
-}
+use mirrorlog_engine::manager::LogManager;
+use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, TornTail};
 
 fn tp() -> TopicPartition {
     TopicPartition {
@@ -48,7 +29,7 @@ fn append_durable(mgr: &LogManager, n: usize, tag: &str) {
     let h = mgr.get(&tp()).unwrap();
     for i in 0..n {
         h.append_as_leader_durable(
-            batch(&format!("{tag}{i}")),
+            keyed_batch(&format!("{tag}{i}")),
             LeaderEpoch(0),
             LeaderOrigin::Client,
         )
@@ -60,7 +41,7 @@ fn append_durable(mgr: &LogManager, n: usize, tag: &str) {
 fn a_recreated_partition_keeps_its_durable_records_after_a_failed_removal_and_a_crash() {
     let d = tempfile::tempdir().unwrap();
     let sim = SimStorage::new();
-    let mgr = manager(&sim, d.path());
+    let mgr = sim_manager(&sim, d.path());
     mgr.create(&tp(), TopicId([7; 16]), small_config()).unwrap();
     append_durable(&mgr, 30, "old");
     {
@@ -81,11 +62,7 @@ fn a_recreated_partition_keeps_its_durable_records_after_a_failed_removal_and_a_
         mgr.offline_dirs().is_empty(),
         "a failed removal is not a lost dir"
     );
-    let stale = OffsetCheckpoint::new(d.path().join(LOG_START_CHECKPOINT))
-        .read()
-        .unwrap()
-        .get(&tp())
-        .copied();
+    let stale = checkpointed_log_start(d.path(), &tp());
     assert_eq!(
         stale, None,
         "the deleted log's log start is still checkpointed"
@@ -95,7 +72,7 @@ fn a_recreated_partition_keeps_its_durable_records_after_a_failed_removal_and_a_
     append_durable(&mgr, 5, "new");
     let crashed = sim.crash(TornTail::None);
     drop(mgr);
-    let mgr = manager(&crashed, d.path());
+    let mgr = sim_manager(&crashed, d.path());
     let h = mgr.get(&tp()).unwrap();
     let log = h.read();
     assert_eq!(

@@ -202,3 +202,34 @@ pub fn orders(p: i32) -> mirrorlog_index::TopicPartition {
         partition: p,
     }
 }
+
+/// A single-directory `LogManager` in `dir` over the simulated storage `sim`, `small_config`.
+pub fn sim_manager(
+    sim: &mirrorlog_segment::io::SimStorage,
+    dir: &Path,
+) -> mirrorlog_engine::manager::LogManager {
+    let mut cfg = mirrorlog_engine::manager::LogManagerConfig::new(dir);
+    cfg.default_log_config = small_config();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    mirrorlog_engine::manager::LogManager::open(cfg, storage, clock())
+        .unwrap()
+        .0
+}
+
+/// A batch of one record with key `k` and `value`, at `T0`.
+pub fn keyed_batch(value: &str) -> Bytes {
+    let mut b = BatchBuilder::new();
+    b.append(TimestampMs(T0), Some(b"k"), Some(value.as_bytes()), &[]);
+    b.build().into_bytes()
+}
+
+/// `tp`'s entry in `dir`'s `log-start-offset-checkpoint`.
+pub fn checkpointed_log_start(dir: &Path, tp: &mirrorlog_index::TopicPartition) -> Option<Offset> {
+    mirrorlog_index::OffsetCheckpoint::new(
+        dir.join(mirrorlog_engine::manager::LOG_START_CHECKPOINT),
+    )
+    .read()
+    .unwrap()
+    .get(tp)
+    .copied()
+}

@@ -96,3 +96,48 @@ pub fn mirrored_events(dir: &Path) -> (RunningBroker, Client, RunningBroker) {
     wait_log_end(&b, "events", 1);
     (src, sc, dst)
 }
+
+/// Creates topic `a` on `dst`, parks a long poll on its partition 0, runs `noise` (events that
+/// must not concern `a`) and counts the wake-ups the long poll got from it. Then ends the long
+/// poll with a produce to `a` through `dst`'s listener and checks that it answers with that
+/// record and had not answered before. Returns the wake-ups `noise` caused.
+pub fn wakeups_of_an_unconcerned_long_poll(
+    dst: &RunningBroker,
+    noise: impl FnOnce(&Broker),
+) -> u64 {
+    let b = &dst.broker;
+    b.topics
+        .create(
+            &b.logs,
+            "a",
+            1,
+            mirrorlog_engine::config::LogConfig::default(),
+            None,
+        )
+        .unwrap();
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        scope.spawn(move || {
+            let resp = mirrorlog_broker::handlers::fetch::handle(b, long_poll("a", 0), 12);
+            tx.send(resp).unwrap();
+        });
+        wait_until_long_polling(b);
+        let before = b.appends.wakeups();
+        noise(b);
+        let caused = b.appends.wakeups() - before;
+        let answered_early = rx.try_recv().is_ok();
+        // Ends the long poll before asserting, so that a failure does not leave it waiting.
+        Client::connect(&dst.addr.to_string())
+            .unwrap()
+            .produce("a", 0, one_record(), 1, None)
+            .unwrap();
+        let resp = rx
+            .recv_timeout(HANG_GUARD)
+            .expect("the append to a did not wake its long poll");
+        assert!(!answered_early, "the long poll on a answered without data");
+        let d = &resp.responses[0].partitions[0];
+        assert_eq!(d.error_code, 0);
+        assert!(d.records.as_ref().is_some_and(|r| !r.is_empty()));
+        caused
+    })
+}

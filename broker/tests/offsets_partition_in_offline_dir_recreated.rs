@@ -5,6 +5,9 @@
 //! failed on the duplicate partition directories. Kafka never loads (nor recreates) an offsets
 //! partition whose log dir is offline: its groups are answered NOT_COORDINATOR.
 
+mod common;
+
+use common::two_dir_logs;
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -20,28 +23,15 @@ use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::group::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_engine::manager::LogManager;
 use mirrorlog_index::{TopicId, TopicPartition};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
-use std::path::Path;
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
-}
-
-fn open_logs(d1: &Path, d2: &Path, sim: &Arc<SimStorage>) -> Arc<LogManager> {
-    let mut cfg = LogManagerConfig::new(d1);
-    cfg.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
-    cfg.recovery_threads = 1;
-    let storage: Arc<dyn Storage> = sim.clone();
-    Arc::new(
-        LogManager::open(cfg, storage, ManualClock::new(T0))
-            .unwrap()
-            .0,
-    )
 }
 
 fn group_config() -> GroupConfig {
@@ -110,7 +100,7 @@ fn an_offsets_partition_in_an_offline_dir_is_not_created_again_elsewhere() {
     let d1 = tempfile::tempdir().unwrap();
     let d2 = tempfile::tempdir().unwrap();
     let sim = Arc::new(SimStorage::new());
-    let logs = open_logs(d1.path(), d2.path(), &sim);
+    let logs = two_dir_logs(d1.path(), d2.path(), &sim);
     let orders = TopicPartition {
         topic: "orders".into(),
         partition: 0,
@@ -136,7 +126,7 @@ fn an_offsets_partition_in_an_offline_dir_is_not_created_again_elsewhere() {
     // Listing that offsets partition fails at the next start: d2 goes offline.
     let bad = d2.path().join(offsets_tp.to_string());
     sim.inject(Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(bad.to_str().unwrap()));
-    let logs = open_logs(d1.path(), d2.path(), &sim);
+    let logs = two_dir_logs(d1.path(), d2.path(), &sim);
     assert!(logs.offline_dirs().iter().any(|(p, _)| p == d2.path()));
     let coord = GroupCoordinator::open(logs.clone(), group_config(), ManualClock::new(T0))
         .expect("the coordinator opens with one offsets partition offline");
@@ -153,7 +143,7 @@ fn an_offsets_partition_in_an_offline_dir_is_not_created_again_elsewhere() {
     close(logs, coord);
 
     // The disk works again: the offsets partition loads from d2 with the group's offset.
-    let logs = open_logs(d1.path(), d2.path(), &sim);
+    let logs = two_dir_logs(d1.path(), d2.path(), &sim);
     assert!(logs.offline_dirs().is_empty());
     let coord = GroupCoordinator::open(logs.clone(), group_config(), ManualClock::new(T0)).unwrap();
     assert_eq!(fetch(&coord, &group), (0, Some(42)));

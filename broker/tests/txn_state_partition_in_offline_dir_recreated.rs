@@ -8,12 +8,14 @@
 //! the other partitions meanwhile (its open fails), which this test leaves open: it checks
 //! that nothing is created in the other directory and that the next start loads.
 
+mod common;
+
+use common::two_dir_logs;
 use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
 use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_engine::manager::LogManager;
 use mirrorlog_index::TopicPartition;
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
-use std::path::Path;
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
@@ -25,18 +27,6 @@ impl TxnOffsetsSink for Sink {
         0
     }
     fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
-}
-
-fn open_logs(d1: &Path, d2: &Path, sim: &Arc<SimStorage>) -> Arc<LogManager> {
-    let mut cfg = LogManagerConfig::new(d1);
-    cfg.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
-    cfg.recovery_threads = 1;
-    let storage: Arc<dyn Storage> = sim.clone();
-    Arc::new(
-        LogManager::open(cfg, storage, ManualClock::new(T0))
-            .unwrap()
-            .0,
-    )
 }
 
 fn config() -> TxnConfig {
@@ -55,7 +45,7 @@ fn a_state_partition_in_an_offline_dir_is_not_created_again_elsewhere() {
     let d1 = tempfile::tempdir().unwrap();
     let d2 = tempfile::tempdir().unwrap();
     let sim = Arc::new(SimStorage::new());
-    let logs = open_logs(d1.path(), d2.path(), &sim);
+    let logs = two_dir_logs(d1.path(), d2.path(), &sim);
     drop(open_txn(&logs).unwrap());
     let in_d2: TopicPartition = (0..4)
         .map(|p| TopicPartition {
@@ -68,7 +58,7 @@ fn a_state_partition_in_an_offline_dir_is_not_created_again_elsewhere() {
 
     let bad = d2.path().join(in_d2.to_string());
     sim.inject(Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(bad.to_str().unwrap()));
-    let logs = open_logs(d1.path(), d2.path(), &sim);
+    let logs = two_dir_logs(d1.path(), d2.path(), &sim);
     assert!(logs.offline_dirs().iter().any(|(p, _)| p == d2.path()));
     drop(open_txn(&logs));
     assert!(
@@ -78,7 +68,7 @@ fn a_state_partition_in_an_offline_dir_is_not_created_again_elsewhere() {
     Arc::try_unwrap(logs).unwrap().shutdown().unwrap();
 
     // The disk works again: one copy of each partition, the coordinator opens.
-    let logs = open_logs(d1.path(), d2.path(), &sim);
+    let logs = two_dir_logs(d1.path(), d2.path(), &sim);
     assert!(logs.offline_dirs().is_empty());
     drop(open_txn(&logs).unwrap());
     Arc::try_unwrap(logs).unwrap().shutdown().unwrap();

@@ -31,3 +31,25 @@ pub fn with_spare_fds<R>(spare: usize, f: impl FnOnce() -> R) -> R {
     }
     r
 }
+
+/// A `LogManager` over data directories `d1` and `d2` on the simulated storage `sim` (one
+/// recovery thread, default log settings), for the tests of a directory that fails.
+pub fn two_dir_logs(
+    d1: &std::path::Path,
+    d2: &std::path::Path,
+    sim: &std::sync::Arc<mirrorlog_segment::io::SimStorage>,
+) -> std::sync::Arc<mirrorlog_engine::manager::LogManager> {
+    let mut cfg = mirrorlog_engine::manager::LogManagerConfig::new(d1);
+    cfg.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
+    cfg.recovery_threads = 1;
+    let storage: std::sync::Arc<dyn mirrorlog_segment::io::Storage> = sim.clone();
+    std::sync::Arc::new(
+        mirrorlog_engine::manager::LogManager::open(
+            cfg,
+            storage,
+            mirrorlog_engine::clock::ManualClock::new(1_700_000_000_000),
+        )
+        .unwrap()
+        .0,
+    )
+}

@@ -2,6 +2,7 @@
 //! that scripts/test.sh installs.
 #![allow(dead_code)]
 
+pub mod java;
 pub mod mirrors;
 
 use std::io::{BufRead, BufReader};

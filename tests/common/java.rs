@@ -1,0 +1,127 @@
+//! Apache Kafka's own Java client (kafka-clients 4.3.0, the reference client) as a test driver.
+//!
+//! `tests/kafka-java/fetch-jars.sh` puts the client's jars in `tests/kafka-java/jars/` (scripts/test.sh
+//! runs it before the tests); a scenario program is a `.java` file under `tests/kafka-java/` that
+//! [`JavaClient::compile`] builds with `javac` into a temporary directory, once per test binary
+//! and file, and [`JavaClient::run`] runs with `java`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+/// A compiled scenario program.
+pub struct JavaClient {
+    classes: PathBuf,
+    class_path: String,
+    main_class: String,
+}
+
+fn jars_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka-java/jars")
+}
+
+/// The client's class path: every jar in `tests/kafka-java/jars/`.
+///
+/// # Panics
+/// No `kafka-clients` jar or no `javac`, unless `MIRRORLOG_SKIP_CLIENT_TESTS` is set (then
+/// `None`, saying so): a client test must not pass without running.
+fn class_path() -> Option<String> {
+    let jars: Vec<PathBuf> = std::fs::read_dir(jars_dir())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "jar"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let has_client = jars.iter().any(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("kafka-clients-"))
+    });
+    let has_javac = Command::new("javac").arg("-version").output().is_ok();
+    if !has_client || !has_javac {
+        assert!(
+            std::env::var_os("MIRRORLOG_SKIP_CLIENT_TESTS").is_some(),
+            "Kafka's Java client is missing (jar found: {has_client}, javac found: {has_javac}): \
+             run scripts/test.sh (it fetches the jars with tests/kafka-java/fetch-jars.sh and \
+             needs a JDK 17+), or set MIRRORLOG_SKIP_CLIENT_TESTS=1 to skip the client tests"
+        );
+        eprintln!("skipped (MIRRORLOG_SKIP_CLIENT_TESTS): no Java Kafka client");
+        return None;
+    }
+    let mut parts: Vec<String> = jars.iter().map(|p| p.display().to_string()).collect();
+    parts.sort();
+    Some(parts.join(":"))
+}
+
+impl JavaClient {
+    /// Compiles `tests/kafka-java/{main_class}.java` (once per test binary); `None` when the
+    /// client tests are knowingly skipped.
+    ///
+    /// # Panics
+    /// `javac` fails (its output is in the message), or the client is missing and the tests are
+    /// not skipped.
+    pub fn compile(main_class: &str) -> Option<JavaClient> {
+        static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+        let class_path = class_path()?;
+        let mut built = BUILT
+            .get_or_init(|| Mutex::new(HashMap::new()))
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let classes = built
+            .entry(main_class.to_string())
+            .or_insert_with(|| {
+                let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/kafka-java")
+                    .join(format!("{main_class}.java"));
+                // Kept for the life of the test binary: other tests may run the classes later.
+                let out = tempfile::tempdir().unwrap().keep();
+                let javac = Command::new("javac")
+                    .args(["-encoding", "UTF-8", "--release", "17", "-d"])
+                    .arg(&out)
+                    .arg("-cp")
+                    .arg(&class_path)
+                    .arg(&source)
+                    .output()
+                    .expect("run javac");
+                assert!(
+                    javac.status.success(),
+                    "javac {} failed:\n{}",
+                    source.display(),
+                    String::from_utf8_lossy(&javac.stderr)
+                );
+                out
+            })
+            .clone();
+        Some(JavaClient {
+            classes,
+            class_path,
+            main_class: main_class.to_string(),
+        })
+    }
+
+    /// Runs the program with `args`; returns its stdout.
+    ///
+    /// # Panics
+    /// The program exits with a failure (its stdout and stderr are in the message).
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("java")
+            .arg("-Dslf4j.internal.verbosity=ERROR")
+            .arg("-cp")
+            .arg(format!("{}:{}", self.classes.display(), self.class_path))
+            .arg(&self.main_class)
+            .args(args)
+            .output()
+            .expect("run java");
+        assert!(
+            out.status.success(),
+            "java {} {args:?} failed:\n--- stdout\n{}\n--- stderr\n{}",
+            self.main_class,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}

@@ -115,6 +115,12 @@ pub trait Coordinator: Send + Sync {
     /// A topic was deleted: drop what is kept for its partitions (a group's committed offsets,
     /// as Kafka's `onPartitionsDeleted`).
     fn topic_deleted(&self, _topic: &str) {}
+    /// FindCoordinator of `key` for coordinator type `key_type`: the error to answer when this
+    /// coordinator owns that type but cannot coordinate the key (its partition is not loaded),
+    /// `None` otherwise (this broker is the coordinator).
+    fn find_error(&self, _key_type: i8, _key: &str) -> Option<i16> {
+        None
+    }
 }
 
 /// Which long-polling fetches a coordinator request may concern ([`Coordinator::wakes`]).
@@ -514,6 +520,15 @@ impl Broker {
             .map_err(|_| anyhow::anyhow!("the log manager is still in use at shutdown"))?;
         logs.shutdown()?;
         Ok(())
+    }
+
+    /// What FindCoordinator answers for `key` of `key_type` instead of this broker, if
+    /// anything ([`Coordinator::find_error`]).
+    pub fn find_coordinator_error(&self, key_type: i8, key: &str) -> Option<i16> {
+        self.coordinators
+            .read()
+            .iter()
+            .find_map(|c| c.find_error(key_type, key))
     }
 
     fn coordinator_for(&self, api: ApiKey) -> Option<Arc<dyn Coordinator>> {

@@ -87,6 +87,11 @@ impl Coordinator for Txns {
         self.0.tick();
         false
     }
+    fn find_error(&self, key_type: i8, key: &str) -> Option<i16> {
+        // Kafka's FindCoordinator for a transaction state partition without a leader.
+        (key_type == 1 && !self.0.serves(key))
+            .then_some(kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
+    }
 }
 
 /// The group coordinator as the transaction coordinator's offsets sink.

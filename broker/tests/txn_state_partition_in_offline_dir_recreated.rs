@@ -4,9 +4,9 @@
 //! open transactions), and the next start, the directory repaired, failed on the duplicate
 //! partition directories. Kafka never recreates a replica of an offline log dir elsewhere.
 //!
-//! The engine now refuses that `create` (`LogDirOffline`); the coordinator does not yet serve
-//! the other partitions meanwhile (its open fails), which this test leaves open: it checks
-//! that nothing is created in the other directory and that the next start loads.
+//! The engine refuses that `create` (`LogDirOffline`), and the coordinator leaves the partition
+//! unloaded and opens (what it then answers: `txn_state_partition_offline_at_start.rs`): this
+//! test checks that nothing is created in the other directory and that the next start loads.
 
 mod common;
 
@@ -60,7 +60,7 @@ fn a_state_partition_in_an_offline_dir_is_not_created_again_elsewhere() {
     sim.inject(Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(bad.to_str().unwrap()));
     let logs = two_dir_logs(d1.path(), d2.path(), &sim);
     assert!(logs.offline_dirs().iter().any(|(p, _)| p == d2.path()));
-    drop(open_txn(&logs));
+    drop(open_txn(&logs).expect("the coordinator opens with a partition offline"));
     assert!(
         !d1.path().join(in_d2.to_string()).exists(),
         "{in_d2} was created again, empty, in the online dir"

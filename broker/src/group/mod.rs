@@ -1277,6 +1277,8 @@ fn txn_offset_commit_verification_error(e: &crate::txn::TxnError, version: i16) 
         T::InvalidProducerIdMapping => E::InvalidProducerIdMapping,
         T::ConcurrentTransactions => E::ConcurrentTransactions,
         T::InvalidRequest(_) => E::InvalidRequest,
+        // Kafka: NOT_COORDINATOR from verification → NOT_ENOUGH_REPLICAS → this.
+        T::NotLoaded(_) => E::CoordinatorNotAvailable,
         _ => E::UnknownServerError,
     }
     .code()

@@ -1425,8 +1425,9 @@ pub fn describe_cluster(b: &Broker, r: DescribeClusterRequest, v: i16) -> Descri
 }
 
 /// FindCoordinator v0–6: this node coordinates every group (key type 0) and transactional id
-/// (key type 1); v4+ answers one `coordinators` entry per key. Other key types (share groups
-/// included) are INVALID_REQUEST.
+/// (key type 1) whose coordinator partition is loaded (otherwise the coordinator's answer,
+/// COORDINATOR_NOT_AVAILABLE, as Kafka's for a partition without a leader); v4+ answers one
+/// `coordinators` entry per key. Other key types (share groups included) are INVALID_REQUEST.
 pub fn find_coordinator(b: &Broker, r: FindCoordinatorRequest, v: i16) -> FindCoordinatorResponse {
     let key_error = match r.key_type {
         0 | 1 => None,
@@ -1445,7 +1446,18 @@ pub fn find_coordinator(b: &Broker, r: FindCoordinatorRequest, v: i16) -> FindCo
             .map(|key| {
                 let mut c = Coordinator::default();
                 c.key = key.clone();
+                let unavailable = match &key_error {
+                    None => b.find_coordinator_error(r.key_type, key),
+                    Some(_) => None,
+                };
                 match &key_error {
+                    None if unavailable.is_some() => {
+                        c.node_id = BrokerId(-1);
+                        c.host = sb("");
+                        c.port = -1;
+                        c.error_code = unavailable.unwrap_or_default();
+                        c.error_message = None;
+                    }
                     None => {
                         c.node_id = BrokerId(node);
                         c.host = host.clone();
@@ -1466,7 +1478,17 @@ pub fn find_coordinator(b: &Broker, r: FindCoordinatorRequest, v: i16) -> FindCo
             .collect();
         return resp;
     }
+    let unavailable = match &key_error {
+        None => b.find_coordinator_error(r.key_type, &r.key),
+        Some(_) => None,
+    };
     match key_error {
+        None if unavailable.is_some() => {
+            resp.error_code = unavailable.unwrap_or_default();
+            resp.node_id = BrokerId(-1);
+            resp.host = sb("");
+            resp.port = -1;
+        }
         None => {
             resp.error_code = 0;
             resp.node_id = BrokerId(node);

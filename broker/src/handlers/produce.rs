@@ -575,6 +575,8 @@ fn verification_failure(e: TxnError, tp: &TopicPartition, version: i16) -> (i16,
         }
         TxnError::InvalidRequest(_) => failure(ResponseError::InvalidRequest, e.to_string()),
         TxnError::ConcurrentTransactions => unverified(ResponseError::ConcurrentTransactions),
+        // The transactional id's state partition is not loaded (offline data dir).
+        TxnError::NotLoaded(_) => unverified(ResponseError::NotCoordinator),
         other => failure(ResponseError::UnknownServerError, other.to_string()),
     }
 }

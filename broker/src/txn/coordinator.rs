@@ -21,7 +21,7 @@ use mirrorlog_index::{
 };
 use mirrorlog_segment::{BatchBuilder, Batches, TimestampType};
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -47,6 +47,13 @@ pub struct TxnCoordinator {
     clock: Arc<dyn Clock>,
     config: TxnConfig,
     state_partitions: i32,
+    /// The `__transaction_state` partitions this incarnation did not load, with why: their data
+    /// directory was offline at open. Their transactional ids are answered NOT_COORDINATOR
+    /// (FindCoordinator: COORDINATOR_NOT_AVAILABLE), as Kafka answers for a partition it does
+    /// not lead, and nothing reads or writes their state until a restart loads them. When
+    /// partition 0 (the coordinator epoch and the producer-id blocks) is one of them, every
+    /// partition is: see [`open`](Self::open).
+    unloaded: BTreeMap<i32, String>,
     coordinator_epoch: CoordinatorEpoch,
     txns: RwLock<HashMap<String, Entry>>,
     producer_ids: Mutex<ProducerIdBlock>,
@@ -148,9 +155,20 @@ impl TxnCoordinator {
     /// completing a transaction may call `offsets.complete_txn`, the group coordinator must be
     /// loaded before this is called.
     ///
+    /// A partition whose data directory is offline (it went offline while the log manager
+    /// loaded) is neither loaded nor created anew elsewhere: its transactional ids are
+    /// unavailable (NOT_COORDINATOR; their open transactions stay open, their timeouts wait)
+    /// until a restart with the directory repaired loads it as it was. The others are served.
+    /// Partition 0 is special: it holds the coordinator epoch and the producer-id blocks, and
+    /// without them no marker could be stamped above the last incarnation's nor any producer id
+    /// handed out without risking one already in use; when it is offline the whole coordinator
+    /// is unavailable (every transactional id NOT_COORDINATOR, InitProducerId without one
+    /// COORDINATOR_LOAD_IN_PROGRESS) and nothing is read or written.
+    ///
     /// # Errors
     /// An invalid config, a `__transaction_state` partition that cannot be created, read or
-    /// written, or a record in it that cannot be decoded.
+    /// written (other than one of an offline directory), or a record in it that cannot be
+    /// decoded.
     pub fn open(
         logs: Arc<LogManager>,
         offsets: Arc<dyn TxnOffsetsSink>,
@@ -163,10 +181,32 @@ impl TxnCoordinator {
             .context("invalid transaction coordinator config")?;
         let handles = ensure_state_partitions(&logs, &config)?;
         let state_partitions = handles.len() as i32;
+        let mut unloaded: BTreeMap<i32, String> = handles
+            .iter()
+            .enumerate()
+            .filter_map(|(p, h)| h.as_ref().err().map(|e| (p as i32, e.clone())))
+            .collect();
+        if let Some(why) = unloaded.get(&0).cloned() {
+            let why = format!(
+                "{} (the coordinator epoch and the producer-id blocks) is offline: {why}",
+                state_tp(0)
+            );
+            unloaded = (0..state_partitions).map(|p| (p, why.clone())).collect();
+        }
         let mut loaded = Loaded::default();
         for (p, h) in handles.iter().enumerate() {
-            load_partition(h, p as i32, state_partitions, &mut loaded)
-                .with_context(|| format!("loading {}", state_tp(p as i32)))?;
+            let p = p as i32;
+            if let Some(why) = unloaded.get(&p) {
+                tracing::error!(
+                    "{} is not loaded, its transactional ids are unavailable until a restart \
+                     loads it: {why}",
+                    state_tp(p)
+                );
+                continue;
+            }
+            let h = h.as_ref().expect("a loaded partition is online");
+            load_partition(h, p, state_partitions, &mut loaded)
+                .with_context(|| format!("loading {}", state_tp(p)))?;
         }
         let coordinator_epoch = match loaded.broker {
             Some(b) => b
@@ -195,6 +235,7 @@ impl TxnCoordinator {
             offsets,
             clock,
             state_partitions,
+            unloaded,
             coordinator_epoch: CoordinatorEpoch(coordinator_epoch),
             producer_ids: Mutex::new(ProducerIdBlock {
                 next: block_end,
@@ -214,9 +255,11 @@ impl TxnCoordinator {
             marker_written: std::sync::OnceLock::new(),
             config,
         };
-        coordinator
-            .append_state(0, coordinator.broker_batch(block_end), true)
-            .context("persisting the coordinator epoch")?;
+        if !coordinator.unloaded.contains_key(&0) {
+            coordinator
+                .append_state(0, coordinator.broker_batch(block_end), true)
+                .context("persisting the coordinator epoch")?;
+        }
         tracing::info!(
             state_partitions,
             coordinator_epoch,
@@ -245,6 +288,21 @@ impl TxnCoordinator {
         partition_for(transactional_id, self.state_partitions)
     }
 
+    /// The `__transaction_state` partitions not loaded (their data directory was offline at
+    /// open), with why; see [`open`](Self::open).
+    pub fn unloaded_partitions(&self) -> BTreeMap<i32, String> {
+        self.unloaded.clone()
+    }
+
+    /// Whether this coordinator serves `transactional_id`: its `__transaction_state` partition
+    /// is loaded. FindCoordinator answers COORDINATOR_NOT_AVAILABLE for an id it does not serve,
+    /// as Kafka does for a coordinator partition without a leader.
+    pub fn serves(&self, transactional_id: &str) -> bool {
+        !self
+            .unloaded
+            .contains_key(&self.partition_for(transactional_id))
+    }
+
     /// A copy of a transactional id's state, `None` when unknown.
     pub fn transaction(&self, transactional_id: &str) -> Option<TxnMetadata> {
         let e = self.entry(transactional_id)?;
@@ -263,6 +321,9 @@ impl TxnCoordinator {
     }
 
     fn allocate(&self) -> Result<ProducerId, TxnError> {
+        if let Some(why) = self.unloaded.get(&0) {
+            return Err(TxnError::ProducerIdsNotLoaded(why.clone()));
+        }
         let mut b = self.producer_ids.lock();
         if b.next >= b.end {
             let end = b
@@ -606,13 +667,18 @@ impl TxnCoordinator {
 
     /// Runs `f` on the locked state of `id`, creating it with `create` when it is unknown
     /// (else `InvalidProducerIdMapping`). An entry found Dead was expiring under us: it is
-    /// gone from the map by the time its lock is free, so the lookup is retried.
+    /// gone from the map by the time its lock is free, so the lookup is retried. An id whose
+    /// partition is not loaded is `NotLoaded` (its state is not known here, so it is neither
+    /// looked up nor created).
     fn with_txn<R>(
         &self,
         id: &str,
         create: Option<&dyn Fn() -> Result<TxnMetadata, TxnError>>,
         f: impl FnOnce(&mut TxnMetadata) -> Result<R, TxnError>,
     ) -> Result<R, TxnError> {
+        if let Some(why) = self.unloaded.get(&self.partition_for(id)) {
+            return Err(TxnError::NotLoaded(why.clone()));
+        }
         for _ in 0..DEAD_ENTRY_RETRIES {
             let entry = match (self.entry(id), create) {
                 (Some(e), _) => e,
@@ -927,6 +993,10 @@ impl TxnCoordinator {
         };
         let storage = |e: EngineError| TxnError::StateLogUnavailable(e.to_string());
         for p in 0..self.state_partitions {
+            if self.unloaded.contains_key(&p) {
+                // Nothing of it is in memory: a rewrite would drop its live records.
+                continue;
+            }
             let tp = state_tp(p);
             let h = self
                 .logs
@@ -998,17 +1068,31 @@ fn check_producer(
     }
 }
 
-/// The `__transaction_state` partitions, created when missing.
+/// The `__transaction_state` partitions, created when missing; a partition of a data directory
+/// that went offline while loading is `Err` with why (never created anew elsewhere: that would
+/// forget its transactional ids, and the next start would find two copies). Such partitions
+/// count for the partition count, which decides every id's partition.
 fn ensure_state_partitions(
     logs: &LogManager,
     config: &TxnConfig,
-) -> anyhow::Result<Vec<Arc<PartitionHandle>>> {
+) -> anyhow::Result<Vec<Result<Arc<PartitionHandle>, String>>> {
     let existing: Vec<Arc<PartitionHandle>> = logs
         .partitions()
         .into_iter()
         .filter(|h| h.topic_partition().topic == TRANSACTION_STATE_TOPIC)
         .collect();
-    let count = match existing.iter().map(|h| h.topic_partition().partition).max() {
+    let offline: Vec<i32> = logs
+        .offline_partitions()
+        .into_iter()
+        .filter(|(tp, _)| tp.topic == TRANSACTION_STATE_TOPIC)
+        .map(|(tp, _)| tp.partition)
+        .collect();
+    let max = existing
+        .iter()
+        .map(|h| h.topic_partition().partition)
+        .chain(offline.iter().copied())
+        .max();
+    let count = match max {
         None => config.transaction_state_partitions,
         Some(max) => {
             let count = max + 1;
@@ -1023,19 +1107,36 @@ fn ensure_state_partitions(
             count
         }
     };
-    let topic_id = existing
-        .first()
-        .map(|h| h.topic_id())
-        .unwrap_or_else(|| TopicId(*uuid::Uuid::new_v4().as_bytes()));
+    // Without an online partition to take the topic id from, a missing partition cannot join
+    // the offline ones' topic: it is left out too (partition 0 is then missing or offline, and
+    // the coordinator unavailable as a whole).
+    let topic_id = match existing.first() {
+        Some(h) => Some(h.topic_id()),
+        None if offline.is_empty() => Some(TopicId(*uuid::Uuid::new_v4().as_bytes())),
+        None => None,
+    };
     let log_config = state_log_config(logs.default_log_config(), config);
     (0..count)
         .map(|p| {
-            let h = logs
-                .create(&state_tp(p), topic_id, log_config.clone())
-                .with_context(|| format!("creating {}", state_tp(p)))?;
-            logs.keep_every_record(&state_tp(p))
-                .with_context(|| format!("pinning the retention of {}", state_tp(p)))?;
-            Ok(h)
+            let tp = state_tp(p);
+            let h = match logs.lookup(&tp) {
+                Ok(Some(h)) => h,
+                Ok(None) => {
+                    let Some(topic_id) = topic_id else {
+                        return Ok(Err(format!(
+                            "{tp} is missing and every other partition of \
+                             {TRANSACTION_STATE_TOPIC} is offline"
+                        )));
+                    };
+                    logs.create(&tp, topic_id, log_config.clone())
+                        .with_context(|| format!("creating {tp}"))?
+                }
+                Err(e @ EngineError::LogDirOffline { .. }) => return Ok(Err(e.to_string())),
+                Err(e) => return Err(e).with_context(|| format!("looking up {tp}")),
+            };
+            logs.keep_every_record(&tp)
+                .with_context(|| format!("pinning the retention of {tp}"))?;
+            Ok(Ok(h))
         })
         .collect()
 }

@@ -43,6 +43,16 @@ pub enum TxnError {
     /// `COORDINATOR_NOT_AVAILABLE`: no producer id could be allocated.
     #[error("no producer id could be allocated: {0}")]
     ProducerIdUnavailable(String),
+    /// `NOT_COORDINATOR`: the transactional id's `__transaction_state` partition is not loaded
+    /// here (its data directory was offline at start), as Kafka answers for a partition it does
+    /// not lead. Its state is neither read nor written until a restart loads it.
+    #[error("the transaction state of this transactional id is not loaded: {0}")]
+    NotLoaded(String),
+    /// `COORDINATOR_LOAD_IN_PROGRESS`: no producer-id block can be read or written (the
+    /// `__transaction_state` partition holding them is not loaded), as Kafka answers while it has
+    /// no producer-id block; the client retries.
+    #[error("producer ids are unavailable: {0}")]
+    ProducerIdsNotLoaded(String),
     /// `UNKNOWN_SERVER_ERROR`.
     #[error("{0}")]
     Internal(String),
@@ -61,6 +71,8 @@ impl TxnError {
             TxnError::PartitionNotInTransaction => ResponseError::TransactionAbortable,
             TxnError::StateLogUnavailable(_) => ResponseError::NotCoordinator,
             TxnError::ProducerIdUnavailable(_) => ResponseError::CoordinatorNotAvailable,
+            TxnError::NotLoaded(_) => ResponseError::NotCoordinator,
+            TxnError::ProducerIdsNotLoaded(_) => ResponseError::CoordinatorLoadInProgress,
             TxnError::Internal(_) => ResponseError::UnknownServerError,
         }
     }

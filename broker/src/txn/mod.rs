@@ -27,7 +27,10 @@
 //!   epoch than the last.
 //! - [`TxnCoordinator::open`] replays `__transaction_state`, and completes any transaction
 //!   that was PrepareCommit/PrepareAbort when the broker stopped (its markers are written
-//!   again; a repeated marker is harmless).
+//!   again; a repeated marker is harmless). A partition whose data directory is offline at open
+//!   is left unloaded, never created anew: its transactional ids answer NOT_COORDINATOR
+//!   (FindCoordinator COORDINATOR_NOT_AVAILABLE) until a restart loads it; with partition 0
+//!   (coordinator epoch, producer-id blocks) offline the whole coordinator is unavailable.
 //!
 //! ## Code map
 //!

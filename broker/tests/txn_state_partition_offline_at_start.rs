@@ -1,0 +1,258 @@
+//! Bug: a `__transaction_state` partition whose data directory went offline while loading made
+//! `TxnCoordinator::open` fail (it could neither load nor create the partition), so the broker
+//! did not start until the disk was repaired. Kafka starts: that coordinator partition simply
+//! has no leader here. FindCoordinator answers COORDINATOR_NOT_AVAILABLE for the transactional
+//! ids hashing there, and the transaction APIs NOT_COORDINATOR (their state is neither read nor
+//! written, never recreated empty); every other transactional id, and InitProducerId without
+//! one, work; the timers leave the unloaded ids alone. Repaired, the partition loads as it was.
+
+use kafka_protocol::ResponseError as E;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::server::{Handler, RequestContext};
+use mirrorlog_broker::txn::TxnConfig;
+use mirrorlog_broker::txn::state_log::partition_for;
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_index::TopicPartition;
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
+use std::path::Path;
+use std::sync::Arc;
+
+const T0: i64 = 1_700_000_000_000;
+
+fn s(x: &str) -> StrBytes {
+    StrBytes::from_string(x.to_string())
+}
+
+fn open(d1: &Path, d2: &Path, sim: &Arc<SimStorage>, clock: &Arc<ManualClock>) -> Arc<Broker> {
+    let mut config = BrokerConfig::new(d1, "127.0.0.1", 9092);
+    config.cluster_id = Some("c".into());
+    config.logs.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
+    config.logs.recovery_threads = 1;
+    let b = Arc::new(Broker::open(config, sim.clone(), clock.clone()).unwrap());
+    b.register_arc();
+    mirrorlog_broker::coordinators::install(&b)
+        .expect("the coordinators install with a __transaction_state partition offline");
+    b
+}
+
+fn close(b: Arc<Broker>) {
+    Arc::try_unwrap(b)
+        .map_err(|_| "broker still shared")
+        .unwrap()
+        .shutdown()
+        .unwrap();
+}
+
+fn call(b: &Broker, api: ApiKey, v: i16, req: RequestKind) -> ResponseKind {
+    let ctx = RequestContext {
+        peer: "127.0.0.1:1".parse().unwrap(),
+        connection_id: 1,
+        client_id: Some("test".into()),
+        api_key: api,
+        api_version: v,
+        correlation_id: 1,
+    };
+    let header = RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(v);
+    b.handle(&ctx, &header, req).expect("a response")
+}
+
+/// InitProducerId v4: (error, producer id, epoch).
+fn init(b: &Broker, txn_id: Option<&str>) -> (i16, i64, i16) {
+    let mut r = InitProducerIdRequest::default();
+    r.transactional_id = txn_id.map(|t| TransactionalId(s(t)));
+    r.transaction_timeout_ms = 60_000;
+    let ResponseKind::InitProducerId(resp) = call(b, ApiKey::InitProducerId, 4, r.into()) else {
+        panic!("not an InitProducerId response");
+    };
+    (resp.error_code, resp.producer_id.0, resp.producer_epoch)
+}
+
+fn add_partition(b: &Broker, txn_id: &str, pid: i64, epoch: i16, tp: &TopicPartition) -> i16 {
+    let mut r = AddPartitionsToTxnRequest::default();
+    r.v3_and_below_transactional_id = TransactionalId(s(txn_id));
+    r.v3_and_below_producer_id = ProducerId(pid);
+    r.v3_and_below_producer_epoch = epoch;
+    r.v3_and_below_topics = vec![
+        AddPartitionsToTxnTopic::default()
+            .with_name(TopicName(s(&tp.topic)))
+            .with_partitions(vec![tp.partition]),
+    ];
+    let ResponseKind::AddPartitionsToTxn(resp) = call(b, ApiKey::AddPartitionsToTxn, 3, r.into())
+    else {
+        panic!("not an AddPartitionsToTxn response");
+    };
+    resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+}
+
+fn add_offsets(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
+    let mut r = AddOffsetsToTxnRequest::default();
+    r.transactional_id = TransactionalId(s(txn_id));
+    r.producer_id = ProducerId(pid);
+    r.producer_epoch = epoch;
+    r.group_id = GroupId(s("g"));
+    let ResponseKind::AddOffsetsToTxn(resp) = call(b, ApiKey::AddOffsetsToTxn, 3, r.into()) else {
+        panic!("not an AddOffsetsToTxn response");
+    };
+    resp.error_code
+}
+
+fn end_txn(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
+    let mut r = EndTxnRequest::default();
+    r.transactional_id = TransactionalId(s(txn_id));
+    r.producer_id = ProducerId(pid);
+    r.producer_epoch = epoch;
+    r.committed = true;
+    let ResponseKind::EndTxn(resp) = call(b, ApiKey::EndTxn, 3, r.into()) else {
+        panic!("not an EndTxn response");
+    };
+    resp.error_code
+}
+
+/// FindCoordinator(TRANSACTION): v3 for one key, v4 for several; the error of each key.
+fn find(b: &Broker, keys: &[&str]) -> Vec<i16> {
+    if let [key] = keys {
+        let mut r = FindCoordinatorRequest::default();
+        r.key = s(key);
+        r.key_type = 1;
+        let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 3, r.into())
+        else {
+            panic!("not a FindCoordinator response");
+        };
+        if resp.error_code == 0 {
+            assert_eq!(resp.node_id.0, b.config.node_id, "this broker coordinates");
+        } else {
+            assert_eq!(resp.node_id.0, -1, "no coordinator");
+        }
+        return vec![resp.error_code];
+    }
+    let mut r = FindCoordinatorRequest::default();
+    r.key_type = 1;
+    r.coordinator_keys = keys.iter().map(|k| s(k)).collect();
+    let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 4, r.into()) else {
+        panic!("not a FindCoordinator response");
+    };
+    resp.coordinators.iter().map(|c| c.error_code).collect()
+}
+
+fn state_tp(p: i32) -> TopicPartition {
+    TopicPartition {
+        topic: "__transaction_state".into(),
+        partition: p,
+    }
+}
+
+#[test]
+fn a_transaction_state_partition_in_an_offline_dir_leaves_only_its_ids_unavailable() {
+    let d1 = tempfile::tempdir().unwrap();
+    let d2 = tempfile::tempdir().unwrap();
+    let sim = Arc::new(SimStorage::new());
+    let clock = ManualClock::new(T0);
+    let parts = TxnConfig::default().transaction_state_partitions;
+
+    let b = open(d1.path(), d2.path(), &sim, &clock);
+    b.topics
+        .create(&b.logs, "t", 2, LogConfig::default(), None)
+        .unwrap();
+    let dir_of = |b: &Broker, tp: &TopicPartition| b.logs.get(tp).unwrap().data_dir().to_path_buf();
+    // The directory to fail is the one without partition 0 (the producer-id blocks).
+    let good = dir_of(&b, &state_tp(0));
+    let bad = if good == d1.path() {
+        d2.path()
+    } else {
+        d1.path()
+    }
+    .to_path_buf();
+    let id_in = |dir: &Path| {
+        (0..1000)
+            .map(|i| format!("tx-{i}"))
+            .find(|id| dir_of(&b, &state_tp(partition_for(id, parts))) == dir)
+            .expect("an id hashing into that dir")
+    };
+    let (off_id, on_id) = (id_in(&bad), id_in(&good));
+    let off_tp = state_tp(partition_for(&off_id, parts));
+    let t_good = (0..2)
+        .map(|p| TopicPartition {
+            topic: "t".into(),
+            partition: p,
+        })
+        .find(|tp| dir_of(&b, tp) == good)
+        .unwrap();
+    let (err, off_pid, off_epoch) = init(&b, Some(&off_id));
+    assert_eq!(err, 0);
+    // A transaction left open in the partition that goes offline.
+    assert_eq!(add_partition(&b, &off_id, off_pid, off_epoch, &t_good), 0);
+    let (err, on_pid, on_epoch) = init(&b, Some(&on_id));
+    assert_eq!(err, 0);
+    close(b);
+
+    // Listing the state partition fails at the next start: its whole dir goes offline.
+    let fault_path = bad.join(off_tp.to_string());
+    sim.inject(Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(fault_path.to_str().unwrap()));
+    let b = open(d1.path(), d2.path(), &sim, &clock);
+    assert!(b.logs.offline_dirs().iter().any(|(p, _)| *p == bad));
+    assert!(
+        !good.join(off_tp.to_string()).exists(),
+        "{off_tp} was created again, empty, in the online dir"
+    );
+
+    // The unloaded partition's ids: no coordinator.
+    assert_eq!(
+        find(&b, &[&off_id]),
+        vec![E::CoordinatorNotAvailable.code()]
+    );
+    assert_eq!(
+        find(&b, &[&off_id, &on_id]),
+        vec![E::CoordinatorNotAvailable.code(), 0]
+    );
+    assert_eq!(init(&b, Some(&off_id)).0, E::NotCoordinator.code());
+    assert_eq!(
+        add_partition(&b, &off_id, off_pid, off_epoch, &t_good),
+        E::NotCoordinator.code()
+    );
+    assert_eq!(
+        add_offsets(&b, &off_id, off_pid, off_epoch),
+        E::NotCoordinator.code()
+    );
+    assert_eq!(
+        end_txn(&b, &off_id, off_pid, off_epoch),
+        E::NotCoordinator.code()
+    );
+
+    // Everything else works.
+    assert_eq!(find(&b, &[&on_id]), vec![0]);
+    let (err, idempotent_pid, epoch) = init(&b, None);
+    assert_eq!((err, epoch), (0, 0));
+    assert!(idempotent_pid > on_pid.max(off_pid), "a fresh producer id");
+    let (err, pid, epoch) = init(&b, Some(&on_id));
+    assert_eq!((err, pid), (0, on_pid));
+    assert!(epoch > on_epoch);
+    assert_eq!(add_partition(&b, &on_id, pid, epoch, &t_good), 0);
+    assert_eq!(end_txn(&b, &on_id, pid, epoch), 0);
+
+    // The timers (timeouts, expiry, the state-log rewrite) run and skip the unloaded ids.
+    clock.advance(8 * 24 * 3600 * 1000);
+    b.tick();
+    b.tick();
+    close(b);
+
+    // Repaired: the partition loads as it was — the same producer id for the same
+    // transactional id, its open transaction fenced and aborted by the new incarnation.
+    let b = open(d1.path(), d2.path(), &sim, &clock);
+    assert!(b.logs.offline_dirs().is_empty());
+    assert_eq!(find(&b, &[&off_id]), vec![0]);
+    let (err, pid, epoch) = init(&b, Some(&off_id));
+    assert_eq!(err, 0);
+    assert_eq!(
+        pid, off_pid,
+        "the transactional id's state was kept, not recreated"
+    );
+    assert!(epoch > off_epoch);
+    close(b);
+}

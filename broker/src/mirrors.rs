@@ -8,7 +8,11 @@
 //! A mirror created with [`Mirrors::create_durable`] (CreateClusterMirror) is recorded in
 //! `<first data dir>/cluster-mirrors.json` and comes back on the next start
 //! ([`Mirrors::restore`]); its partitions come back from `__mirror_state` in their states (a
-//! MIRRORING partition resumes from its local log end). The file holds what the operator set
+//! MIRRORING partition resumes from its local log end). A partition whose state lives in a
+//! `__mirror_state` partition of an offline data directory comes back FAILED instead, naming the
+//! directory, read-only and untouched (operator actions on its topic answer
+//! KAFKA_STORAGE_ERROR) until a restart with the directory repaired; the mirror's other
+//! partitions, and the other mirrors, run as usual. The file holds what the operator set
 //! (plus the include/exclude patterns StartMirrorTopics added), never the defaults, so a
 //! default changed in a later version applies on restart:
 //!

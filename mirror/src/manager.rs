@@ -41,6 +41,7 @@ use crate::state::{
     MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, RetryBackoff, StateError,
 };
 use mirrorlog_engine::clock::Clock;
+use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
 use parking_lot::Mutex;
@@ -732,6 +733,13 @@ impl MirrorManager {
     /// twice), a PAUSED one stays paused, a STOPPED one stays writable. A partition's topic name
     /// comes from the local topic with the key's topic id; source leaders come with the first
     /// [`sync`](Self::sync).
+    ///
+    /// A partition of such a topic whose state lives in a `__mirror_state` partition that is not
+    /// loaded (its data directory was offline at start, [`MirrorStateStore::unavailable`]) cannot
+    /// be restored faithfully: it comes back FAILED, not retryable, naming the directory, held
+    /// in memory only (nothing is written over the state the offline partition holds); it is
+    /// never fetched, and operator actions on its topic are refused with the storage error
+    /// ([`MirrorError::Engine`]) until a restart with the directory repaired restores it.
     fn restore(&self) {
         let mut restored = 0usize;
         let mut mine = vec![];
@@ -746,6 +754,7 @@ impl MirrorManager {
             };
             mine.push((topic, st));
         }
+        mine.extend(self.unavailable_states(&mine));
         // Claimed before anything touches a log: a topic with a partition not STOPPED is this
         // mirror's unless another mirror restored or started it first. Then it is that mirror's
         // alone, and this one's partitions of it fail for good (an older build let two mirrors
@@ -804,6 +813,76 @@ impl MirrorManager {
         if restored > 0 {
             tracing::info!(mirror = %self.config.name, partitions = restored, "restored mirror partitions from {}", crate::state::MIRROR_STATE_TOPIC);
         }
+    }
+
+    /// For each topic of `restored`, its local partitions with no restored state whose state
+    /// would live in a `__mirror_state` partition that is not loaded: a FAILED state (in memory
+    /// only) naming the offline directory.
+    fn unavailable_states(
+        &self,
+        restored: &[(String, PartitionMirrorState)],
+    ) -> Vec<(String, PartitionMirrorState)> {
+        let mut topics: BTreeMap<&str, ([u8; 16], Vec<i32>)> = BTreeMap::new();
+        for (topic, st) in restored {
+            let e = topics.entry(topic).or_insert((st.topic_id, vec![]));
+            e.1.push(st.partition);
+        }
+        let mut out = vec![];
+        for (topic, (id, known)) in topics {
+            // Every local partition, those of offline data dirs included.
+            for p in 0.. {
+                if matches!(self.logs.lookup(&tp(topic, p)), Ok(None)) {
+                    break;
+                }
+                if known.contains(&p) {
+                    continue;
+                }
+                let mut st = PartitionMirrorState::new(&self.config.name, id, p);
+                let Some(offline) = self.store.unavailable(&st.key()) else {
+                    continue;
+                };
+                let reason = format!(
+                    "the state of this mirror partition is unavailable, so it is not restored \
+                     (it stays read-only; nothing is fetched or appended): {offline}; repair the \
+                     data directory and restart"
+                );
+                let epoch = st.state_epoch;
+                if let Err(e) = st.fail(&reason, false, epoch, self.now(), &self.config.retry) {
+                    tracing::warn!(mirror = %self.config.name, topic, partition = p, "{e}");
+                }
+                tracing::error!(mirror = %self.config.name, topic, partition = p, "mirror partition FAILED: {reason}");
+                out.push((topic.to_string(), st));
+            }
+        }
+        out
+    }
+
+    /// [`topic_entries`](Self::topic_entries) for an operator action that writes their states:
+    /// refused with the storage error when the state of one of them is unavailable
+    /// ([`MirrorStateStore::unavailable`]), so that no state is written over one an offline
+    /// `__mirror_state` partition holds and the topic is not changed half-way.
+    fn topic_entries_to_change(
+        &self,
+        topic: &str,
+    ) -> Result<Vec<(TopicPartition, EntryRef)>, MirrorError> {
+        let entries = self.topic_entries(topic)?;
+        match self.unavailable_state(&entries) {
+            Some(e) => Err(MirrorError::Engine(e)),
+            None => Ok(entries),
+        }
+    }
+
+    /// Why the state of a partition of `topic` held by this mirror is unavailable, if one's is
+    /// ([`MirrorStateStore::unavailable`]): operator actions on the topic are refused with it.
+    pub fn topic_state_unavailable(&self, topic: &str) -> Option<EngineError> {
+        self.unavailable_state(&self.topic_entries(topic).ok()?)
+    }
+
+    fn unavailable_state(&self, entries: &[(TopicPartition, EntryRef)]) -> Option<EngineError> {
+        entries.iter().find_map(|(_, entry)| {
+            let key = entry.lock().state.key();
+            self.store.unavailable(&key)
+        })
     }
 
     /// Adds a restored partition to the mirror's maps.
@@ -1029,7 +1108,7 @@ impl MirrorManager {
     pub fn recover_topic(&self, topic: &str) -> Result<usize, MirrorError> {
         // Before the claim: a topic this mirror does not hold is an error, and must not stay
         // claimed by it (no other mirror could start it, and nothing here would release it).
-        let entries = self.topic_entries(topic)?;
+        let entries = self.topic_entries_to_change(topic)?;
         // A retry writes the log (alignment, fetching, the stop sequence): the owner's alone.
         {
             let _claiming = self.claim_lock.lock();
@@ -1191,6 +1270,14 @@ impl MirrorManager {
                     "{} is an internal topic and is never mirrored",
                     t.name
                 )));
+            }
+            // Before anything of the topic changes: a partition whose stored state is unknown
+            // (its `__mirror_state` partition not loaded) may be mirroring or failed over.
+            for p in &t.partitions {
+                let key = PartitionMirrorState::new(&self.config.name, t.id, p.partition).key();
+                if let Some(e) = self.store.unavailable(&key) {
+                    return Err(MirrorError::Engine(e));
+                }
             }
             // Claimed before the destination topic is created or made read-only, and held
             // while its partitions start: one writer per topic (KIP-1279:
@@ -2402,7 +2489,7 @@ impl MirrorManager {
 
     /// [`stop_topic`](Self::stop_topic); the caller holds `starting`.
     fn stop_topic_serialised(&self, topic: &str) -> Result<(), MirrorError> {
-        let entries = self.topic_entries(topic)?;
+        let entries = self.topic_entries_to_change(topic)?;
         if !self.owns(topic) {
             return self.stop_unowned(topic, entries);
         }
@@ -2558,7 +2645,7 @@ impl MirrorManager {
     /// # Errors
     /// Unknown topic, or a partition in a state that cannot pause.
     pub fn pause_topic(&self, topic: &str) -> Result<(), MirrorError> {
-        for (_, entry) in self.topic_entries(topic)? {
+        for (_, entry) in self.topic_entries_to_change(topic)? {
             let mut e = entry.lock();
             if e.state.state == S::Paused {
                 continue;
@@ -2577,7 +2664,7 @@ impl MirrorManager {
     /// # Errors
     /// Unknown topic, or the state cannot be persisted.
     pub fn resume_topic(&self, topic: &str) -> Result<(), MirrorError> {
-        for (key, entry) in self.topic_entries(topic)? {
+        for (key, entry) in self.topic_entries_to_change(topic)? {
             let mut e = entry.lock();
             if !matches!(e.state.state, S::Paused | S::Pausing) {
                 continue;

@@ -113,6 +113,13 @@
 //! readers see it. Since every record is appended durably, whatever a crash leaves is a prefix of
 //! the writes, and every write acknowledged survives.
 //!
+//! **A partition in an offline data directory** (it went offline while the log manager loaded)
+//! is neither loaded nor created anew elsewhere: the store opens without it, the states it holds
+//! are unknown ([`MirrorStateStore::unavailable`] says which keys), and writes to its keys are
+//! refused with `LogDirOffline`, so nothing is written over them; the mirror manager leaves the
+//! partitions whose state is there FAILED and untouched. A restart with the directory repaired
+//! loads it as it was.
+//!
 //! **The stand-in for compaction**: every transition, retry and epoch bump appends a record, so a
 //! long-lived mirror would grow the topic (and the load at every start) without bound. Once a
 //! partition holds [`MirrorStateStore::compaction_min_dirty_records`] more records than live keys
@@ -970,11 +977,22 @@ pub const LOAD_BUFFER_BYTES: u32 = 5 << 20;
 pub struct MirrorStateStore {
     logs: Arc<LogManager>,
     /// `__mirror_state-i` at index `i`, each behind its writers' lock, which also holds the
-    /// partition's record count.
-    partitions: Vec<(Arc<PartitionHandle>, Mutex<Records>)>,
+    /// partition's record count; `Err` with its data directory and why for a partition whose
+    /// data directory was offline at open (see [`open`](Self::open)).
+    partitions: Vec<(StatePartition, Mutex<Records>)>,
     states: RwLock<HashMap<StateKey, PartitionMirrorState>>,
     /// See [`COMPACTION_MIN_DIRTY_RECORDS`].
     min_dirty: std::sync::atomic::AtomicU64,
+}
+
+/// A `__mirror_state` partition's log, or why it is not loaded.
+type StatePartition = Result<Arc<PartitionHandle>, Offline>;
+
+/// A `__mirror_state` partition not loaded: its data directory, and what took it offline.
+#[derive(Debug, Clone)]
+struct Offline {
+    dir: std::path::PathBuf,
+    reason: String,
 }
 
 /// Records in one `__mirror_state` partition from its log start to its end, as this store
@@ -995,6 +1013,13 @@ impl MirrorStateStore {
     ///
     /// Missing partitions are created only when every existing one is empty (a creation cut
     /// short); otherwise the count must match, since a key's partition depends on it.
+    ///
+    /// A partition whose data directory went offline while the log manager loaded is neither
+    /// loaded nor created anew elsewhere (that would lose its states, and the next start would
+    /// find two copies): the keys it holds are unknown until a restart with the directory
+    /// repaired loads it, and writes to them are refused with [`EngineError::LogDirOffline`]
+    /// ([`unavailable`](Self::unavailable) says which keys), so nothing is written over the
+    /// states it holds.
     ///
     /// # Errors
     /// [`StateError::InvalidConfig`] for `partitions < 1`; [`StateError::Store`] when the topic
@@ -1025,13 +1050,26 @@ impl MirrorStateStore {
                 )));
             }
         }
-        let all_empty = existing
-            .iter()
-            .all(|h| h.read().log_end_offset() == Offset(0));
-        if !existing.is_empty() && existing.len() < partitions as usize && !all_empty {
+        let offline: Vec<TopicPartition> = logs
+            .offline_partitions()
+            .into_iter()
+            .map(|(tp, _)| tp)
+            .filter(|tp| tp.topic == MIRROR_STATE_TOPIC)
+            .collect();
+        if let Some(tp) = offline.iter().find(|tp| tp.partition >= partitions) {
             return Err(StateError::Store(format!(
-                "has {} partitions with data, {partitions} were asked for",
-                existing.len()
+                "{tp} exists (in an offline data dir) but {partitions} partitions were asked for"
+            )));
+        }
+        // An offline partition's data is unknown: it counts as holding some.
+        let all_empty = offline.is_empty()
+            && existing
+                .iter()
+                .all(|h| h.read().log_end_offset() == Offset(0));
+        let known = existing.len() + offline.len();
+        if known > 0 && known < partitions as usize && !all_empty {
+            return Err(StateError::Store(format!(
+                "has {known} partitions with data, {partitions} were asked for"
             )));
         }
         let mut config = logs.default_log_config().clone();
@@ -1047,16 +1085,29 @@ impl MirrorStateStore {
                 topic: MIRROR_STATE_TOPIC.to_string(),
                 partition: p,
             };
-            let h = match logs.get(&tp) {
-                Some(h) => h,
-                None => logs.create(&tp, MIRROR_STATE_TOPIC_ID, config.clone())?,
+            let h = match logs.lookup(&tp) {
+                Ok(Some(h)) => h,
+                Ok(None) => logs.create(&tp, MIRROR_STATE_TOPIC_ID, config.clone())?,
+                Err(EngineError::LogDirOffline { path, reason }) => {
+                    tracing::error!(
+                        "{tp} is not loaded: data dir {} is offline ({reason}); the mirror \
+                         partitions whose state it holds are not restored until a restart \
+                         loads it",
+                        path.display()
+                    );
+                    let offline = Offline { dir: path, reason };
+                    handles.push((Err(offline), Mutex::new(Records::default())));
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
             };
             logs.keep_every_record(&tp)?;
-            handles.push((h, Mutex::new(Records::default())));
+            handles.push((Ok(h), Mutex::new(Records::default())));
         }
         let mut states = HashMap::new();
         let mut records = 0u64;
         for (h, counts) in &handles {
+            let Ok(h) = h else { continue };
             let mut counts = counts.lock();
             let n = load_partition(h, &mut states, &mut counts.unknown)?;
             counts.in_log = n;
@@ -1092,10 +1143,30 @@ impl MirrorStateStore {
     }
 
     /// Records in `__mirror_state-partition` from its log start, as counted by this store
-    /// (`None` for a partition it does not have).
+    /// (`None` for a partition it does not have or did not load).
     pub fn records_in_log(&self, partition: i32) -> Option<u64> {
-        let (_, counts) = self.partitions.get(usize::try_from(partition).ok()?)?;
+        let (h, counts) = self.partitions.get(usize::try_from(partition).ok()?)?;
+        h.as_ref().ok()?;
         Some(counts.lock().in_log)
+    }
+
+    /// Why the state of `key` is unavailable, if it is: its `__mirror_state` partition was not
+    /// loaded (its data directory was offline at open), so the stored state of `key` is
+    /// unknown and no write to it is allowed. The error is [`EngineError::LogDirOffline`],
+    /// naming the directory.
+    pub fn unavailable(&self, key: &StateKey) -> Option<EngineError> {
+        let p = self.partition_index(key);
+        let Err(o) = &self.partitions[p as usize].0 else {
+            return None;
+        };
+        Some(EngineError::LogDirOffline {
+            path: o.dir.clone(),
+            reason: format!(
+                "{MIRROR_STATE_TOPIC}-{p}, which holds this mirror partition's state, is not \
+                 loaded: {}",
+                o.reason
+            ),
+        })
     }
 
     /// The number of `__mirror_state` partitions.
@@ -1153,7 +1224,7 @@ impl MirrorStateStore {
         expected_epoch: Option<i32>,
     ) -> Result<(), StateError> {
         let key = state.key();
-        let (p, h, lock) = self.partition_of(&key);
+        let (p, h, lock) = self.partition_of(&key)?;
         let mut counts = lock.lock();
         if let Some(expected) = expected_epoch {
             let actual = self.states.read().get(&key).map_or(-1, |s| s.state_epoch);
@@ -1174,7 +1245,7 @@ impl MirrorStateStore {
     /// # Errors
     /// As [`put`](Self::put).
     pub fn delete(&self, key: &StateKey) -> Result<bool, StateError> {
-        let (p, h, lock) = self.partition_of(key);
+        let (p, h, lock) = self.partition_of(key)?;
         let mut counts = lock.lock();
         if !self.states.read().contains_key(key) {
             return Ok(false);
@@ -1186,15 +1257,30 @@ impl MirrorStateStore {
         Ok(true)
     }
 
-    fn partition_of(&self, key: &StateKey) -> (i32, &Arc<PartitionHandle>, &Mutex<Records>) {
-        let p = state_partition_for(
+    /// The partition holding `key`: its number, handle and writers' lock; a partition not
+    /// loaded is [`EngineError::LogDirOffline`] ([`unavailable`](Self::unavailable)).
+    fn partition_of(
+        &self,
+        key: &StateKey,
+    ) -> Result<(i32, &Arc<PartitionHandle>, &Mutex<Records>), StateError> {
+        let p = self.partition_index(key);
+        let (h, lock) = &self.partitions[p as usize];
+        match h {
+            Ok(h) => Ok((p, h, lock)),
+            Err(_) => Err(self
+                .unavailable(key)
+                .expect("the partition is not loaded")
+                .into()),
+        }
+    }
+
+    fn partition_index(&self, key: &StateKey) -> i32 {
+        state_partition_for(
             &key.mirror,
             &key.topic_id,
             key.partition,
             self.partition_count(),
-        );
-        let (h, lock) = &self.partitions[p as usize];
-        (p, h, lock)
+        )
     }
 
     /// Appends records as one batch, durably, and moves the high watermark to the log end (a
@@ -1234,7 +1320,7 @@ impl MirrorStateStore {
             let states = self.states.read();
             states
                 .iter()
-                .filter(|(k, _)| self.partition_of(k).0 == p)
+                .filter(|(k, _)| self.partition_index(k) == p)
                 .map(|(k, v)| (k.clone(), encode_value(v)))
                 .collect()
         };

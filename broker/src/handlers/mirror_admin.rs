@@ -620,6 +620,9 @@ fn start_one(
             format!("topic {topic} is already mirrored by cluster mirror {owner} ({state})"),
         ));
     }
+    if let Some(e) = m.topic_state_unavailable(topic) {
+        return Err(fail(ec(E::KafkaStorageError), e.to_string()));
+    }
     match summarize(&m.topic_states(topic)) {
         Some(TopicState::Mirroring) => return Ok(()),
         Some(TopicState::Stopped) | None => {}
@@ -738,6 +741,11 @@ fn topic_op_one(b: &Broker, m: &MirrorManager, topic: &str, op: Op) -> Result<()
             ),
         });
     };
+    // A partition whose state lives in an offline `__mirror_state` partition: no action may
+    // write its state (whatever the others' states say).
+    if let Some(e) = m.topic_state_unavailable(topic) {
+        return Err(fail(ec(E::KafkaStorageError), e.to_string()));
+    }
     let name = state_name(state);
     if state == TopicState::Stopping && op != Op::Stop {
         return Err(fail(

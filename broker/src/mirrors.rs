@@ -649,6 +649,10 @@ impl Mirrors {
     /// "active or non-stopped"); otherwise stops its threads, tombstones its `__mirror_state`
     /// records and removes it from [`MIRRORS_FILE`]. Its (stopped, writable) topics stay.
     ///
+    /// Refused too (storage error) while a `__mirror_state` partition is not loaded (offline
+    /// data dir): states of the mirror may be there, not known to be STOPPED, and could not be
+    /// tombstoned; left behind, a mirror created later under the same name would restore them.
+    ///
     /// # Errors
     /// [`MirrorsError::Unknown`], [`MirrorsError::NotEmpty`], [`MirrorsError::Storage`].
     pub fn delete(&self, broker: &Broker, name: &str) -> Result<(), MirrorsError> {
@@ -657,6 +661,19 @@ impl Mirrors {
             .get(name)
             .cloned()
             .ok_or_else(|| MirrorsError::Unknown(name.into()))?;
+        let unavailable = self
+            .store
+            .lock()
+            .as_ref()
+            .map(|s| s.unavailable_partitions())
+            .unwrap_or_default();
+        if let Some((p, dir)) = unavailable.first() {
+            return Err(MirrorsError::Storage(format!(
+                "cluster mirror {name} cannot be deleted while __mirror_state-{p} is not loaded \
+                 (data dir {} is offline): states of the mirror there could not be deleted",
+                dir.display()
+            )));
+        }
         // Checked and closed to new topics in one step, so a topic discovery starts meanwhile
         // cannot be left read-only with no mirror to stop it.
         if let Err(active) = m.close_to_new_topics() {

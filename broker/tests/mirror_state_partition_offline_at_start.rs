@@ -13,8 +13,8 @@ use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::client::Client;
 use mirrorlog_broker::handlers::mirror_admin::handle;
 use mirrorlog_broker::mirror_rpc::{
-    MirrorRequest, MirrorResponse, MirrorTopicsRequest, StartMirrorTopicsRequest, StartTopic,
-    TopicName,
+    DeleteClusterMirrorRequest, MirrorRequest, MirrorResponse, MirrorTopicsRequest,
+    StartMirrorTopicsRequest, StartTopic, TopicName,
 };
 use mirrorlog_broker::mirrors::MIRROR_STATE_PARTITIONS;
 use mirrorlog_broker::running::RunningBroker;
@@ -142,6 +142,21 @@ fn act(b: &Arc<Broker>, action: &str, topic: &str) -> (i16, String) {
     )
 }
 
+/// DeleteClusterMirror: its error code.
+fn delete(b: &Arc<Broker>, name: &str) -> i16 {
+    let r = handle(
+        b,
+        MirrorRequest::DeleteClusterMirror(DeleteClusterMirrorRequest {
+            mirror_name: name.into(),
+            state_offset: -1,
+        }),
+    );
+    let MirrorResponse::DeleteClusterMirror(r) = r else {
+        panic!("{r:?}")
+    };
+    r.error_code
+}
+
 fn produce(src: &RunningBroker, t: &TopicPartition) {
     let mut batch = BatchBuilder::new();
     batch.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
@@ -183,7 +198,12 @@ fn a_mirror_state_partition_in_an_offline_dir_fails_only_the_partitions_it_holds
 
     let (b, _) = open_dst(&d1, &d2, &sim);
     let configs = BTreeMap::from([("bootstrap.servers".to_string(), src.addr.to_string())]);
-    b.mirrors.create_durable(&b, MIRROR, configs).unwrap();
+    b.mirrors
+        .create_durable(&b, MIRROR, configs.clone())
+        .unwrap();
+    // A mirror without topics: whether it had states in the partition that goes offline is
+    // unknown then, so it cannot be deleted meanwhile (its states there would outlive it).
+    b.mirrors.create_durable(&b, "idle", configs).unwrap();
     let names: Vec<String> = topics.iter().map(|(n, _, _)| n.clone()).collect();
     assert!(start(&b, &names).iter().all(|c| *c == 0));
     wait_for(&b, "every partition MIRRORING", |s| {
@@ -230,8 +250,8 @@ fn a_mirror_state_partition_in_an_offline_dir_fails_only_the_partitions_it_holds
     let (b, restored) = open_dst(&d1, &d2, &sim);
     assert!(b.logs.offline_dirs().iter().any(|(p, _)| *p == bad));
     assert_eq!(
-        restored, 1,
-        "the mirror is restored with a __mirror_state partition offline"
+        restored, 2,
+        "the mirrors are restored with a __mirror_state partition offline"
     );
     assert!(
         !root
@@ -267,6 +287,8 @@ fn a_mirror_state_partition_in_an_offline_dir_fails_only_the_partitions_it_holds
         vec![E::KafkaStorageError.code()]
     );
 
+    assert_eq!(delete(&b, "idle"), E::KafkaStorageError.code());
+
     // The source moves on: the healthy topic mirrors it, the unavailable partition does not.
     let stuck_leo = leo(&b, &stuck);
     let healthy_leo = leo(&b, &healthy);
@@ -289,7 +311,8 @@ fn a_mirror_state_partition_in_an_offline_dir_fails_only_the_partitions_it_holds
     // Repaired: the partitions come back in their stored state and catch up.
     let (b, restored) = open_dst(&d1, &d2, &sim);
     assert!(b.logs.offline_dirs().is_empty());
-    assert_eq!(restored, 1);
+    assert_eq!(restored, 2);
+    assert_eq!(delete(&b, "idle"), 0, "deleted once every state is known");
     wait_for(&b, "every partition MIRRORING after the repair", |s| {
         s.len() == PARTITIONS && s.values().all(|s| *s == S::Mirroring)
     });

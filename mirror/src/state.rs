@@ -1150,6 +1150,16 @@ impl MirrorStateStore {
         Some(counts.lock().in_log)
     }
 
+    /// The partitions not loaded (their data directory was offline at open), with that
+    /// directory: the states they hold are unknown.
+    pub fn unavailable_partitions(&self) -> Vec<(i32, std::path::PathBuf)> {
+        self.partitions
+            .iter()
+            .enumerate()
+            .filter_map(|(p, (h, _))| h.as_ref().err().map(|o| (p as i32, o.dir.clone())))
+            .collect()
+    }
+
     /// Why the state of `key` is unavailable, if it is: its `__mirror_state` partition was not
     /// loaded (its data directory was offline at open), so the stored state of `key` is
     /// unknown and no write to it is allowed. The error is [`EngineError::LogDirOffline`],

@@ -843,8 +843,8 @@ impl MirrorManager {
                 };
                 let reason = format!(
                     "the state of this mirror partition is unavailable, so it is not restored \
-                     (it stays read-only; nothing is fetched or appended): {offline}; repair the \
-                     data directory and restart"
+                     (the mirror neither fetches nor appends to it, nor writes its state): \
+                     {offline}; repair the data directory and restart"
                 );
                 let epoch = st.state_epoch;
                 if let Err(e) = st.fail(&reason, false, epoch, self.now(), &self.config.retry) {

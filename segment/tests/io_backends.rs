@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use mirrorlog_segment::io::{
     Fault, FaultKind, IoError, IoOp, OpenMode, PwriteStorage, SimStorage, Storage, StorageFile,
-    TornTail, UringConfig, UringStorage,
+    TornTail, UringConfig, UringStorage, create_dir_all_durably,
 };
 
 /// A backend and a directory to play in.
@@ -496,7 +496,7 @@ mod simulated_faults {
     fn setup() -> (SimStorage, PathBuf, Arc<dyn StorageFile>) {
         let sim = SimStorage::new();
         let dir = PathBuf::from(DIR);
-        sim.create_dir_all(&dir).unwrap();
+        create_dir_all_durably(&sim, &dir).unwrap();
         let path = dir.join("00000000000000000000.log");
         let f = sim.open(&path, OpenMode::CreateNew).unwrap();
         sim.sync_dir(&dir).unwrap();
@@ -681,7 +681,7 @@ mod simulated_faults {
     fn names_become_durable_only_at_sync_dir() {
         let sim = SimStorage::new();
         let dir = PathBuf::from(DIR);
-        sim.create_dir_all(&dir).unwrap();
+        create_dir_all_durably(&sim, &dir).unwrap();
         let a = dir.join("a.log");
         let b = dir.join("b.log");
         let f = sim.open(&a, OpenMode::CreateNew).unwrap();
@@ -716,17 +716,38 @@ mod simulated_faults {
     }
 
     #[test]
+    fn a_directory_chain_survives_a_crash_only_when_created_durably() {
+        let sim = SimStorage::new();
+        sim.create_dir_all(Path::new("/plain/topic-0")).unwrap();
+        create_dir_all_durably(&sim, Path::new("/durable/topic-0")).unwrap();
+        let after = sim.crash(TornTail::None);
+        assert!(
+            !after.exists(Path::new("/plain/topic-0")),
+            "/plain was never synced"
+        );
+        assert!(after.exists(Path::new("/durable/topic-0")));
+        let syncs = sim.syncs_completed();
+        create_dir_all_durably(&sim, Path::new("/durable/topic-0")).unwrap();
+        assert_eq!(
+            sim.syncs_completed(),
+            syncs,
+            "an existing directory costs no sync"
+        );
+    }
+
+    #[test]
     fn halting_after_the_kth_sync_crashes_with_exactly_that_state() {
         // A workload of four durable appends, each one sync; crash after each k.
         let appends: [&[u8]; 4] = [b"a", b"bb", b"ccc", b"dddd"];
         for k in 0..=appends.len() as u64 {
             let sim = SimStorage::new();
             let dir = PathBuf::from(DIR);
-            sim.create_dir_all(&dir).unwrap();
+            create_dir_all_durably(&sim, &dir).unwrap();
             let path = dir.join("x.log");
             let f = sim.open(&path, OpenMode::CreateNew).unwrap();
-            sim.sync_dir(&dir).unwrap(); // sync 1
-            sim.halt_after_syncs(k + 1);
+            sim.sync_dir(&dir).unwrap();
+            let base = sim.syncs_completed(); // the directories' syncs
+            sim.halt_after_syncs(base + k);
             let mut acked = Vec::new();
             let mut pos = 0;
             for a in appends {
@@ -739,7 +760,7 @@ mod simulated_faults {
                 }
                 pos += a.len() as u64;
             }
-            assert_eq!(sim.syncs_completed(), k + 1);
+            assert_eq!(sim.syncs_completed(), base + k);
             let after = sim.crash(TornTail::None);
             assert_eq!(after.file_bytes(&path).unwrap(), acked, "k = {k}");
             let want: Vec<u8> = appends[..k as usize].concat();

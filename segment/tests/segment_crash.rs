@@ -10,7 +10,9 @@ mod common;
 use bytes::Bytes;
 use common::batches;
 use mirrorlog_index::Offset;
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage, TornTail};
+use mirrorlog_segment::io::{
+    Fault, FaultKind, IoOp, SimStorage, Storage, TornTail, create_dir_all_durably,
+};
 use mirrorlog_segment::segment::{
     ActiveSegment, LOG_SUFFIX, SegmentConfig, SegmentError, segment_path,
 };
@@ -102,7 +104,7 @@ fn a_crash_at_every_sync_point_recovers_a_prefix_with_every_acknowledged_batch()
     let total = {
         let sim = SimStorage::new();
         let dir = tempfile::tempdir().unwrap();
-        sim.create_dir_all(dir.path()).unwrap();
+        create_dir_all_durably(&sim, dir.path()).unwrap();
         assert_eq!(workload(Arc::new(sim.clone()), dir.path(), &bs), bs.len());
         sim.syncs_completed()
     };
@@ -111,7 +113,7 @@ fn a_crash_at_every_sync_point_recovers_a_prefix_with_every_acknowledged_batch()
         for torn in [0usize, 1, 17, 61, 400] {
             let sim = SimStorage::new();
             let dir = tempfile::tempdir().unwrap();
-            sim.create_dir_all(dir.path()).unwrap();
+            create_dir_all_durably(&sim, dir.path()).unwrap();
             sim.halt_after_syncs(k);
             let acked = workload(Arc::new(sim.clone()), dir.path(), &bs);
             let tail = if torn == 0 {
@@ -133,7 +135,7 @@ fn recovery_truncates_at_the_first_corrupt_batch_and_reports_it() {
     let bs = batches(0, 8, 2, 100, 1_000);
     let sim = SimStorage::new();
     let dir = tempfile::tempdir().unwrap();
-    sim.create_dir_all(dir.path()).unwrap();
+    create_dir_all_durably(&sim, dir.path()).unwrap();
     assert_eq!(workload(Arc::new(sim.clone()), dir.path(), &bs), bs.len());
     // Corrupt batch 5 in place (a bit flip inside its records).
     let pos: usize = bs[..5].iter().map(Bytes::len).sum();
@@ -189,7 +191,7 @@ fn every_injected_fault_is_a_structured_error_and_durable_data_survives() {
     for (op, kind) in cases {
         let sim = SimStorage::new();
         let dir = tempfile::tempdir().unwrap();
-        sim.create_dir_all(dir.path()).unwrap();
+        create_dir_all_durably(&sim, dir.path()).unwrap();
         let storage: Arc<dyn Storage> = Arc::new(sim.clone());
         let mut seg =
             ActiveSegment::create(storage.clone(), dir.path(), Offset(0), config(), 0).unwrap();
@@ -238,7 +240,7 @@ fn a_segment_opened_for_recovery_refuses_appends_until_recovered() {
     let bs = batches(0, 3, 2, 50, 1_000);
     let sim = SimStorage::new();
     let dir = tempfile::tempdir().unwrap();
-    sim.create_dir_all(dir.path()).unwrap();
+    create_dir_all_durably(&sim, dir.path()).unwrap();
     assert_eq!(workload(Arc::new(sim.clone()), dir.path(), &bs), 3);
     let storage: Arc<dyn Storage> = Arc::new(sim);
     let mut seg =

@@ -240,8 +240,33 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn sync_dir(&self, dir: &Path) -> IoResult<()>;
     /// The full paths of the entries (files and directories) of `dir`, sorted.
     fn list_dir(&self, dir: &Path) -> IoResult<Vec<PathBuf>>;
-    /// Creates `dir` and any missing parents.
+    /// Creates `dir` and any missing parents. Each directory created is a new name in its
+    /// parent, durable only after [`Storage::sync_dir`] of that parent
+    /// ([`create_dir_all_durably`] does both).
     fn create_dir_all(&self, dir: &Path) -> IoResult<()>;
+}
+
+/// Creates `dir` and any missing parents through `storage`, then syncs the parent of each
+/// directory it created, from the top down, so that a crash keeps the whole chain (as Kafka's
+/// `createAndValidateLogDirs` flushes the parent of a data directory it had to create). A
+/// directory that already existed costs no sync.
+///
+/// # Errors
+/// The first failed creation or sync.
+pub fn create_dir_all_durably(storage: &dyn Storage, dir: &Path) -> IoResult<()> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && !storage.exists(a))
+        .collect();
+    storage.create_dir_all(dir)?;
+    for created in missing.iter().rev() {
+        let parent = match created.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        storage.sync_dir(parent)?;
+    }
+    Ok(())
 }
 
 /// The error of a read that met the end of `path` after `done` of `len` bytes at `pos`.

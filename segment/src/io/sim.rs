@@ -3,22 +3,38 @@
 //!
 //! # Model
 //!
+//! The model is Linux's (ext4's) contract for an application that wants its data back after a
+//! power cut, taken strictly: nothing the kernel may keep in memory is assumed to reach the disk.
+//!
 //! - **Files** are inodes holding two byte vectors: `live` (what reads see: the page cache) and
 //!   `durable` (what a crash keeps: the disk). Writes and `set_len` change `live`;
 //!   [`StorageFile::sync_data`] (or a durable `write_all_at`) copies `live` to `durable`, length
-//!   included. Writing past the end zero-fills the gap, like a sparse file.
-//! - **Names** live in two directory views, path → inode: the live view (what `open`, `exists`,
-//!   `list_dir` see) and the durable view. Creating, renaming and removing a file change the live
-//!   view at once and reach the durable view only at [`Storage::sync_dir`] of the directory
-//!   holding the name: `sync_dir(d)` makes the durable entries directly under `d` equal the live
-//!   ones. So a created file whose directory was never synced vanishes in a crash even if its data
-//!   was synced, and an unsynced rename comes back under its old name. A rename across
-//!   directories becomes durable half by half (each side at its own directory's sync).
-//! - **Directories** themselves are simplified: `create_dir_all` and renaming a directory are
-//!   durable immediately (they are rare, setup-time operations; the model's point is file names
-//!   and bytes).
+//!   included. Writing past the end zero-fills the gap, like a sparse file. Syncing a file never
+//!   makes its *name* durable.
+//! - **Directories** are inodes too, each holding two entry tables, name → file or directory:
+//!   the live table (what `open`, `exists`, `list_dir` see) and the durable table. Every name
+//!   operation — creating a file ([`OpenMode::CreateOrOpen`], [`OpenMode::CreateNew`]), removing
+//!   one, renaming a file or a directory, and each directory [`Storage::create_dir_all`] makes —
+//!   changes the live table of the directory holding the name at once, and reaches its durable
+//!   table only at [`Storage::sync_dir`] of that directory: `sync_dir(d)` makes `d`'s durable
+//!   table equal to its live one (names directly in `d`, not below). So after a crash:
+//!   - a file created in a directory never synced since is gone, with its data, even if that data
+//!     was synced;
+//!   - an unsynced rename reverts to the old name; a rename across directories becomes durable
+//!     half by half, each side at its own directory's sync (after a sync of only the target's
+//!     directory the file or directory is there under both names, after a sync of only the
+//!     source's under neither);
+//!   - an unsynced removal comes back;
+//!   - a directory `create_dir_all` made is there only if its parent was synced since (so a new
+//!     directory needs its parent synced, each level for a new chain of directories), and what is
+//!     inside a directory is reachable only through the durable entries leading to it from the
+//!     root (the root directory itself always exists).
+//!
+//!   ext4 in its default `data=ordered` mode often commits a name operation sooner (its journal
+//!   commits every few seconds, and a rename over an existing file flushes the new file's data
+//!   first); the model does not, so that code relying on it is caught.
 //! - Open handles refer to inodes, so they follow renames and survive removal, as with POSIX
-//!   file descriptors. An inode no name and no handle refers to is freed.
+//!   file descriptors. A file inode no name (live or durable) and no handle refers to is freed.
 //! - Files are capped at [`SIM_FILE_BYTES_MAX`]; writing or extending beyond fails with `EFBIG`.
 //!
 //! # Faults
@@ -26,27 +42,31 @@
 //! [`SimStorage::inject`] arms a [`Fault`]: the first operation of kind `op` whose path contains
 //! `path_contains`, after skipping `after` such operations, fails; each fault fires once. A fault
 //! is checked before the operation does anything, so apart from [`FaultKind::ShortWrite`] and
-//! [`FaultKind::SyncFails`] a faulted operation has no effect. `write_all_at` is one
-//! [`IoOp::WriteAt`] operation (over the concatenation of its buffers), followed when durable by
-//! one [`IoOp::SyncData`] operation.
+//! [`FaultKind::SyncFails`] a faulted operation has no effect (a faulted `sync_dir` leaves the
+//! directory's durable entries as they were). `write_all_at` is one [`IoOp::WriteAt`] operation
+//! (over the concatenation of its buffers), followed when durable by one [`IoOp::SyncData`]
+//! operation.
 //!
 //! # Crashes
 //!
-//! [`SimStorage::crash`] returns a new, independent file system holding the durable view: each
-//! durably named file with its durable bytes, plus optionally a torn tail ([`TornTail`]).
-//! [`SimStorage::syncs_completed`] counts completed syncs and [`SimStorage::halt_after_syncs`]
-//! lets a test cut the power right after the k-th one.
+//! [`SimStorage::crash`] returns a new, independent file system holding the durable view: the
+//! directories and files reachable from the root through durable entries, each file with its
+//! durable bytes, plus optionally a torn tail ([`TornTail`]). A directory durably reachable under
+//! two names (a directory rename synced on the target's side only) is kept under the first name
+//! in path order only. [`SimStorage::syncs_completed`] counts completed syncs (of files and
+//! directories) and [`SimStorage::halt_after_syncs`] lets a test cut the power right after the
+//! k-th one.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::RawFd;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 
 use super::{IoError, IoOp, IoResult, OpenMode, Storage, StorageFile};
-
 /// The largest file the simulator holds (1 GiB); beyond it writes fail with `EFBIG`.
 pub const SIM_FILE_BYTES_MAX: u64 = 1 << 30;
 
@@ -125,6 +145,19 @@ pub enum TornTail {
 
 type InodeId = u64;
 
+/// A directory inode's number; the root is [`ROOT`].
+type DirId = u64;
+
+/// The root directory, which always exists (durably).
+const ROOT: DirId = 0;
+
+/// What a directory entry names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    File(InodeId),
+    Dir(DirId),
+}
+
 #[derive(Debug, Default)]
 struct Inode {
     live: Vec<u8>,
@@ -132,33 +165,105 @@ struct Inode {
     handles: usize,
 }
 
+/// A directory's two entry tables (see the module docs).
 #[derive(Debug, Default)]
+struct Directory {
+    live: BTreeMap<OsString, Entry>,
+    durable: BTreeMap<OsString, Entry>,
+}
+
+#[derive(Debug)]
 struct State {
     inodes: HashMap<InodeId, Inode>,
     next_inode: InodeId,
-    live: BTreeMap<PathBuf, InodeId>,
-    durable: BTreeMap<PathBuf, InodeId>,
-    dirs: BTreeSet<PathBuf>,
+    dirs: HashMap<DirId, Directory>,
+    next_dir: DirId,
     faults: Vec<Fault>,
     syncs_completed: u64,
     halt_after_syncs: Option<u64>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            inodes: HashMap::new(),
+            next_inode: 0,
+            dirs: HashMap::from([(ROOT, Directory::default())]),
+            next_dir: ROOT + 1,
+            faults: vec![],
+            syncs_completed: 0,
+            halt_after_syncs: None,
+        }
+    }
 }
 
 fn os_err(errno: i32) -> io::Error {
     io::Error::from_raw_os_error(errno)
 }
 
-fn is_root(p: &Path) -> bool {
-    p.as_os_str().is_empty() || p == Path::new("/")
-}
-
-fn parent_of(p: &Path) -> &Path {
-    p.parent().unwrap_or(Path::new(""))
+/// The names along `p` from the root (`/`, `.` and prefixes dropped: every path is taken as
+/// relative to the one root; `..` is not supported).
+fn names(p: &Path) -> Vec<&OsStr> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect()
 }
 
 impl State {
-    fn dir_exists(&self, p: &Path) -> bool {
-        is_root(p) || self.dirs.contains(p)
+    fn dir(&self, d: DirId) -> &Directory {
+        self.dirs
+            .get(&d)
+            .expect("entries name existing directories")
+    }
+
+    fn dir_mut(&mut self, d: DirId) -> &mut Directory {
+        self.dirs
+            .get_mut(&d)
+            .expect("entries name existing directories")
+    }
+
+    fn new_dir(&mut self) -> DirId {
+        let id = self.next_dir;
+        self.next_dir += 1;
+        self.dirs.insert(id, Directory::default());
+        id
+    }
+
+    fn new_inode(&mut self, inode: Inode) -> InodeId {
+        let id = self.next_inode;
+        self.next_inode += 1;
+        self.inodes.insert(id, inode);
+        id
+    }
+
+    /// What `p` names in the live view (the root for an empty path), or the errno of the lookup.
+    fn resolve(&self, p: &Path) -> Result<Entry, i32> {
+        let mut cur = Entry::Dir(ROOT);
+        for n in names(p) {
+            let Entry::Dir(d) = cur else {
+                return Err(libc::ENOTDIR);
+            };
+            cur = *self.dir(d).live.get(n).ok_or(libc::ENOENT)?;
+        }
+        Ok(cur)
+    }
+
+    /// The live directory holding the name `p`, and that name; `EISDIR` for the root.
+    fn parent(&self, p: &Path) -> Result<(DirId, OsString), i32> {
+        let mut ns = names(p);
+        let last = ns.pop().ok_or(libc::EISDIR)?;
+        let mut cur = ROOT;
+        for n in ns {
+            match self.dir(cur).live.get(n) {
+                Some(Entry::Dir(d)) => cur = *d,
+                Some(Entry::File(_)) => return Err(libc::ENOTDIR),
+                None => return Err(libc::ENOENT),
+            }
+        }
+        Ok((cur, last.to_os_string()))
     }
 
     /// Takes the first armed fault matching `op` on `path`, counting down skips.
@@ -212,11 +317,14 @@ impl State {
             .expect("open handles keep their inode")
     }
 
-    /// Frees `id` once no name and no handle refers to it.
+    /// Frees file `id` once no name (live or durable) and no handle refers to it.
     fn collect(&mut self, id: InodeId) {
+        let named = |t: &BTreeMap<OsString, Entry>| t.values().any(|&e| e == Entry::File(id));
         let referenced = self.inodes.get(&id).is_some_and(|i| i.handles > 0)
-            || self.live.values().any(|&v| v == id)
-            || self.durable.values().any(|&v| v == id);
+            || self
+                .dirs
+                .values()
+                .any(|d| named(&d.live) || named(&d.durable));
         if !referenced {
             self.inodes.remove(&id);
         }
@@ -258,6 +366,69 @@ impl State {
         inode.durable = inode.live.clone();
         self.syncs_completed += 1;
         Ok(())
+    }
+
+    /// The file system a crash leaves: what is durably reachable from the root (see the module
+    /// docs), each file with its durable bytes plus the torn tail `torn` asks for.
+    fn crashed(&self, torn: &TornTail) -> State {
+        let mut next = State::default();
+        // A file durably named twice (a rename durable on one side only) stays one inode.
+        let mut files: HashMap<InodeId, InodeId> = HashMap::new();
+        let mut dirs: HashMap<DirId, DirId> = HashMap::from([(ROOT, ROOT)]);
+        let mut queue = VecDeque::from([(ROOT, PathBuf::from("/"))]);
+        while let Some((old_dir, path)) = queue.pop_front() {
+            let new_dir = dirs[&old_dir];
+            for (name, entry) in &self.dir(old_dir).durable {
+                let path = path.join(name);
+                let kept = match *entry {
+                    Entry::Dir(d) => {
+                        if dirs.contains_key(&d) {
+                            continue; // already kept under another name
+                        }
+                        let nd = next.new_dir();
+                        dirs.insert(d, nd);
+                        queue.push_back((d, path));
+                        Entry::Dir(nd)
+                    }
+                    Entry::File(f) => {
+                        let id = match files.get(&f) {
+                            Some(&id) => id,
+                            None => {
+                                let id = next.new_inode(self.crashed_file(f, &path, torn));
+                                files.insert(f, id);
+                                id
+                            }
+                        };
+                        Entry::File(id)
+                    }
+                };
+                let d = next.dir_mut(new_dir);
+                d.live.insert(name.clone(), kept);
+                d.durable.insert(name.clone(), kept);
+            }
+        }
+        next
+    }
+
+    /// What a crash leaves of file `id`, found at `path`.
+    fn crashed_file(&self, id: InodeId, path: &Path, torn: &TornTail) -> Inode {
+        let inode = &self.inodes[&id];
+        let mut bytes = inode.durable.clone();
+        if let TornTail::KeepUnsynced {
+            file_contains,
+            bytes: keep,
+        } = torn
+            && path.to_string_lossy().contains(file_contains.as_str())
+            && inode.live.len() > bytes.len()
+        {
+            let end = inode.live.len().min(bytes.len() + keep);
+            bytes.extend_from_slice(&inode.live[inode.durable.len()..end]);
+        }
+        Inode {
+            live: bytes.clone(),
+            durable: bytes,
+            handles: 0,
+        }
     }
 }
 
@@ -313,7 +484,8 @@ impl SimStorage {
 
     /// Cuts the power after `k` completed syncs (counted from the start, as
     /// [`SimStorage::syncs_completed`] does): every later sync fails with `EIO` and changes
-    /// nothing, while writes keep landing in the live bytes (so a [`TornTail`] can keep some).
+    /// nothing, while writes and name operations keep landing in the live view (so a
+    /// [`TornTail`] can keep some bytes).
     /// A test runs its workload until it fails, then [`SimStorage::crash`]es.
     pub fn halt_after_syncs(&self, k: u64) {
         self.lock().halt_after_syncs = Some(k);
@@ -322,59 +494,32 @@ impl SimStorage {
     /// The live bytes of the file named `path` (what a read sees), if it exists.
     pub fn file_bytes(&self, path: &Path) -> Option<Vec<u8>> {
         let st = self.lock();
-        st.live.get(path).map(|id| st.inodes[id].live.clone())
+        match st.resolve(path) {
+            Ok(Entry::File(id)) => Some(st.inodes[&id].live.clone()),
+            _ => None,
+        }
     }
 
-    /// The durable bytes of the file named `path` in the live view, if it exists.
+    /// The durable bytes of the file named `path` in the live view, if it exists (whether the
+    /// name itself is durable is another matter: see [`SimStorage::crash`]).
     pub fn durable_bytes(&self, path: &Path) -> Option<Vec<u8>> {
         let st = self.lock();
-        st.live.get(path).map(|id| st.inodes[id].durable.clone())
+        match st.resolve(path) {
+            Ok(Entry::File(id)) => Some(st.inodes[&id].durable.clone()),
+            _ => None,
+        }
     }
 
-    /// How many inodes are held (files named live or durably, or still open).
+    /// How many file inodes are held (files named live or durably, or still open).
     pub fn inode_count(&self) -> usize {
         self.lock().inodes.len()
     }
 
-    /// The file system a crash leaves: the durable names, each with its durable bytes and the
-    /// torn tail `torn` asks for. Directories are kept; faults, handles and counters are not.
+    /// The file system a crash leaves: the directories and files reachable from the root
+    /// through durable entries, each file with its durable bytes and the torn tail `torn` asks
+    /// for. Faults, handles and counters are not kept.
     pub fn crash(&self, torn: TornTail) -> SimStorage {
-        let st = self.lock();
-        let mut next = State {
-            dirs: st.dirs.clone(),
-            ..State::default()
-        };
-        // Two durable names may share an inode (a rename durable on one side only).
-        let mut renumber: HashMap<InodeId, InodeId> = HashMap::new();
-        for (path, old) in &st.durable {
-            let new = *renumber.entry(*old).or_insert_with(|| {
-                let id = next.next_inode;
-                next.next_inode += 1;
-                let inode = &st.inodes[old];
-                let mut bytes = inode.durable.clone();
-                if let TornTail::KeepUnsynced {
-                    file_contains,
-                    bytes: keep,
-                } = &torn
-                    && path.to_string_lossy().contains(file_contains.as_str())
-                    && inode.live.len() > bytes.len()
-                {
-                    let end = inode.live.len().min(bytes.len() + keep);
-                    bytes.extend_from_slice(&inode.live[inode.durable.len()..end]);
-                }
-                next.inodes.insert(
-                    id,
-                    Inode {
-                        live: bytes.clone(),
-                        durable: bytes,
-                        handles: 0,
-                    },
-                );
-                id
-            });
-            next.live.insert(path.clone(), new);
-            next.durable.insert(path.clone(), new);
-        }
+        let next = self.lock().crashed(&torn);
         SimStorage {
             state: Arc::new(Mutex::new(next)),
         }
@@ -388,26 +533,18 @@ impl Storage for SimStorage {
 
     fn open(&self, path: &Path, mode: OpenMode) -> IoResult<Arc<dyn StorageFile>> {
         let op = mode.op();
-        let err = |e| IoError::new(op, path, e);
+        let err = |e| IoError::new(op, path, os_err(e));
         let mut st = self.lock();
-        st.check(op, path).map_err(err)?;
-        if st.dirs.contains(path) || is_root(path) {
-            return Err(err(os_err(libc::EISDIR)));
-        }
-        if !st.dir_exists(parent_of(path)) {
-            return Err(err(os_err(libc::ENOENT)));
-        }
-        let id = match (st.live.get(path).copied(), mode) {
-            (Some(_), OpenMode::CreateNew) => return Err(err(os_err(libc::EEXIST))),
-            (Some(id), _) => id,
-            (None, OpenMode::Read | OpenMode::ReadWrite) => {
-                return Err(err(os_err(libc::ENOENT)));
-            }
+        st.check(op, path).map_err(|e| IoError::new(op, path, e))?;
+        let (dir, name) = st.parent(path).map_err(err)?;
+        let id = match (st.dir(dir).live.get(&name).copied(), mode) {
+            (Some(Entry::Dir(_)), _) => return Err(err(libc::EISDIR)),
+            (Some(Entry::File(_)), OpenMode::CreateNew) => return Err(err(libc::EEXIST)),
+            (Some(Entry::File(id)), _) => id,
+            (None, OpenMode::Read | OpenMode::ReadWrite) => return Err(err(libc::ENOENT)),
             (None, OpenMode::CreateOrOpen | OpenMode::CreateNew) => {
-                let id = st.next_inode;
-                st.next_inode += 1;
-                st.inodes.insert(id, Inode::default());
-                st.live.insert(path.to_path_buf(), id);
+                let id = st.new_inode(Inode::default());
+                st.dir_mut(dir).live.insert(name, Entry::File(id));
                 id
             }
         };
@@ -421,142 +558,122 @@ impl Storage for SimStorage {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> IoResult<()> {
-        let err = |e| IoError::new(IoOp::Rename, from, e);
+        let err = |e| IoError::new(IoOp::Rename, from, os_err(e));
         let mut st = self.lock();
-        st.check(IoOp::Rename, from).map_err(err)?;
-        if !st.dir_exists(parent_of(to)) {
-            return Err(err(os_err(libc::ENOENT)));
-        }
-        if st.dirs.contains(from) {
-            // Directory rename: applied to both views at once (see the module docs).
-            if st.live.contains_key(to) {
-                return Err(err(os_err(libc::ENOTDIR)));
-            }
-            if to.starts_with(from) {
-                return Err(err(os_err(libc::EINVAL)));
-            }
-            if st.dirs.contains(to) && st.dirs.iter().any(|d| parent_of(d) == to)
-                || st.live.keys().any(|p| p.starts_with(to))
-            {
-                return Err(err(os_err(libc::ENOTEMPTY)));
-            }
-            let moved = |p: &PathBuf| -> Option<PathBuf> {
-                p.strip_prefix(from).ok().map(|rest| to.join(rest))
-            };
-            let rebase = |m: &BTreeMap<PathBuf, InodeId>| -> BTreeMap<PathBuf, InodeId> {
-                m.iter()
-                    .map(|(p, &id)| (moved(p).unwrap_or_else(|| p.clone()), id))
-                    .collect()
-            };
-            st.live = rebase(&st.live);
-            st.durable = rebase(&st.durable);
-            st.dirs = st
-                .dirs
-                .iter()
-                .map(|d| moved(d).unwrap_or_else(|| d.clone()))
-                .collect();
+        st.check(IoOp::Rename, from)
+            .map_err(|e| IoError::new(IoOp::Rename, from, e))?;
+        let (from_dir, from_name) = st.parent(from).map_err(err)?;
+        let entry = *st
+            .dir(from_dir)
+            .live
+            .get(&from_name)
+            .ok_or(libc::ENOENT)
+            .map_err(err)?;
+        let (to_dir, to_name) = st.parent(to).map_err(err)?;
+        if (from_dir, &from_name) == (to_dir, &to_name) {
             return Ok(());
         }
-        let Some(id) = st.live.remove(from) else {
-            return Err(err(os_err(libc::ENOENT)));
-        };
-        if st.dirs.contains(to) {
-            st.live.insert(from.to_path_buf(), id);
-            return Err(err(os_err(libc::EISDIR)));
+        match (entry, st.dir(to_dir).live.get(&to_name).copied()) {
+            (Entry::File(_), Some(Entry::Dir(_))) => return Err(err(libc::EISDIR)),
+            (Entry::Dir(_), Some(Entry::File(_))) => return Err(err(libc::ENOTDIR)),
+            (Entry::Dir(_), Some(Entry::Dir(t))) if !st.dir(t).live.is_empty() => {
+                return Err(err(libc::ENOTEMPTY));
+            }
+            _ => {}
         }
-        if let Some(replaced) = st.live.insert(to.to_path_buf(), id) {
+        if matches!(entry, Entry::Dir(_)) && names(to).starts_with(&names(from)) {
+            return Err(err(libc::EINVAL));
+        }
+        st.dir_mut(from_dir).live.remove(&from_name);
+        if let Some(Entry::File(replaced)) = st.dir_mut(to_dir).live.insert(to_name, entry) {
             st.collect(replaced);
         }
         Ok(())
     }
 
     fn remove(&self, path: &Path) -> IoResult<()> {
-        let err = |e| IoError::new(IoOp::Remove, path, e);
+        let err = |e| IoError::new(IoOp::Remove, path, os_err(e));
         let mut st = self.lock();
-        st.check(IoOp::Remove, path).map_err(err)?;
-        if st.dirs.contains(path) {
-            return Err(err(os_err(libc::EISDIR)));
+        st.check(IoOp::Remove, path)
+            .map_err(|e| IoError::new(IoOp::Remove, path, e))?;
+        let (dir, name) = st.parent(path).map_err(err)?;
+        match st.dir(dir).live.get(&name).copied() {
+            None => Err(err(libc::ENOENT)),
+            Some(Entry::Dir(_)) => Err(err(libc::EISDIR)),
+            Some(Entry::File(id)) => {
+                st.dir_mut(dir).live.remove(&name);
+                st.collect(id);
+                Ok(())
+            }
         }
-        let Some(id) = st.live.remove(path) else {
-            return Err(err(os_err(libc::ENOENT)));
-        };
-        st.collect(id);
-        Ok(())
     }
 
     fn exists(&self, path: &Path) -> bool {
-        let st = self.lock();
-        st.dir_exists(path) || st.live.contains_key(path)
+        self.lock().resolve(path).is_ok()
     }
 
     fn sync_dir(&self, dir: &Path) -> IoResult<()> {
-        let err = |e| IoError::new(IoOp::SyncDir, dir, e);
+        let err = |e| IoError::new(IoOp::SyncDir, dir, os_err(e));
         let mut st = self.lock();
-        st.check(IoOp::SyncDir, dir).map_err(err)?;
-        if !st.dir_exists(dir) {
-            return Err(err(os_err(libc::ENOENT)));
-        }
+        st.check(IoOp::SyncDir, dir)
+            .map_err(|e| IoError::new(IoOp::SyncDir, dir, e))?;
+        let d = match st.resolve(dir).map_err(err)? {
+            Entry::Dir(d) => d,
+            Entry::File(_) => return Err(err(libc::ENOTDIR)),
+        };
         if st.halted() {
-            return Err(err(os_err(libc::EIO)));
+            return Err(err(libc::EIO));
         }
-        let dropped: Vec<(PathBuf, InodeId)> = st
-            .durable
-            .iter()
-            .filter(|(p, _)| parent_of(p) == dir)
-            .map(|(p, &id)| (p.clone(), id))
-            .collect();
-        for (p, _) in &dropped {
-            st.durable.remove(p);
-        }
-        let added: Vec<(PathBuf, InodeId)> = st
-            .live
-            .iter()
-            .filter(|(p, _)| parent_of(p) == dir)
-            .map(|(p, &id)| (p.clone(), id))
-            .collect();
-        st.durable.extend(added);
-        for (_, id) in dropped {
-            st.collect(id);
+        let directory = st.dir_mut(d);
+        let synced = directory.live.clone();
+        let dropped = std::mem::replace(&mut directory.durable, synced);
+        for entry in dropped.into_values() {
+            if let Entry::File(id) = entry {
+                st.collect(id);
+            }
         }
         st.syncs_completed += 1;
         Ok(())
     }
 
     fn list_dir(&self, dir: &Path) -> IoResult<Vec<PathBuf>> {
-        let err = |e| IoError::new(IoOp::ListDir, dir, e);
+        let err = |e| IoError::new(IoOp::ListDir, dir, os_err(e));
         let mut st = self.lock();
-        st.check(IoOp::ListDir, dir).map_err(err)?;
-        if !st.dir_exists(dir) {
-            return Err(err(if st.live.contains_key(dir) {
-                os_err(libc::ENOTDIR)
-            } else {
-                os_err(libc::ENOENT)
-            }));
+        st.check(IoOp::ListDir, dir)
+            .map_err(|e| IoError::new(IoOp::ListDir, dir, e))?;
+        match st.resolve(dir).map_err(err)? {
+            Entry::File(_) => Err(err(libc::ENOTDIR)),
+            Entry::Dir(d) => Ok(st.dir(d).live.keys().map(|n| dir.join(n)).collect()),
         }
-        let mut out: Vec<PathBuf> = st
-            .live
-            .keys()
-            .chain(st.dirs.iter())
-            .filter(|p| parent_of(p) == dir && !is_root(p))
-            .cloned()
-            .collect();
-        out.sort();
-        Ok(out)
     }
 
     fn create_dir_all(&self, dir: &Path) -> IoResult<()> {
-        let err = |e| IoError::new(IoOp::CreateDir, dir, e);
+        let err = |e| IoError::new(IoOp::CreateDir, dir, os_err(e));
         let mut st = self.lock();
-        st.check(IoOp::CreateDir, dir).map_err(err)?;
-        let missing: Vec<PathBuf> = dir
-            .ancestors()
-            .filter(|a| !st.dir_exists(a))
-            .map(Path::to_path_buf)
-            .collect();
-        if missing.iter().any(|a| st.live.contains_key(a)) {
-            return Err(err(os_err(libc::EEXIST)));
+        st.check(IoOp::CreateDir, dir)
+            .map_err(|e| IoError::new(IoOp::CreateDir, dir, e))?;
+        // Checked first, so that a failure creates nothing.
+        let mut path = PathBuf::new();
+        for n in names(dir) {
+            path.push(n);
+            match st.resolve(&path) {
+                Ok(Entry::File(_)) => return Err(err(libc::EEXIST)),
+                Ok(Entry::Dir(_)) => {}
+                Err(_) => break,
+            }
         }
-        st.dirs.extend(missing);
+        let mut cur = ROOT;
+        for n in names(dir) {
+            cur = match st.dir(cur).live.get(n).copied() {
+                Some(Entry::Dir(d)) => d,
+                Some(Entry::File(_)) => return Err(err(libc::EEXIST)),
+                None => {
+                    let d = st.new_dir();
+                    st.dir_mut(cur).live.insert(n.to_os_string(), Entry::Dir(d));
+                    d
+                }
+            };
+        }
         Ok(())
     }
 }
@@ -683,10 +800,24 @@ mod tests {
         PathBuf::from(s)
     }
 
+    /// A file system with the directory `/d`, durably.
     fn setup() -> SimStorage {
         let sim = SimStorage::new();
         sim.create_dir_all(&p("/d")).unwrap();
+        sim.sync_dir(&p("/")).unwrap();
         sim
+    }
+
+    /// `path`'s durable bytes as a crash leaves them, if its name survives.
+    fn after_crash(sim: &SimStorage, path: &str) -> Option<Vec<u8>> {
+        sim.crash(TornTail::None).file_bytes(&p(path))
+    }
+
+    fn synced_file(sim: &SimStorage, path: &str, bytes: &'static [u8]) -> Arc<dyn StorageFile> {
+        let f = sim.open(&p(path), OpenMode::CreateNew).unwrap();
+        f.write_all_at(&[Bytes::from_static(bytes)], 0, true)
+            .unwrap();
+        f
     }
 
     #[test]
@@ -740,7 +871,7 @@ mod tests {
     }
 
     #[test]
-    fn renaming_a_directory_moves_its_files_in_both_views() {
+    fn renaming_a_directory_moves_its_files_once_the_parent_is_synced() {
         let sim = setup();
         sim.create_dir_all(&p("/d/t-0")).unwrap();
         let f = sim.open(&p("/d/t-0/a.log"), OpenMode::CreateNew).unwrap();
@@ -748,6 +879,7 @@ mod tests {
             .unwrap();
         sim.sync_dir(&p("/d/t-0")).unwrap();
         sim.rename(&p("/d/t-0"), &p("/d/t-0.deleted")).unwrap();
+        sim.sync_dir(&p("/d")).unwrap();
         assert!(!sim.exists(&p("/d/t-0")));
         assert_eq!(
             sim.list_dir(&p("/d/t-0.deleted")).unwrap(),
@@ -775,7 +907,8 @@ mod tests {
     fn a_halted_storage_refuses_syncs_but_keeps_accepting_writes() {
         let sim = setup();
         let f = sim.open(&p("/d/f"), OpenMode::CreateNew).unwrap();
-        sim.halt_after_syncs(1);
+        let before = sim.syncs_completed();
+        sim.halt_after_syncs(before + 1);
         f.write_all_at(&[Bytes::from_static(b"ab")], 0, true)
             .unwrap();
         f.write_at(Bytes::from_static(b"cd"), 2).unwrap();
@@ -786,6 +919,142 @@ mod tests {
         assert!(sim.sync_dir(&p("/d")).is_err());
         assert_eq!(sim.file_bytes(&p("/d/f")).unwrap(), b"abcd");
         assert_eq!(sim.durable_bytes(&p("/d/f")).unwrap(), b"ab");
-        assert_eq!(sim.syncs_completed(), 1);
+        assert_eq!(sim.syncs_completed(), before + 1);
+    }
+
+    #[test]
+    fn a_created_file_survives_a_crash_only_once_its_directory_is_synced() {
+        let sim = setup();
+        let _f = synced_file(&sim, "/d/f", b"abc");
+        assert_eq!(after_crash(&sim, "/d/f"), None, "data synced, name not");
+        sim.sync_dir(&p("/d")).unwrap();
+        assert_eq!(after_crash(&sim, "/d/f").unwrap(), b"abc");
+    }
+
+    #[test]
+    fn an_unsynced_rename_reverts_to_the_old_name_and_an_unsynced_removal_comes_back() {
+        let sim = setup();
+        let _f = synced_file(&sim, "/d/a.cleaned", b"new");
+        let _g = synced_file(&sim, "/d/b", b"b");
+        sim.sync_dir(&p("/d")).unwrap();
+        sim.rename(&p("/d/a.cleaned"), &p("/d/a.swap")).unwrap();
+        sim.remove(&p("/d/b")).unwrap();
+        let crashed = sim.crash(TornTail::None);
+        assert_eq!(crashed.file_bytes(&p("/d/a.cleaned")).unwrap(), b"new");
+        assert!(!crashed.exists(&p("/d/a.swap")));
+        assert_eq!(crashed.file_bytes(&p("/d/b")).unwrap(), b"b");
+        sim.sync_dir(&p("/d")).unwrap();
+        let crashed = sim.crash(TornTail::None);
+        assert_eq!(
+            crashed.list_dir(&p("/d")).unwrap(),
+            vec![p("/d/a.swap")],
+            "both durable once /d is synced"
+        );
+    }
+
+    #[test]
+    fn a_rename_over_an_existing_file_keeps_the_old_file_until_the_directory_is_synced() {
+        let sim = setup();
+        let _old = synced_file(&sim, "/d/topic.config", b"old");
+        sim.sync_dir(&p("/d")).unwrap();
+        let _new = synced_file(&sim, "/d/topic.config.tmp", b"new");
+        sim.rename(&p("/d/topic.config.tmp"), &p("/d/topic.config"))
+            .unwrap();
+        assert_eq!(sim.file_bytes(&p("/d/topic.config")).unwrap(), b"new");
+        assert_eq!(after_crash(&sim, "/d/topic.config").unwrap(), b"old");
+        sim.sync_dir(&p("/d")).unwrap();
+        assert_eq!(after_crash(&sim, "/d/topic.config").unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_rename_across_directories_becomes_durable_side_by_side() {
+        let sim = setup();
+        sim.create_dir_all(&p("/e")).unwrap();
+        sim.sync_dir(&p("/")).unwrap();
+        let _f = synced_file(&sim, "/d/f", b"x");
+        sim.sync_dir(&p("/d")).unwrap();
+        sim.rename(&p("/d/f"), &p("/e/f")).unwrap();
+        sim.sync_dir(&p("/e")).unwrap();
+        let crashed = sim.crash(TornTail::None);
+        assert!(crashed.exists(&p("/d/f")) && crashed.exists(&p("/e/f")));
+        sim.sync_dir(&p("/d")).unwrap();
+        let crashed = sim.crash(TornTail::None);
+        assert!(!crashed.exists(&p("/d/f")) && crashed.exists(&p("/e/f")));
+    }
+
+    #[test]
+    fn a_created_directory_and_everything_in_it_vanish_unless_its_parent_is_synced() {
+        let sim = setup();
+        sim.create_dir_all(&p("/d/t-0/sub")).unwrap();
+        let _f = synced_file(&sim, "/d/t-0/a.log", b"abc");
+        sim.sync_dir(&p("/d/t-0")).unwrap();
+        let crashed = sim.crash(TornTail::None);
+        assert!(!crashed.exists(&p("/d/t-0")), "/d was not synced");
+        assert_eq!(crashed.list_dir(&p("/d")).unwrap(), Vec::<PathBuf>::new());
+        sim.sync_dir(&p("/d")).unwrap();
+        let crashed = sim.crash(TornTail::None);
+        assert_eq!(crashed.file_bytes(&p("/d/t-0/a.log")).unwrap(), b"abc");
+        assert!(crashed.exists(&p("/d/t-0/sub")));
+    }
+
+    #[test]
+    fn a_chain_of_new_directories_needs_every_parent_synced() {
+        let sim = SimStorage::new();
+        sim.create_dir_all(&p("/a/b")).unwrap();
+        sim.sync_dir(&p("/a")).unwrap();
+        assert!(!sim.crash(TornTail::None).exists(&p("/a")));
+        sim.sync_dir(&p("/")).unwrap();
+        assert!(sim.crash(TornTail::None).exists(&p("/a/b")));
+    }
+
+    #[test]
+    fn an_unsynced_directory_rename_reverts_with_what_was_synced_inside_it_since() {
+        let sim = setup();
+        sim.create_dir_all(&p("/d/t-0")).unwrap();
+        sim.sync_dir(&p("/d")).unwrap();
+        sim.rename(&p("/d/t-0"), &p("/d/t-0.x-delete")).unwrap();
+        let _f = synced_file(&sim, "/d/t-0.x-delete/late.log", b"late");
+        sim.sync_dir(&p("/d/t-0.x-delete")).unwrap();
+        let crashed = sim.crash(TornTail::None);
+        assert!(!crashed.exists(&p("/d/t-0.x-delete")));
+        assert_eq!(
+            crashed.file_bytes(&p("/d/t-0/late.log")).unwrap(),
+            b"late",
+            "the same directory, under its durable name"
+        );
+    }
+
+    #[test]
+    fn a_faulted_directory_sync_makes_nothing_durable() {
+        let sim = setup();
+        let _f = synced_file(&sim, "/d/f", b"x");
+        sim.inject(Fault::new(IoOp::SyncDir, FaultKind::Eio).on_path("/d"));
+        assert!(sim.sync_dir(&p("/d")).is_err());
+        assert_eq!(after_crash(&sim, "/d/f"), None);
+        sim.sync_dir(&p("/d")).unwrap();
+        assert_eq!(after_crash(&sim, "/d/f").unwrap(), b"x");
+    }
+
+    #[test]
+    fn a_directory_rename_into_itself_or_onto_a_non_empty_directory_is_refused() {
+        let sim = setup();
+        sim.create_dir_all(&p("/d/a")).unwrap();
+        sim.create_dir_all(&p("/d/b")).unwrap();
+        let _f = synced_file(&sim, "/d/b/f", b"x");
+        let errno = |r: IoResult<()>| r.unwrap_err().source.raw_os_error();
+        assert_eq!(
+            errno(sim.rename(&p("/d/a"), &p("/d/a/c"))),
+            Some(libc::EINVAL)
+        );
+        assert_eq!(
+            errno(sim.rename(&p("/d/a"), &p("/d/b"))),
+            Some(libc::ENOTEMPTY)
+        );
+        assert_eq!(
+            errno(sim.rename(&p("/d/b/f"), &p("/d/a"))),
+            Some(libc::EISDIR)
+        );
+        sim.rename(&p("/d/b"), &p("/d/a")).unwrap();
+        assert_eq!(sim.list_dir(&p("/d/a")).unwrap(), vec![p("/d/a/f")]);
     }
 }

@@ -41,7 +41,7 @@ use crate::error::{EngineError, EngineResult};
 use crate::producer_state::{AppendOrigin, BatchInfo, ProducerStateManager};
 use mirrorlog_index::{AbortedTxn, LeaderEpoch, Offset, offset_from_file_name};
 use mirrorlog_segment::RecordBatch;
-use mirrorlog_segment::io::Storage;
+use mirrorlog_segment::io::{Storage, create_dir_all_durably};
 use mirrorlog_segment::segment::{
     ActiveSegment, INDEX_SUFFIX, LOG_SUFFIX, SealedSegment, SegmentConfig, SegmentReader,
     TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_path,
@@ -175,7 +175,9 @@ impl PartitionLog {
         offsets: OpenOffsets,
     ) -> EngineResult<(PartitionLog, LoadReport)> {
         config.validate()?;
-        storage.create_dir_all(dir)?;
+        // A new directory's name is durable only once its parent is synced: without that a
+        // crash could lose the whole log, flushed segments included.
+        create_dir_all_durably(&*storage, dir)?;
         let seg_config = segment_config(&config, name);
         let now = clock.now_ms();
         let mut report = LoadReport::default();

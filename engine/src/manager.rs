@@ -83,7 +83,7 @@ use mirrorlog_index::{
 };
 use mirrorlog_segment::io::{
     DirectConfig, DirectDurability, DirectStorage, SimStorage, Storage, ZeroAheadConfig,
-    ZeroAheadStorage,
+    ZeroAheadStorage, create_dir_all_durably,
 };
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -728,8 +728,11 @@ impl LogManager {
                     }
                 };
             }
+            // As Kafka's `createAndValidateLogDirs`: a data directory created here has its
+            // parent synced, or a crash could lose it with every partition placed in it. Through
+            // the storage first, so that a real backend finds it missing and syncs.
+            or_offline!(create_dir_all_durably(&*storage, data_dir));
             or_offline!(std::fs::create_dir_all(data_dir).map_err(|e| dir_err(data_dir, e)));
-            or_offline!(storage.create_dir_all(data_dir));
             let clean = data_dir.join(CLEAN_SHUTDOWN_FILE).exists();
             // As Kafka's `loadLogs` (KAFKA-10471): the marker goes before any log of the
             // directory is loaded, so a crash while loading, or a directory that fails while

@@ -1173,7 +1173,10 @@ impl LogManager {
             // too, or `remove_dir` below finds nothing under the new name.
             self.storage.rename(&path, &gone)?;
         }
-        sync_dir(&gone.parent().map(Path::to_path_buf).unwrap_or_default())?;
+        // Through the storage: it is the storage's view of the name that must not come back
+        // (for the real backends the same `fsync` of the data directory).
+        self.storage
+            .sync_dir(&gone.parent().map(Path::to_path_buf).unwrap_or_default())?;
         // As Kafka's `asyncDelete`: the checkpoints drop the partition once its directory is
         // renamed, before anything is removed. A removal that fails must not leave its log start
         // checkpointed: a partition created again under the name (offsets from 0) would inherit

@@ -16,14 +16,18 @@
 //!
 //! [`commit`]: ProducerStateManager::commit
 
+use bytes::Bytes;
+use mirrorlog_index::files::PRODUCER_SNAPSHOT_FILE_SUFFIX;
 use mirrorlog_index::{
     CoordinatorEpoch, Offset, ProducerEpoch, ProducerId, ProducerSnapshotEntry, Sequence,
-    SnapshotFile, TimestampMs, list_producer_snapshots, producer_snapshot_file,
-    read_producer_snapshot, write_producer_snapshot,
+    SnapshotFile, TimestampMs, decode_producer_snapshot, encode_producer_snapshot,
+    offset_from_file_name, producer_snapshot_file,
 };
+use mirrorlog_segment::io::{IoError, OpenMode, PwriteStorage, Storage};
 use mirrorlog_segment::{ControlRecordType, RecordBatch};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How many batches per producer are kept for duplicate detection (Kafka's
 /// `NUM_BATCHES_TO_RETAIN`).
@@ -372,7 +376,8 @@ pub enum Transition {
 /// The partition's producer state.
 #[derive(Debug)]
 pub struct ProducerStateManager {
-    dir: Option<PathBuf>,
+    /// Where snapshots live: the partition directory, through the log's storage.
+    snapshots: Option<SnapshotDir>,
     producers: HashMap<ProducerId, ProducerStateEntry>,
     ongoing_txns: BTreeMap<Offset, TxnMetadata>,
     unreplicated_txns: BTreeMap<Offset, TxnMetadata>,
@@ -387,10 +392,39 @@ fn inc(s: Sequence) -> Sequence {
 }
 
 impl ProducerStateManager {
-    /// An empty state for a log in `dir` (`None`: no snapshots, for tests and simulation).
+    /// An empty state for a log in `dir` (`None`: no snapshots, for tests and simulation), its
+    /// snapshots plain files (through [`PwriteStorage`]).
     pub fn new(dir: Option<&Path>, producer_id_expiration_ms: i64) -> Self {
+        match dir {
+            Some(dir) => Self::with_storage(
+                Arc::new(PwriteStorage::new()),
+                dir,
+                producer_id_expiration_ms,
+            ),
+            None => Self::without_snapshots(producer_id_expiration_ms),
+        }
+    }
+
+    /// An empty state for a log in `dir` whose snapshots are written, listed, read and removed
+    /// through `storage` (the log's own), so that their durability is the storage's: a snapshot
+    /// is durable once its bytes are synced and its rename into place is synced into `dir`.
+    pub fn with_storage(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        producer_id_expiration_ms: i64,
+    ) -> Self {
         ProducerStateManager {
-            dir: dir.map(Path::to_path_buf),
+            snapshots: Some(SnapshotDir {
+                storage,
+                dir: dir.to_path_buf(),
+            }),
+            ..Self::without_snapshots(producer_id_expiration_ms)
+        }
+    }
+
+    fn without_snapshots(producer_id_expiration_ms: i64) -> Self {
+        ProducerStateManager {
+            snapshots: None,
             producers: HashMap::new(),
             ongoing_txns: BTreeMap::new(),
             unreplicated_txns: BTreeMap::new(),
@@ -677,7 +711,7 @@ impl ProducerStateManager {
         self.ongoing_txns.clear();
         self.unreplicated_txns.clear();
         for s in self.snapshots()? {
-            remove_snapshot(&s.path)?;
+            self.remove_snapshot(&s.path)?;
         }
         self.map_end_offset = offset;
         self.last_snapshot_offset = offset;
@@ -686,19 +720,28 @@ impl ProducerStateManager {
 
     /// The snapshot files, oldest first.
     pub fn snapshots(&self) -> Result<Vec<SnapshotFile>, mirrorlog_index::Error> {
-        match &self.dir {
-            Some(d) => list_producer_snapshots(d),
+        match &self.snapshots {
+            Some(d) => d.list(),
             None => Ok(vec![]),
+        }
+    }
+
+    fn remove_snapshot(&self, path: &Path) -> Result<(), mirrorlog_index::Error> {
+        match &self.snapshots {
+            Some(d) => d.remove(path),
+            None => Ok(()),
         }
     }
 
     /// Writes `<map end offset>.snapshot` if anything was applied since the last one.
     pub fn take_snapshot(&mut self) -> Result<Option<PathBuf>, mirrorlog_index::Error> {
-        let Some(dir) = &self.dir else {
+        let Some(snapshots) = &self.snapshots else {
             return Ok(None);
         };
         if self.map_end_offset <= self.last_snapshot_offset
-            && producer_snapshot_file(dir, self.map_end_offset).exists()
+            && snapshots
+                .storage
+                .exists(&producer_snapshot_file(&snapshots.dir, self.map_end_offset))
         {
             return Ok(None);
         }
@@ -708,8 +751,7 @@ impl ProducerStateManager {
             .map(ProducerStateEntry::to_snapshot)
             .collect();
         entries.sort_by_key(|e| e.producer_id);
-        let path = producer_snapshot_file(dir, self.map_end_offset);
-        write_producer_snapshot(&path, &entries)?;
+        let path = snapshots.write(self.map_end_offset, &entries)?;
         self.last_snapshot_offset = self.map_end_offset;
         Ok(Some(path))
     }
@@ -726,7 +768,7 @@ impl ProducerStateManager {
     ) -> Result<Offset, mirrorlog_index::Error> {
         for s in self.snapshots()? {
             if s.offset < log_start || s.offset > log_end {
-                remove_snapshot(&s.path)?;
+                self.remove_snapshot(&s.path)?;
             }
         }
         if self.map_end_offset == log_end && log_end != log_start {
@@ -737,7 +779,11 @@ impl ProducerStateManager {
         self.unreplicated_txns.clear();
         let mut snaps = self.snapshots()?;
         while let Some(s) = snaps.pop() {
-            match read_producer_snapshot(&s.path) {
+            let read = match &self.snapshots {
+                Some(d) => d.read(&s.path),
+                None => Ok(vec![]),
+            };
+            match read {
                 Ok(entries) => {
                     for e in &entries {
                         let entry = ProducerStateEntry::from_snapshot(e);
@@ -768,7 +814,7 @@ impl ProducerStateManager {
                         "deleting corrupt producer snapshot {}: {e}",
                         s.path.display()
                     );
-                    remove_snapshot(&s.path)?;
+                    self.remove_snapshot(&s.path)?;
                 }
             }
         }
@@ -785,7 +831,7 @@ impl ProducerStateManager {
     ) -> Result<(), mirrorlog_index::Error> {
         for s in self.snapshots()? {
             if s.offset < offset {
-                remove_snapshot(&s.path)?;
+                self.remove_snapshot(&s.path)?;
             }
         }
         Ok(())
@@ -829,15 +875,95 @@ fn check_sequence(entry: &ProducerStateEntry, b: &BatchInfo) -> Result<(), Produ
     })
 }
 
-fn remove_snapshot(path: &Path) -> Result<(), mirrorlog_index::Error> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(mirrorlog_index::Error::Io {
-            op: "delete snapshot",
+/// The snapshot files of one partition directory, kept through the log's storage.
+#[derive(Debug)]
+struct SnapshotDir {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+}
+
+/// An [`IoError`] as the index crate's error (what producer-state operations return).
+fn index_io(e: IoError) -> mirrorlog_index::Error {
+    mirrorlog_index::Error::Io {
+        op: e.op.as_str(),
+        path: e.path,
+        source: e.source,
+    }
+}
+
+impl SnapshotDir {
+    /// The snapshot files, by increasing offset: files named `<offset>.snapshot` (not
+    /// `.snapshot.tmp` or `.snapshot.deleted`).
+    fn list(&self) -> Result<Vec<SnapshotFile>, mirrorlog_index::Error> {
+        let mut found: Vec<SnapshotFile> = self
+            .storage
+            .list_dir(&self.dir)
+            .map_err(index_io)?
+            .into_iter()
+            .filter_map(|path| {
+                let name = path.file_name()?.to_str()?;
+                if !name.ends_with(PRODUCER_SNAPSHOT_FILE_SUFFIX) {
+                    return None;
+                }
+                let offset = offset_from_file_name(name)?;
+                Some(SnapshotFile { offset, path })
+            })
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    fn read(&self, path: &Path) -> Result<Vec<ProducerSnapshotEntry>, mirrorlog_index::Error> {
+        let file = self.storage.open(path, OpenMode::Read).map_err(index_io)?;
+        let len = file.len().map_err(index_io)?;
+        let len = usize::try_from(len).map_err(|_| mirrorlog_index::Error::Io {
+            op: "read",
             path: path.to_path_buf(),
-            source,
-        }),
+            source: std::io::Error::from(std::io::ErrorKind::FileTooLarge),
+        })?;
+        let bytes = file.read_exact_vec(len, 0).map_err(index_io)?;
+        decode_producer_snapshot(path, &bytes)
+    }
+
+    /// Writes the snapshot at `offset` atomically and durably, as Kafka does: a `.tmp` file
+    /// written and synced, renamed into place, the directory synced. On failure the `.tmp` is
+    /// removed (best effort) and any snapshot already at `offset` is left as it was.
+    fn write(
+        &self,
+        offset: Offset,
+        entries: &[ProducerSnapshotEntry],
+    ) -> Result<PathBuf, mirrorlog_index::Error> {
+        let path = producer_snapshot_file(&self.dir, offset);
+        let mut tmp = path.clone().into_os_string();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let bytes = Bytes::from(encode_producer_snapshot(entries));
+        let written = (|| {
+            let file = self.storage.open(&tmp, OpenMode::CreateOrOpen)?;
+            file.set_len(0)?;
+            file.write_all_at(&[bytes], 0, true)?;
+            drop(file);
+            self.storage.rename(&tmp, &path)
+        })();
+        if let Err(e) = written {
+            let _ = self.storage.remove(&tmp);
+            return Err(index_io(e));
+        }
+        self.storage.sync_dir(&self.dir).map_err(index_io)?;
+        Ok(path)
+    }
+
+    /// Removes a snapshot; one already gone is no error.
+    fn remove(&self, path: &Path) -> Result<(), mirrorlog_index::Error> {
+        match self.storage.remove(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(mirrorlog_index::Error::Io {
+                op: "delete snapshot",
+                path: e.path,
+                source: e.source,
+            }),
+        }
     }
 }
 

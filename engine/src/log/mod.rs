@@ -268,7 +268,11 @@ impl PartitionLog {
             }
         }
         let mut epochs = LeaderEpochCache::open(dir)?;
-        let mut producers = ProducerStateManager::new(Some(dir), config.producer_id_expiration_ms);
+        let mut producers = ProducerStateManager::with_storage(
+            storage.clone(),
+            dir,
+            config.producer_id_expiration_ms,
+        );
 
         if bases.is_empty() {
             let start = offsets.log_start_offset.max(Offset(0));

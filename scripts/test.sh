@@ -23,8 +23,10 @@ cmp "$oracle/00000000000000000000.log" tests/fixtures/kafka-java/000000000000000
 cmp "$oracle/expected.jsonl" tests/fixtures/kafka-java/expected.jsonl
 export MIRRORLOG_KAFKA_JAVA_DIR="$oracle"
 
-# 2. Real Kafka clients for the broker tests: kcat (Debian's, on an old librdkafka) and
-#    confluent-kafka (PyPI, librdkafka 2.16) in a virtualenv.
+# 2. Real Kafka clients for the broker tests: kcat (Debian's, on an old librdkafka), and in a
+#    virtualenv confluent-kafka (PyPI, librdkafka 2.16), kafka-python 3.0 (pure Python) and
+#    aiokafka 0.14 (asyncio) with the compression libraries each imports (kafka-python: snappy
+#    from python-snappy, lz4, zstandard; aiokafka: cramjam); kafkajs 2.2 (Node) from npm.
 if ! command -v kcat >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq kcat >/dev/null
@@ -34,11 +36,32 @@ if ! command -v kcat >/dev/null 2>&1; then
   fi
 fi
 venv="${MIRRORLOG_VENV:-$HOME/.cache/mirrorlog/venv}"
-if ! "$venv/bin/python" -c "import confluent_kafka" >/dev/null 2>&1; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check confluent-kafka
+# Checked by import, so a venv made before a client was added gets it on the next run.
+if ! "$venv/bin/python" -c "import confluent_kafka, kafka, aiokafka, snappy, lz4.frame, zstandard, cramjam" \
+    >/dev/null 2>&1; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --upgrade confluent-kafka \
+    'kafka-python>=3.0,<3.1' 'aiokafka>=0.14,<0.15' python-snappy lz4 zstandard cramjam
 fi
 export MIRRORLOG_PYTHON="$venv/bin/python"
+# kafkajs has gzip built in; snappy comes from kafkajs-snappy, and the scenario script plugs in
+# lz4 (lz4js) and zstd (@bokuweb/zstd-wasm): pure JavaScript and WebAssembly, nothing to compile.
+if ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+  else
+    echo "error: node/npm not found and cannot be installed here (need root + apt-get)" >&2
+    exit 1
+  fi
+fi
+node_dir="${MIRRORLOG_NODE_DIR:-$HOME/.cache/mirrorlog/node}"
+if ! (cd "$node_dir" 2>/dev/null && node -e 'for (const m of ["kafkajs", "kafkajs-snappy", "lz4js", "@bokuweb/zstd-wasm"]) require(m)') \
+    >/dev/null 2>&1; then
+  mkdir -p "$node_dir"
+  npm install --prefix "$node_dir" --silent --no-audit --no-fund \
+    kafkajs@2.2 kafkajs-snappy@1 lz4js@0.2 @bokuweb/zstd-wasm@0.0.27
+fi
+export MIRRORLOG_NODE_MODULES="$node_dir/node_modules"
 
 # 3. Every unit, property, scenario and quick-benchmark test of the workspace.
 cargo test --workspace

@@ -38,6 +38,7 @@ class ErrorLogs(logging.Handler):
 
     def __init__(self):
         super().__init__(logging.WARNING)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
         self.records = []
         self.expected = []
 
@@ -196,6 +197,8 @@ async def txn(bs):
     topic = f"txn-{uuid.uuid4().hex[:8]}"
     await create_topic(bs, topic, 1)
     p = AIOKafkaProducer(bootstrap_servers=bs, transactional_id=f"tx-{uuid.uuid4()}")
+    group = f"txg-{uuid.uuid4().hex[:8]}"
+    tp = TopicPartition(topic, 0)
     await p.start()
     try:
         async with p.transaction():
@@ -205,28 +208,38 @@ async def txn(bs):
         for i in range(7):
             await p.send_and_wait(topic, value=f"aborted-{i}".encode(), partition=0)
         await p.abort_transaction()
+        # Consume-transform-produce: a group's offset committed with the transaction, and one
+        # aborted with it.
         async with p.transaction():
             for i in range(5):
                 await p.send(topic, value=f"committed2-{i}".encode(), partition=0)
+            await p.send_offsets_to_transaction({tp: 15}, group)
+        await p.begin_transaction()
+        await p.send_and_wait(topic, value=b"aborted-last", partition=0)
+        await p.send_offsets_to_transaction({tp: 20}, group)
+        await p.abort_transaction()
     finally:
         await p.stop()
     want = [f"committed-{i}" for i in range(10)] + [f"committed2-{i}" for i in range(5)]
     rc = [m.value.decode() for m in await consume(bs, topic, 15, [0], "read_committed")]
     if rc != want:
         fail(f"read_committed saw {rc}")
-    ru = [m.value.decode() for m in await consume(bs, topic, 22, [0], "read_uncommitted")]
-    if sorted(ru) != sorted(want + [f"aborted-{i}" for i in range(7)]):
+    ru = [m.value.decode() for m in await consume(bs, topic, 23, [0], "read_uncommitted")]
+    if sorted(ru) != sorted(want + [f"aborted-{i}" for i in range(7)] + ["aborted-last"]):
         fail(f"read_uncommitted saw {ru}")
-    c = AIOKafkaConsumer(bootstrap_servers=bs, isolation_level="read_committed")
+    c = AIOKafkaConsumer(bootstrap_servers=bs, isolation_level="read_committed", group_id=group,
+                         enable_auto_commit=False)
     await c.start()
     try:
-        tp = TopicPartition(topic, 0)
         end = (await c.end_offsets([tp]))[tp]
+        committed = await c.committed(tp)
     finally:
         await c.stop()
-    # 10 + a marker + 7 + a marker + 5 + a marker.
-    if end != 25:
-        fail(f"end offset {end}, want 25")
+    # 10 + a marker + 7 + a marker + 5 + a marker + 1 + a marker.
+    if end != 27:
+        fail(f"end offset {end}, want 27")
+    if committed != 15:
+        fail(f"the group's offset committed in the transaction is {committed}, want 15")
     print(json.dumps({"read_committed": len(rc), "read_uncommitted": len(ru)}))
 
 

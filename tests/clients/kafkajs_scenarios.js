@@ -246,13 +246,24 @@ async function txn(bs) {
   };
   await (await sendIn('committed', 10)).commit();
   await (await sendIn('aborted', 7)).abort();
-  await (await sendIn('committed2', 5)).commit();
+  // Consume-transform-produce: a group's offset committed with the transaction, and one
+  // aborted with it.
+  const group = `txg-${uid()}`;
+  const offsetsAt = (offset) => ({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: String(offset) }] }] });
+  const t = await sendIn('committed2', 5);
+  await t.sendOffsets(offsetsAt(15));
+  await t.commit();
+  const last = await sendIn('aborted-last', 1);
+  await last.sendOffsets(offsetsAt(20));
+  await last.abort();
   await p.disconnect();
+  const committed = await withAdmin(bs, async (a) => (await a.fetchOffsets({ groupId: group, topics: [topic] }))[0].partitions[0].offset);
+  if (committed !== '15') fail(`the group's offset committed in the transaction is ${committed}, want 15`);
   const want = [...Array.from({ length: 10 }, (_, i) => `committed-${i}`), ...Array.from({ length: 5 }, (_, i) => `committed2-${i}`)];
   const rc = (await consume(bs, topic, 15, 'read_committed')).map((m) => m.value.toString());
   if (JSON.stringify(rc) !== JSON.stringify(want)) fail(`read_committed saw ${rc}`);
-  const ru = (await consume(bs, topic, 22, 'read_uncommitted')).map((m) => m.value.toString());
-  const all = [...want, ...Array.from({ length: 7 }, (_, i) => `aborted-${i}`)];
+  const ru = (await consume(bs, topic, 23, 'read_uncommitted')).map((m) => m.value.toString());
+  const all = [...want, ...Array.from({ length: 7 }, (_, i) => `aborted-${i}`), 'aborted-last-0'];
   if (JSON.stringify([...ru].sort()) !== JSON.stringify([...all].sort())) fail(`read_uncommitted saw ${ru}`);
   console.log(JSON.stringify({ read_committed: rc.length, read_uncommitted: ru.length }));
 }

@@ -691,6 +691,9 @@ impl Handler for Broker {
             RequestKind::DescribeConfigs(r) => {
                 ResponseKind::DescribeConfigs(handlers::admin::describe_configs(self, r, v))
             }
+            RequestKind::AlterConfigs(r) => {
+                ResponseKind::AlterConfigs(handlers::admin::alter_configs(self, r, v))
+            }
             RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
                 handlers::admin::incremental_alter_configs(self, r, v),
             ),
@@ -757,6 +760,7 @@ impl Handler for Broker {
             ApiKey::DeleteTopics => Some((1, 6)),
             ApiKey::CreatePartitions => Some((0, 3)),
             ApiKey::DescribeConfigs => Some((1, 4)),
+            ApiKey::AlterConfigs => Some((0, 2)),
             ApiKey::IncrementalAlterConfigs => Some((0, 1)),
             ApiKey::DescribeCluster => Some((0, 1)),
             ApiKey::FindCoordinator => Some((0, 6)),

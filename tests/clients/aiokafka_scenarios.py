@@ -150,6 +150,20 @@ async def admin_ops(bs):
                     entries[e["config_names"]] = e["config_value"]
         if entries.get("retention.ms") != "3600000":
             fail(f"describe_configs: retention.ms is {entries.get('retention.ms')}")
+        # AlterConfigs (aiokafka has no IncrementalAlterConfigs): the configs given become the
+        # topic's, retention.ms left out goes back to the default.
+        for r in await a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
+                                                       configs={"max.message.bytes": "2000000"})]):
+            for res in r.to_object()["resources"]:
+                if res["error_code"] != 0:
+                    fail(f"alter_configs: {res}")
+        entries = {}
+        for r in await a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)]):
+            for res in r.to_object()["resources"]:
+                for e in res["config_entries"]:
+                    entries[e["config_names"]] = (e["config_value"], e.get("config_source"))
+        if entries["max.message.bytes"] != ("2000000", 1) or entries["retention.ms"][1] == 1:
+            fail(f"after alter_configs: {entries}")
         await a.create_partitions({name: NewPartitions(4)})
         desc = {t["topic"]: t for t in await a.describe_topics([name])}
         if len(desc[name]["partitions"]) != 4:

@@ -189,6 +189,12 @@ async function adminOps(bs) {
     if (r.errorCode !== 0) fail(`describeConfigs: ${JSON.stringify(r)}`);
     const ret = r.configEntries.find((e) => e.configName === 'retention.ms');
     if (!ret || ret.configValue !== '3600000') fail(`describeConfigs: retention.ms is ${JSON.stringify(ret)}`);
+    // AlterConfigs (kafkajs has no IncrementalAlterConfigs): the configs given become the topic's.
+    await a.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: 'max.message.bytes', value: '2000000' }] }] });
+    const after = (await a.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms', 'max.message.bytes'] }], includeSynonyms: false })).resources[0].configEntries;
+    const entry = (n) => after.find((e) => e.configName === n) || {};
+    if (entry('max.message.bytes').configValue !== '2000000' || entry('max.message.bytes').isDefault) fail(`after alterConfigs: ${JSON.stringify(after)}`);
+    if (entry('retention.ms').configValue === '3600000' || !entry('retention.ms').isDefault) fail(`retention.ms left out of alterConfigs is still set: ${JSON.stringify(after)}`);
     // An unsupported config is refused.
     let refused = false;
     expected = [/CreateTopics.*Topic creation errors/];

@@ -1,5 +1,5 @@
 //! Metadata and topic administration: Metadata, CreateTopics, DeleteTopics, CreatePartitions,
-//! DescribeConfigs, IncrementalAlterConfigs, DescribeCluster and FindCoordinator.
+//! DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, DescribeCluster and FindCoordinator.
 //!
 //! The cluster is this one node: it is the only broker, the controller, the leader and only
 //! replica of every partition and the coordinator for every key. Replication factor is always 1
@@ -49,11 +49,12 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    BrokerId, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
-    CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeClusterRequest,
-    DescribeClusterResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, MetadataRequest, MetadataResponse, TopicName,
+    AlterConfigsRequest, AlterConfigsResponse, BrokerId, CreatePartitionsRequest,
+    CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse, DescribeClusterRequest, DescribeClusterResponse, DescribeConfigsRequest,
+    DescribeConfigsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, MetadataRequest,
+    MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::config::LogConfig;
@@ -1208,7 +1209,7 @@ pub fn incremental_alter_configs(
         &r.resources,
         |res| (res.resource_type, name_of(&res.resource_name)),
         "Each resource must appear at most once.",
-        |res| alter_one(b, res, r.validate_only),
+        |res| alter_one(b, res, r.validate_only, false),
     ) {
         let mut out = AlterConfigsResourceResponse::default();
         out.resource_type = res.resource_type;
@@ -1219,10 +1220,58 @@ pub fn incremental_alter_configs(
     resp
 }
 
+// ---------------------------------------------------------------------------------------------
+// AlterConfigs (the legacy, non-incremental form)
+
+/// AlterConfigs v0–2: TOPIC resources only, as IncrementalAlterConfigs. The configs given become
+/// the topic's whole set of overrides: each is SET, and every override the request leaves out
+/// goes back to the broker default, as Kafka's controller does for this request
+/// (`legacyAlterConfigResource`). A null value is INVALID_REQUEST, a key named twice too; BROKER
+/// resources are refused. Clients without IncrementalAlterConfigs (kafkajs 2.2, aiokafka 0.14)
+/// alter topic configs only through this request.
+pub fn alter_configs(b: &Broker, r: AlterConfigsRequest, _v: i16) -> AlterConfigsResponse {
+    use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse as Out;
+    use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
+    let mut resp = AlterConfigsResponse::default();
+    for (res, outcome) in each_once(
+        &r.resources,
+        |res| (res.resource_type, name_of(&res.resource_name)),
+        "Each resource must appear at most once.",
+        |res| {
+            let mut inc = AlterConfigsResource::default();
+            inc.resource_type = res.resource_type;
+            inc.resource_name = res.resource_name.clone();
+            inc.configs = res
+                .configs
+                .iter()
+                .map(|c| {
+                    let mut a = AlterableConfig::default();
+                    a.name = c.name.clone();
+                    a.config_operation = OP_SET;
+                    a.value = c.value.clone();
+                    a
+                })
+                .collect();
+            alter_one(b, &inc, r.validate_only, true)
+        },
+    ) {
+        let mut out = Out::default();
+        out.resource_type = res.resource_type;
+        out.resource_name = res.resource_name.clone();
+        (out.error_code, out.error_message) = TopicError::response_fields(outcome);
+        resp.responses.push(out);
+    }
+    resp
+}
+
+/// Applies one IncrementalAlterConfigs resource; with `replace` (AlterConfigs), the topic's
+/// overrides the resource does not name also go back to the broker default, decided under the
+/// same lock as the change.
 fn alter_one(
     b: &Broker,
     res: &AlterConfigsResource,
     validate_only: bool,
+    replace: bool,
 ) -> Result<(), TopicError> {
     let mut keys = HashSet::new();
     if !res.configs.iter().all(|c| keys.insert(c.name.as_str())) {
@@ -1284,6 +1333,16 @@ fn alter_one(
     let mut pairs: Vec<(String, String)> = vec![];
     // Deleted keys go back to the broker default and stop being topic overrides.
     let mut deleted: Vec<String> = vec![];
+    if replace {
+        for key in &current.overrides {
+            if !keys.contains(key)
+                && let Some(d) = defaults.get(key)
+            {
+                deleted.push(key.to_string());
+                pairs.push((key.to_string(), d.clone()));
+            }
+        }
+    }
     for c in &res.configs {
         let key = name_of(&c.name);
         let value = c.value.as_ref().map(name_of).unwrap_or_default();

@@ -1,6 +1,8 @@
-//! A consumer group of two Java KafkaConsumers (classic protocol) against `mirrorlog serve`:
-//! it rebalances when one member leaves (`close()`), commits with `commitSync`, and after a
-//! broker restart on the same data dir and port a new member resumes from the commits.
+//! Consumer groups of Java KafkaConsumers (kafka-clients 4.3.0, classic protocol) against
+//! `mirrorlog serve`: two members rebalance when one leaves (`close()`), commit with
+//! `commitSync` (leader epoch and metadata kept), and after a broker restart on the same data
+//! dir and port a new member resumes from the commits; the cooperative-sticky assignor through
+//! joins and a leave; a static member (`group.instance.id`) rejoining with its partition.
 //! Scenario code: `tests/kafka-java/ProducerConsumerScenarios.java`.
 
 mod common;
@@ -34,6 +36,20 @@ fn a_java_consumer_group_rebalances_commits_and_resumes_after_a_restart() {
     args.extend(committed.iter().map(String::as_str));
     let out = java.run(&args);
     assert!(out.contains("ok group_phase2 30"), "{out}");
+    assert!(out.contains("client log: 0 warnings, 0 errors"), "{out}");
+    assert_eq!(broker.stop(), Some(0), "clean exit on SIGTERM");
+}
+
+#[test]
+fn cooperative_rebalances_and_a_static_member_rejoining() {
+    let Some(java) = JavaClient::compile("ProducerConsumerScenarios") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Serve::start(dir.path(), free_port());
+    let out = java.run(&["cooperative+static", &broker.addr]);
+    assert!(out.lines().any(|l| l == "ok cooperative 120"), "{out}");
+    assert!(out.lines().any(|l| l == "ok static"), "{out}");
     assert!(out.contains("client log: 0 warnings, 0 errors"), "{out}");
     assert_eq!(broker.stop(), Some(0), "clean exit on SIGTERM");
 }

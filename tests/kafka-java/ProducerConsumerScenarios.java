@@ -42,18 +42,32 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
- * Kafka's own KafkaProducer/KafkaConsumer (kafka-clients 4.3.0) against `mirrorlog serve`: one
- * scenario per run, chosen by the first argument. Every check throws on failure (non-zero exit
- * with the message); the last line of a passing run starts with "ok".
+ * Kafka's own KafkaProducer/KafkaConsumer (kafka-clients 4.3.0) against `mirrorlog serve`: the
+ * scenario is chosen by the first argument (scenarios taking only BOOTSTRAP can be joined with
+ * '+' to run in one JVM). Every check throws on failure (non-zero exit with the message); a
+ * passing scenario prints a line starting with "ok", and the run ends with "client log: W
+ * warnings, E errors", the client's own WARN/ERROR log lines (printed to stderr).
  *
  * <pre>
- *   codecs BOOTSTRAP                      idempotent producer in every codec; assign + subscribe
- *   offsets BOOTSTRAP                     acks=0/1, offsetsForTimes, beginning/endOffsets, seek
- *   txn BOOTSTRAP                         commit/abort, LSO, read_committed/uncommitted
- *   ctp BOOTSTRAP                         consume-transform-produce (sendOffsetsToTransaction)
+ *   codecs BOOTSTRAP        idempotent producer in every codec; read back with assign + subscribe
+ *   offsets BOOTSTRAP       acks=0/1, offsetsForTimes, beginning/endOffsets, seek, out of range,
+ *                           DeleteRecords
+ *   validation BOOTSTRAP    LogAppendTime, a timestamp out of the topic's bounds
+ *   large BOOTSTRAP         a 900 KB record through 1000-byte fetch limits; RecordTooLarge
+ *   metadata BOOTSTRAP      partitionsFor, listTopics, auto-creation, pattern subscription
+ *   txn BOOTSTRAP           commit/abort, LSO and endOffsets, read_committed/uncommitted
+ *   interleaved BOOTSTRAP   two transactional producers and a plain one in one partition, in
+ *                           three codecs, read_committed through tiny fetches; a too-long timeout
+ *   ctp BOOTSTRAP           consume-transform-produce (sendOffsetsToTransaction), an abort
+ *   fencing BOOTSTRAP       a second producer with the same transactional.id fences the first
+ *   stable BOOTSTRAP        a pending transactional offset commit: committed() waits
+ *   txn_timeout BOOTSTRAP   the coordinator aborts a transaction past its timeout
  *   protocol BOOTSTRAP default|classic|consumer   what a group consumer does with that protocol
+ *   cooperative BOOTSTRAP   CooperativeStickyAssignor: members join and leave
+ *   static BOOTSTRAP        group.instance.id: a member closes and rejoins with its partition
  *   group_phase1 BOOTSTRAP TOPIC GROUP    two members, one leaves, commitSync; prints offsets
- *   group_phase2 BOOTSTRAP TOPIC GROUP P0 P1 P2   after a restart: resume from those offsets
+ *   group_phase2 BOOTSTRAP TOPIC GROUP O0 O1 O2   after a restart: resume from those offsets
+ *   live_restart BOOTSTRAP DIR            clients live through a restart: DIR/ready, DIR/go
  *   produce_acked BOOTSTRAP TOPIC N OUTFILE       idempotent producer, acked offsets to OUTFILE
  *   consume_check BOOTSTRAP TOPIC ACKFILE         every acked record at its offset, no duplicate
  * </pre>
@@ -69,17 +83,9 @@ public final class ProducerConsumerScenarios {
     // errors, retries, fencing) are the first thing to read when a scenario fails.
     System.setProperty("slf4j.provider", ClientLog.class.getName());
     String bs = args[1];
-    switch (args[0]) {
-      case "codecs" -> codecs(bs);
-      case "offsets" -> offsets(bs);
-      case "txn" -> txn(bs);
-      case "ctp" -> consumeTransformProduce(bs);
-      case "protocol" -> protocol(bs, args[2]);
-      case "group_phase1" -> groupPhase1(bs, args[2], args[3]);
-      case "group_phase2" -> groupPhase2(bs, args[2], args[3], Arrays.copyOfRange(args, 4, args.length));
-      case "produce_acked" -> produceAcked(bs, args[2], Integer.parseInt(args[3]), Path.of(args[4]));
-      case "consume_check" -> consumeCheck(bs, args[2], Path.of(args[3]));
-      default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
+    // Scenarios that take only BOOTSTRAP run in one JVM when joined with '+'.
+    for (String scenario : args[0].split("\\+")) {
+      run(scenario, bs, args);
     }
     System.out.println("client log: " + ClientLog.WARNINGS.get() + " warnings, "
         + ClientLog.ERRORS.get() + " errors");
@@ -157,15 +163,43 @@ public final class ProducerConsumerScenarios {
       @Override
       protected void handleNormalizedLoggingCall(org.slf4j.event.Level level, org.slf4j.Marker marker,
           String msg, Object[] args, Throwable t) {
-        if (level == org.slf4j.event.Level.WARN) {
+        String text = org.slf4j.helpers.MessageFormatter.basicArrayFormat(msg, args);
+        // Not counted: the consumer's own note that an endOffsets answer came for a partition
+        // it does not fetch (every endOffsets/offsetsForTimes of an unassigned partition).
+        boolean benign = text.endsWith("as it is no longer assigned");
+        if (level == org.slf4j.event.Level.WARN && !benign) {
           WARNINGS.incrementAndGet();
         } else if (level == org.slf4j.event.Level.ERROR) {
           ERRORS.incrementAndGet();
         }
-        String text = org.slf4j.helpers.MessageFormatter.basicArrayFormat(msg, args);
         System.err.println("[client " + level + " " + name.substring(name.lastIndexOf('.') + 1)
             + "] " + text + (t == null ? "" : " (" + t + ")"));
       }
+    }
+  }
+
+  static void run(String scenario, String bs, String[] args) throws Exception {
+    switch (scenario) {
+      case "codecs" -> codecs(bs);
+      case "offsets" -> offsets(bs);
+      case "txn" -> txn(bs);
+      case "ctp" -> consumeTransformProduce(bs);
+      case "protocol" -> protocol(bs, args[2]);
+      case "fencing" -> fencing(bs);
+      case "interleaved" -> interleaved(bs);
+      case "txn_timeout" -> txnTimeout(bs);
+      case "validation" -> validation(bs);
+      case "live_restart" -> liveRestart(bs, Path.of(args[2]));
+      case "cooperative" -> cooperative(bs);
+      case "static" -> staticMembership(bs);
+      case "stable" -> requireStable(bs);
+      case "large" -> large(bs);
+      case "metadata" -> metadata(bs);
+      case "group_phase1" -> groupPhase1(bs, args[2], args[3]);
+      case "group_phase2" -> groupPhase2(bs, args[2], args[3], Arrays.copyOfRange(args, 4, args.length));
+      case "produce_acked" -> produceAcked(bs, args[2], Integer.parseInt(args[3]), Path.of(args[4]));
+      case "consume_check" -> consumeCheck(bs, args[2], Path.of(args[3]));
+      default -> throw new IllegalArgumentException("unknown scenario " + scenario);
     }
   }
 
@@ -401,6 +435,33 @@ public final class ProducerConsumerScenarios {
       check(new String(pollN(c, 1).get(0).value(), StandardCharsets.UTF_8).equals("a1-3"),
           "seek(3)");
     }
+    // Out of range: past the end, then below a log start that DeleteRecords moved.
+    try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("auto.offset.reset", "none"))) {
+      c.assign(List.of(tp));
+      c.seek(tp, 500);
+      try {
+        long deadline = System.currentTimeMillis() + DEADLINE_MS;
+        while (true) {
+          check(System.currentTimeMillis() < deadline, "hang guard: no out-of-range error");
+          check(c.poll(Duration.ofMillis(200)).isEmpty(), "records past the end");
+        }
+      } catch (org.apache.kafka.clients.consumer.OffsetOutOfRangeException e) {
+        check(e.offsetOutOfRangePartitions().get(tp) == 500, "out of range at " + e.offsetOutOfRangePartitions());
+      }
+    }
+    try (Admin admin = Admin.create(base(bs))) {
+      admin.deleteRecords(Map.of(tp, org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(30)))
+          .all().get(DEADLINE_MS, TimeUnit.MILLISECONDS);
+    }
+    try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("auto.offset.reset", "earliest"))) {
+      check(c.beginningOffsets(List.of(tp)).get(tp) == 30, "beginningOffsets after DeleteRecords");
+      Map<TopicPartition, OffsetAndTimestamp> at = c.offsetsForTimes(Map.of(tp, T0));
+      check(at.get(tp).offset() == 30, "offsetsForTimes(T0) after DeleteRecords = " + at.get(tp));
+      c.assign(List.of(tp));
+      c.seek(tp, 5);
+      List<ConsumerRecord<byte[], byte[]>> got = pollN(c, 1);
+      check(got.get(0).offset() == 30, "below the log start: reset to " + got.get(0).offset());
+    }
     System.out.println("ok offsets");
   }
 
@@ -566,6 +627,399 @@ public final class ProducerConsumerScenarios {
     System.out.println("ok ctp " + n);
   }
 
+  // ---------------------------------------------------------------- probes
+
+  static void fencing(String bs) throws Exception {
+    String topic = unique("fence");
+    createTopic(bs, topic, 1);
+    String txid = unique("fence-tx");
+    KafkaProducer<byte[], byte[]> old = producer(bs, Map.of("transactional.id", txid, "compression.type", "lz4"));
+    old.initTransactions();
+    old.beginTransaction();
+    old.send(new ProducerRecord<>(topic, 0, null, "old-open".getBytes(StandardCharsets.UTF_8))).get();
+    try (KafkaProducer<byte[], byte[]> fresh = producer(bs, Map.of("transactional.id", txid))) {
+      // Aborts the old producer's open transaction and fences it.
+      fresh.initTransactions();
+      try {
+        old.send(new ProducerRecord<>(topic, 0, null, "old-late".getBytes(StandardCharsets.UTF_8))).get();
+        old.commitTransaction();
+        throw new AssertionError("FAIL: the fenced producer committed");
+      } catch (Exception e) {
+        Throwable c = e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e;
+        System.out.println("fenced: " + c.getClass().getSimpleName() + ": " + c.getMessage());
+        check(c instanceof org.apache.kafka.common.errors.ProducerFencedException
+            || c instanceof org.apache.kafka.common.errors.InvalidProducerEpochException,
+            "fenced with " + c);
+      }
+      old.close(Duration.ZERO);
+      fresh.beginTransaction();
+      fresh.send(new ProducerRecord<>(topic, 0, null, "fresh".getBytes(StandardCharsets.UTF_8)));
+      fresh.commitTransaction();
+    }
+    List<String> rc = readAll(bs, new TopicPartition(topic, 0), "read_committed");
+    check(rc.equals(List.of("fresh")), "read_committed after fencing: " + rc);
+    System.out.println("ok fencing");
+  }
+
+  /**
+   * Transactions in lz4 batches interleaved with a plain idempotent producer's batches and with
+   * each other (two transactional producers), read by read_committed consumers whose fetches
+   * end in the middle of aborted transactions; and a transaction timeout above the broker's
+   * maximum refused at initTransactions.
+   */
+  static void interleaved(String bs) throws Exception {
+    String topic = unique("inter");
+    createTopic(bs, topic, 1);
+    TopicPartition tp = new TopicPartition(topic, 0);
+    List<String> committed = new ArrayList<>();
+    List<String> all = new ArrayList<>();
+    try (KafkaProducer<byte[], byte[]> t1 = producer(bs, Map.of("transactional.id", unique("i1"), "compression.type", "lz4", "linger.ms", "0"));
+        KafkaProducer<byte[], byte[]> t2 = producer(bs, Map.of("transactional.id", unique("i2"), "compression.type", "zstd", "linger.ms", "0"));
+        KafkaProducer<byte[], byte[]> plain = producer(bs, Map.of("compression.type", "gzip", "linger.ms", "0"))) {
+      t1.initTransactions();
+      t2.initTransactions();
+      for (int round = 0; round < 6; round++) {
+        t1.beginTransaction();
+        t2.beginTransaction();
+        for (int i = 0; i < 5; i++) {
+          String v1 = "t1-" + round + "-" + i;
+          String v2 = "t2-" + round + "-" + i;
+          String vp = "p-" + round + "-" + i;
+          t1.send(new ProducerRecord<>(topic, 0, null, v1.getBytes(StandardCharsets.UTF_8))).get();
+          plain.send(new ProducerRecord<>(topic, 0, null, vp.getBytes(StandardCharsets.UTF_8))).get();
+          t2.send(new ProducerRecord<>(topic, 0, null, v2.getBytes(StandardCharsets.UTF_8))).get();
+          all.add(v1);
+          all.add(vp);
+          all.add(v2);
+        }
+        boolean commit1 = round % 2 == 0;
+        boolean commit2 = round % 3 != 1;
+        for (String v : all.subList(all.size() - 15, all.size())) {
+          if (v.startsWith("p-") || (v.startsWith("t1-") && commit1) || (v.startsWith("t2-") && commit2)) {
+            committed.add(v);
+          }
+        }
+        if (commit1) { t1.commitTransaction(); } else { t1.abortTransaction(); }
+        if (commit2) { t2.commitTransaction(); } else { t2.abortTransaction(); }
+      }
+    }
+    for (String limit : List.of("1", "300", "1048576")) {
+      try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("isolation.level", "read_committed",
+          "max.partition.fetch.bytes", limit, "fetch.max.bytes", limit))) {
+        c.assign(List.of(tp));
+        c.seekToBeginning(List.of(tp));
+        long end = c.endOffsets(List.of(tp)).get(tp);
+        List<String> got = values(pollTo(c, tp, end));
+        check(got.equals(committed), "read_committed with fetches of " + limit + " bytes: " + got);
+      }
+    }
+    check(readAll(bs, tp, "read_uncommitted").equals(all), "read_uncommitted");
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of("transactional.id", unique("long"),
+        "transaction.timeout.ms", "1000000"))) {
+      try {
+        p.initTransactions();
+        throw new AssertionError("FAIL: a transaction timeout above the maximum was accepted");
+      } catch (org.apache.kafka.common.KafkaException e) {
+        System.out.println("timeout too long: " + e.getClass().getSimpleName() + ": " + e.getMessage());
+        // The client names only some InitProducerId errors; INVALID_TRANSACTION_TIMEOUT (50)
+        // comes back as a bare KafkaException with Kafka's text for the code, as from Kafka.
+        check(e.getMessage().contains("The transaction timeout is larger than the maximum value"),
+            "refused with " + e);
+      }
+    }
+    System.out.println("ok interleaved " + committed.size() + " of " + all.size());
+  }
+
+  /** A transaction left open past transaction.timeout.ms is aborted by the coordinator. */
+  static void txnTimeout(String bs) throws Exception {
+    String topic = unique("txto");
+    createTopic(bs, topic, 1);
+    TopicPartition tp = new TopicPartition(topic, 0);
+    String txid = unique("txto-tx");
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of("transactional.id", txid,
+        "transaction.timeout.ms", "1000"));
+        KafkaConsumer<byte[], byte[]> rc = consumer(bs, Map.of("isolation.level", "read_committed"))) {
+      p.initTransactions();
+      p.beginTransaction();
+      p.send(new ProducerRecord<>(topic, 0, null, "late".getBytes(StandardCharsets.UTF_8))).get();
+      check(rc.endOffsets(List.of(tp)).get(tp) == 0, "LSO held by the open transaction");
+      long deadline = System.currentTimeMillis() + DEADLINE_MS;
+      while (rc.endOffsets(List.of(tp)).get(tp) < 2) {
+        check(System.currentTimeMillis() < deadline, "hang guard: the timed-out transaction was never aborted");
+        Thread.sleep(100);
+      }
+      try {
+        p.commitTransaction();
+        throw new AssertionError("FAIL: committed a transaction the coordinator aborted");
+      } catch (org.apache.kafka.common.KafkaException e) {
+        System.out.println("commit after the timeout: " + e.getClass().getSimpleName() + ": " + e.getMessage());
+        check(e instanceof org.apache.kafka.common.errors.ProducerFencedException
+            || e instanceof org.apache.kafka.common.errors.InvalidProducerEpochException, "commit after the timeout: " + e);
+      }
+    }
+    check(readAll(bs, tp, "read_committed").isEmpty(), "read_committed sees the timed-out transaction");
+    // The same transactional id starts over.
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of("transactional.id", txid))) {
+      p.initTransactions();
+      p.beginTransaction();
+      p.send(new ProducerRecord<>(topic, 0, null, "again".getBytes(StandardCharsets.UTF_8)));
+      p.commitTransaction();
+    }
+    check(readAll(bs, tp, "read_committed").equals(List.of("again")), "after the restart of the id");
+    System.out.println("ok txn_timeout");
+  }
+
+  static void createTopic(String bs, String name, Map<String, String> configs) throws Exception {
+    try (Admin admin = Admin.create(base(bs))) {
+      admin.createTopics(List.of(new NewTopic(name, 1, (short) 1).configs(configs))).all()
+          .get(DEADLINE_MS, TimeUnit.MILLISECONDS);
+    }
+  }
+
+  /** LogAppendTime stamped and reported; a timestamp out of the topic's bounds refused. */
+  static void validation(String bs) throws Exception {
+    String lat = unique("lat");
+    createTopic(bs, lat, Map.of("message.timestamp.type", "LogAppendTime"));
+    long before = System.currentTimeMillis();
+    RecordMetadata m;
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of())) {
+      m = p.send(new ProducerRecord<>(lat, 0, T0, null, "x".getBytes(StandardCharsets.UTF_8))).get();
+    }
+    long after = System.currentTimeMillis();
+    check(m.timestamp() >= before && m.timestamp() <= after, "acked LogAppendTime " + m.timestamp());
+    try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of())) {
+      TopicPartition tp = new TopicPartition(lat, 0);
+      c.assign(List.of(tp));
+      ConsumerRecord<byte[], byte[]> r = pollN(c, 1).get(0);
+      check(r.timestampType() == org.apache.kafka.common.record.TimestampType.LOG_APPEND_TIME
+          && r.timestamp() == m.timestamp(), "consumed " + r.timestampType() + " " + r.timestamp());
+    }
+    String bounded = unique("bounded");
+    createTopic(bs, bounded, Map.of("message.timestamp.before.max.ms", "3600000"));
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of())) {
+      try {
+        p.send(new ProducerRecord<>(bounded, 0, T0, null, "old".getBytes(StandardCharsets.UTF_8))).get();
+        throw new AssertionError("FAIL: a timestamp years old was accepted");
+      } catch (java.util.concurrent.ExecutionException e) {
+        System.out.println("old timestamp: " + e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+        check(e.getCause() instanceof org.apache.kafka.common.errors.InvalidTimestampException, "old: " + e.getCause());
+      }
+      p.send(new ProducerRecord<>(bounded, 0, null, "now".getBytes(StandardCharsets.UTF_8))).get();
+    }
+    System.out.println("ok validation");
+  }
+
+  /** Creates `dir/ready`, then waits for `dir/go` (the test restarts the broker between). */
+  static void handOff(Path dir) throws Exception {
+    Files.writeString(dir.resolve("ready"), "");
+    long deadline = System.currentTimeMillis() + DEADLINE_MS;
+    while (!Files.exists(dir.resolve("go"))) {
+      check(System.currentTimeMillis() < deadline, "hang guard: no go from the test");
+      Thread.sleep(20);
+    }
+  }
+
+  /**
+   * Clients that live through a broker restart (SIGTERM, start on the same dir and port): a
+   * transaction open across it commits, an idempotent producer continues without duplicates,
+   * and a group member keeps consuming and committing.
+   */
+  static void liveRestart(String bs, Path dir) throws Exception {
+    String topic = unique("live");
+    String group = unique("live-g");
+    createTopic(bs, topic, 2);
+    TopicPartition tp0 = new TopicPartition(topic, 0);
+    Map<String, Integer> seen = new ConcurrentHashMap<>();
+    try (KafkaProducer<byte[], byte[]> tx = producer(bs, Map.of("transactional.id", unique("live-tx")));
+        KafkaProducer<byte[], byte[]> idem = producer(bs, Map.of("enable.idempotence", "true", "acks", "all"))) {
+      tx.initTransactions();
+      tx.beginTransaction();
+      for (int i = 0; i < 5; i++) {
+        tx.send(new ProducerRecord<>(topic, 0, null, ("tx-" + i).getBytes(StandardCharsets.UTF_8)));
+        idem.send(new ProducerRecord<>(topic, 1, null, ("id-" + i).getBytes(StandardCharsets.UTF_8)));
+      }
+      tx.flush();
+      idem.flush();
+      Member m = new Member("live", bs, topic, group, seen);
+      m.thread.start();
+      waitFor("the member reads partition 1", () -> seen.size() == 5, m);
+      handOff(dir);
+      for (int i = 5; i < 10; i++) {
+        tx.send(new ProducerRecord<>(topic, 0, null, ("tx-" + i).getBytes(StandardCharsets.UTF_8)));
+        idem.send(new ProducerRecord<>(topic, 1, null, ("id-" + i).getBytes(StandardCharsets.UTF_8)));
+      }
+      idem.flush();
+      tx.commitTransaction();
+      waitFor("the member reads everything", () -> seen.size() == 20, m);
+      m.finish();
+    }
+    List<String> want = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      want.add("tx-" + i);
+    }
+    List<String> rc = readAll(bs, tp0, "read_committed");
+    check(rc.equals(want), "read_committed after a transaction across the restart: " + rc);
+    List<String> ids = readAll(bs, new TopicPartition(topic, 1), "read_uncommitted");
+    check(ids.size() == 10 && new HashSet<>(ids).size() == 10, "idempotent across the restart: " + ids);
+    for (String k : seen.keySet()) {
+      check(seen.get(k) == 1, "read twice: " + k);
+    }
+    System.out.println("ok live_restart");
+  }
+
+  static void cooperative(String bs) throws Exception {
+    String topic = unique("coop");
+    String group = unique("coop-g");
+    createTopic(bs, topic, 6);
+    int total = 6 * 20;
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of())) {
+      for (int i = 0; i < total; i++) {
+        p.send(new ProducerRecord<>(topic, i % 6, null, ("c-" + i).getBytes(StandardCharsets.UTF_8)));
+      }
+      p.flush();
+    }
+    Map<String, Integer> seen = new ConcurrentHashMap<>();
+    Map<String, String> cfg = Map.of("group.id", group, "group.protocol", "classic",
+        "partition.assignment.strategy", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+        "max.poll.records", "3");
+    Member a = new Member("ca", bs, topic, cfg, seen);
+    a.thread.start();
+    waitFor("a holds all", () -> a.assignment.get().size() == 6, a);
+    Member b = new Member("cb", bs, topic, cfg, seen);
+    b.thread.start();
+    waitFor("b gets a share", () -> b.assignment.get().size() == 3 && a.assignment.get().size() == 3, a, b);
+    Member c = new Member("cc", bs, topic, cfg, seen);
+    c.thread.start();
+    waitFor("three members of two", () -> a.assignment.get().size() == 2 && b.assignment.get().size() == 2
+        && c.assignment.get().size() == 2, a, b, c);
+    b.finish();
+    waitFor("after b left", () -> a.assignment.get().size() + c.assignment.get().size() == 6, a, c);
+    waitFor("every record", () -> seen.size() == total, a, c);
+    a.finish();
+    c.finish();
+    System.out.println("ok cooperative " + seen.size());
+  }
+
+  static void staticMembership(String bs) throws Exception {
+    String topic = unique("static");
+    String group = unique("static-g");
+    createTopic(bs, topic, 2);
+    Map<String, Integer> seen = new ConcurrentHashMap<>();
+    Map<String, String> cfgA = Map.of("group.id", group, "group.protocol", "classic",
+        "group.instance.id", "inst-a", "session.timeout.ms", "45000");
+    Map<String, String> cfgB = Map.of("group.id", group, "group.protocol", "classic",
+        "group.instance.id", "inst-b", "session.timeout.ms", "45000");
+    Member a = new Member("sa", bs, topic, cfgA, seen);
+    Member b = new Member("sb", bs, topic, cfgB, seen);
+    a.thread.start();
+    b.thread.start();
+    waitFor("both static members assigned", () -> a.assignment.get().size() == 1 && b.assignment.get().size() == 1, a, b);
+    Set<TopicPartition> bHad = b.assignment.get();
+    b.finish(); // a static member's close does not leave the group
+    Member b2 = new Member("sb2", bs, topic, cfgB, seen);
+    b2.thread.start();
+    waitFor("the same instance rejoins with its partition", () -> b2.assignment.get().equals(bHad), b2, a);
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of())) {
+      for (int i = 0; i < 10; i++) {
+        p.send(new ProducerRecord<>(topic, i % 2, null, ("s-" + i).getBytes(StandardCharsets.UTF_8)));
+      }
+      p.flush();
+    }
+    waitFor("records", () -> seen.size() == 10, a, b2);
+    a.finish();
+    b2.finish();
+    System.out.println("ok static");
+  }
+
+  static void requireStable(String bs) throws Exception {
+    String topic = unique("stable");
+    String group = unique("stable-g");
+    createTopic(bs, topic, 1);
+    TopicPartition tp = new TopicPartition(topic, 0);
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of())) {
+      for (int i = 0; i < 10; i++) {
+        p.send(new ProducerRecord<>(topic, 0, null, ("u-" + i).getBytes(StandardCharsets.UTF_8)));
+      }
+      p.flush();
+    }
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of("transactional.id", unique("stable-tx")));
+        KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("group.id", group, "group.protocol", "classic"))) {
+      p.initTransactions();
+      p.beginTransaction();
+      p.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(7)), c.groupMetadata());
+      // Pending: a consumer's committed() asks for stable offsets (KafkaConsumer always does),
+      // so it is answered UNSTABLE_OFFSET_COMMIT and retries until its bound; the admin client
+      // (not asking for stable offsets) sees the last committed one: none.
+      try (KafkaConsumer<byte[], byte[]> rc = consumer(bs, Map.of("group.id", group,
+          "isolation.level", "read_committed", "default.api.timeout.ms", "1500"))) {
+        try {
+          Map<TopicPartition, OffsetAndMetadata> got = rc.committed(Set.of(tp));
+          throw new AssertionError("FAIL: committed() with a pending offset: " + got);
+        } catch (org.apache.kafka.common.errors.TimeoutException e) {
+          System.out.println("pending offset: committed() waits");
+        }
+      }
+      Properties ap = base(bs);
+      try (Admin admin = Admin.create(ap)) {
+        Map<TopicPartition, OffsetAndMetadata> got = admin.listConsumerGroupOffsets(group)
+            .partitionsToOffsetAndMetadata().get(DEADLINE_MS, TimeUnit.MILLISECONDS);
+        check(got.get(tp) == null, "admin sees the pending offset: " + got);
+      }
+      p.commitTransaction();
+      check(c.committed(Set.of(tp)).get(tp).offset() == 7, "committed after the commit");
+    }
+    System.out.println("ok stable");
+  }
+
+  static void large(String bs) throws Exception {
+    String topic = unique("large");
+    createTopic(bs, topic, 1);
+    TopicPartition tp = new TopicPartition(topic, 0);
+    byte[] big = new byte[900_000];
+    new java.util.Random(7).nextBytes(big);
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of("max.request.size", "2000000"))) {
+      p.send(new ProducerRecord<>(topic, 0, null, "small".getBytes(StandardCharsets.UTF_8))).get();
+      p.send(new ProducerRecord<>(topic, 0, null, big)).get();
+      p.send(new ProducerRecord<>(topic, 0, null, "after".getBytes(StandardCharsets.UTF_8))).get();
+      // Over message.max.bytes: refused with RecordTooLarge, not a hang or a closed connection.
+      try {
+        p.send(new ProducerRecord<>(topic, 0, null, new byte[1_500_000])).get();
+        throw new AssertionError("FAIL: a 1.5 MB record was accepted");
+      } catch (java.util.concurrent.ExecutionException e) {
+        System.out.println("too large: " + e.getCause().getClass().getSimpleName());
+        check(e.getCause() instanceof org.apache.kafka.common.errors.RecordTooLargeException, "too large: " + e.getCause());
+      }
+    }
+    // A record bigger than the fetch limits still comes back (KIP-74).
+    try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("max.partition.fetch.bytes", "1000", "fetch.max.bytes", "1000"))) {
+      c.assign(List.of(tp));
+      c.seekToBeginning(List.of(tp));
+      List<ConsumerRecord<byte[], byte[]>> got = pollTo(c, tp, 3);
+      check(got.size() == 3 && Arrays.equals(got.get(1).value(), big), "large record read back");
+    }
+    System.out.println("ok large");
+  }
+
+  static void metadata(String bs) throws Exception {
+    String topic = unique("meta");
+    createTopic(bs, topic, 3);
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of());
+        KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("group.id", unique("meta-g"), "group.protocol", "classic"))) {
+      check(p.partitionsFor(topic).size() == 3, "producer partitionsFor");
+      check(c.partitionsFor(topic).size() == 3, "consumer partitionsFor");
+      check(c.listTopics().containsKey(topic), "listTopics");
+      // Auto-created by the producer's metadata request.
+      String auto = unique("auto");
+      p.send(new ProducerRecord<>(auto, null, "a".getBytes(StandardCharsets.UTF_8))).get();
+      check(c.partitionsFor(auto).size() == 1, "auto-created topic");
+      c.subscribe(java.util.regex.Pattern.compile(java.util.regex.Pattern.quote(auto) + "|" + java.util.regex.Pattern.quote(topic)));
+      p.send(new ProducerRecord<>(topic, 1, null, "m".getBytes(StandardCharsets.UTF_8))).get();
+      List<ConsumerRecord<byte[], byte[]>> got = pollN(c, 2);
+      check(got.size() == 2, "pattern subscription");
+    }
+    System.out.println("ok metadata");
+  }
+
   // ---------------------------------------------------------------- group protocol probe
 
   static void protocol(String bs, String mode) throws Exception {
@@ -608,11 +1062,15 @@ public final class ProducerConsumerScenarios {
     final String topic;
 
     Member(String name, String bs, String topic, String group, Map<String, Integer> seen) {
+      this(name, bs, topic, Map.of("group.id", group, "group.protocol", "classic",
+          "max.poll.records", "5", "session.timeout.ms", "30000"), seen);
+    }
+
+    Member(String name, String bs, String topic, Map<String, String> cfg, Map<String, Integer> seen) {
       this.name = name;
       this.topic = topic;
       this.seen = seen;
-      this.consumer = consumer(bs, Map.of("group.id", group, "group.protocol", "classic",
-          "max.poll.records", "5", "session.timeout.ms", "30000"));
+      this.consumer = consumer(bs, cfg);
       this.thread = new Thread(this, name);
     }
 
@@ -636,11 +1094,14 @@ public final class ProducerConsumerScenarios {
         });
         while (!stop.get()) {
           ConsumerRecords<byte[], byte[]> rs = consumer.poll(Duration.ofMillis(100));
+          Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
           for (ConsumerRecord<byte[], byte[]> r : rs) {
             seen.merge(r.partition() + ":" + r.offset(), 1, Integer::sum);
+            commit.put(new TopicPartition(r.topic(), r.partition()),
+                new OffsetAndMetadata(r.offset() + 1, r.leaderEpoch(), name + "@" + (r.offset() + 1)));
           }
           if (!rs.isEmpty()) {
-            consumer.commitSync();
+            consumer.commitSync(commit);
           }
         }
         consumer.close(); // leaves the group
@@ -661,7 +1122,8 @@ public final class ProducerConsumerScenarios {
 
   static void waitFor(String what, java.util.function.BooleanSupplier cond, Member... ms)
       throws InterruptedException {
-    long deadline = System.currentTimeMillis() + DEADLINE_MS;
+    long start = System.currentTimeMillis();
+    long deadline = start + DEADLINE_MS;
     while (!cond.getAsBoolean()) {
       for (Member m : ms) {
         if (m.failure.get() != null) {
@@ -670,6 +1132,9 @@ public final class ProducerConsumerScenarios {
       }
       check(System.currentTimeMillis() < deadline, "hang guard: " + what);
       Thread.sleep(20);
+    }
+    if (System.getProperty("client.log") != null) {
+      System.out.println(what + ": " + (System.currentTimeMillis() - start) + " ms");
     }
   }
 
@@ -716,6 +1181,8 @@ public final class ProducerConsumerScenarios {
       for (int p = 0; p < GROUP_PARTITIONS; p++) {
         OffsetAndMetadata o = committed.get(new TopicPartition(topic, p));
         check(o != null && o.offset() == GROUP_RECORDS_PER_PARTITION, "committed p" + p + " = " + o);
+        check(o.leaderEpoch().isPresent() && o.metadata().endsWith("@" + o.offset()),
+            "committed epoch and metadata p" + p + " = " + o);
         line.append(' ').append(o.offset());
       }
     }

@@ -2,7 +2,9 @@
 //! against `mirrorlog serve`: idempotent produce in every codec read back byte for byte,
 //! acks=0/1, offset lookups, seeks, out-of-range positions and DeleteRecords, LogAppendTime and
 //! timestamp bounds, a record larger than the fetch limits, metadata and pattern subscription,
-//! and what a group consumer does with each `group.protocol`. The scenarios are in
+//! a fetch session through reassignments and pause/resume, an idempotent producer after
+//! DeleteRecords removed all it wrote, and what a group consumer does with each
+//! `group.protocol`. The scenarios are in
 //! `tests/kafka-java/ProducerConsumerScenarios.java`; each throws on a failed check, and the
 //! client's own WARN/ERROR log lines are counted.
 
@@ -67,14 +69,24 @@ fn an_idempotent_producer_in_every_codec_reads_back_byte_identical() {
 }
 
 #[test]
-fn acks_0_and_1_offset_lookups_seeks_timestamps_large_records_and_metadata() {
+fn acks_0_and_1_offset_lookups_seeks_timestamps_large_records_metadata_and_fetch_sessions() {
     let Some(java) = JavaClient::compile("ProducerConsumerScenarios") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let mut broker = Serve::start(dir.path(), free_port());
-    let out = java.run(&["offsets+validation+large+metadata", &broker.addr]);
-    for ok in ["ok offsets", "ok validation", "ok large", "ok metadata"] {
+    let out = java.run(&[
+        "offsets+validation+large+metadata+session+idem_delete",
+        &broker.addr,
+    ]);
+    for ok in [
+        "ok offsets",
+        "ok validation",
+        "ok large",
+        "ok metadata",
+        "ok session",
+        "ok idem_delete",
+    ] {
         assert!(out.lines().any(|l| l == ok), "no {ok:?}:\n{out}");
     }
     assert_eq!(

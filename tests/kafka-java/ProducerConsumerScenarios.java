@@ -189,6 +189,10 @@ public final class ProducerConsumerScenarios {
       case "interleaved" -> interleaved(bs);
       case "txn_timeout" -> txnTimeout(bs);
       case "validation" -> validation(bs);
+      case "mirror_source" -> mirrorSource(bs, args[2]);
+      case "mirror_destination" -> mirrorDestination(bs, args[2]);
+      case "session" -> session(bs);
+      case "idem_delete" -> idempotentAfterDeleteRecords(bs);
       case "live_restart" -> liveRestart(bs, Path.of(args[2]));
       case "cooperative" -> cooperative(bs);
       case "static" -> staticMembership(bs);
@@ -865,6 +869,157 @@ public final class ProducerConsumerScenarios {
       check(seen.get(k) == 1, "read twice: " + k);
     }
     System.out.println("ok live_restart");
+  }
+
+  static void produceTo(String bs, String topic, int partitions, int perPartition, String tag) throws Exception {
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of("linger.ms", "0"))) {
+      for (int i = 0; i < perPartition; i++) {
+        for (int part = 0; part < partitions; part++) {
+          p.send(new ProducerRecord<>(topic, part, null, (tag + "-" + part + "-" + i).getBytes(StandardCharsets.UTF_8)));
+        }
+      }
+      p.flush();
+    }
+  }
+
+  /**
+   * One consumer's incremental fetch session through assignment changes and pause/resume: the
+   * partitions it drops are never fetched again, those it adds start where it seeks, a paused
+   * partition's records wait until it is resumed.
+   */
+  static void session(String bs) throws Exception {
+    String topic = unique("session");
+    int parts = 4;
+    createTopic(bs, topic, parts);
+    produceTo(bs, topic, parts, 10, "a");
+    List<TopicPartition> tps = new ArrayList<>();
+    for (int i = 0; i < parts; i++) {
+      tps.add(new TopicPartition(topic, i));
+    }
+    try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("fetch.max.wait.ms", "100"))) {
+      c.assign(List.of(tps.get(0), tps.get(1)));
+      c.seekToBeginning(c.assignment());
+      List<ConsumerRecord<byte[], byte[]>> got = pollN(c, 20);
+      check(got.size() == 20, "first two partitions: " + got.size());
+      check(c.poll(Duration.ofMillis(300)).isEmpty(), "nothing more");
+      // p1 out, p2 in (from its start), p3 in (from offset 5).
+      c.assign(List.of(tps.get(0), tps.get(2), tps.get(3)));
+      c.seek(tps.get(2), 0);
+      c.seek(tps.get(3), 5);
+      produceTo(bs, topic, parts, 3, "b");
+      Map<Integer, List<Long>> byPart = new TreeMap<>();
+      for (ConsumerRecord<byte[], byte[]> r : pollN(c, 3 + 13 + 8)) {
+        byPart.computeIfAbsent(r.partition(), k -> new ArrayList<>()).add(r.offset());
+      }
+      check(!byPart.containsKey(1), "a dropped partition was fetched: " + byPart);
+      check(byPart.get(0).equals(List.of(10L, 11L, 12L)), "p0 " + byPart.get(0));
+      check(byPart.get(2).size() == 13 && byPart.get(2).get(0) == 0, "p2 " + byPart.get(2));
+      check(byPart.get(3).size() == 8 && byPart.get(3).get(0) == 5, "p3 " + byPart.get(3));
+      check(c.poll(Duration.ofMillis(300)).isEmpty(), "nothing more after the reassignment");
+      // Pause p0: its new records wait; p2's come.
+      c.pause(List.of(tps.get(0)));
+      produceTo(bs, topic, parts, 2, "c");
+      Set<Integer> seenParts = new HashSet<>();
+      int n = 0;
+      for (ConsumerRecord<byte[], byte[]> r : pollN(c, 4)) {
+        seenParts.add(r.partition());
+        n++;
+      }
+      check(seenParts.equals(Set.of(2, 3)) && n == 4, "while p0 is paused: " + seenParts + " " + n);
+      check(c.poll(Duration.ofMillis(300)).isEmpty(), "a paused partition was returned");
+      c.resume(List.of(tps.get(0)));
+      List<ConsumerRecord<byte[], byte[]>> after = pollN(c, 2);
+      check(after.size() == 2 && after.get(0).partition() == 0 && after.get(0).offset() == 13,
+          "after resume: " + after.size() + " first " + after.get(0).partition() + "@" + after.get(0).offset());
+      // Everything back, from the start, over and over: the session keeps up with seeks.
+      for (int round = 0; round < 5; round++) {
+        c.assign(round % 2 == 0 ? tps : List.of(tps.get(1), tps.get(3)));
+        c.seekToBeginning(c.assignment());
+        int want = round % 2 == 0 ? 4 * 15 : 2 * 15;
+        List<ConsumerRecord<byte[], byte[]>> all = pollN(c, want);
+        check(all.size() == want, "round " + round + ": " + all.size());
+      }
+    }
+    System.out.println("ok session");
+  }
+
+  /** DeleteRecords past everything an idempotent producer wrote; it keeps producing. */
+  static void idempotentAfterDeleteRecords(String bs) throws Exception {
+    String topic = unique("idel");
+    createTopic(bs, topic, 1);
+    TopicPartition tp = new TopicPartition(topic, 0);
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of("enable.idempotence", "true", "acks", "all"));
+        Admin admin = Admin.create(base(bs))) {
+      for (int i = 0; i < 10; i++) {
+        p.send(new ProducerRecord<>(topic, 0, null, ("before-" + i).getBytes(StandardCharsets.UTF_8))).get();
+      }
+      admin.deleteRecords(Map.of(tp, org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(10)))
+          .all().get(DEADLINE_MS, TimeUnit.MILLISECONDS);
+      for (int i = 0; i < 10; i++) {
+        RecordMetadata m = p.send(new ProducerRecord<>(topic, 0, null, ("after-" + i).getBytes(StandardCharsets.UTF_8))).get();
+        check(m.offset() == 10 + i, "after DeleteRecords: offset " + m.offset());
+      }
+    }
+    List<String> got = readAll(bs, tp, "read_uncommitted");
+    check(got.size() == 10 && got.get(0).equals("after-0"), "read back " + got);
+    System.out.println("ok idem_delete");
+  }
+
+  /**
+   * A source topic for a mirror: a committed and an aborted transaction, plain records, and a
+   * transaction left open (the JVM halts without ending it).
+   */
+  static void mirrorSource(String bs, String topic) throws Exception {
+    createTopic(bs, topic, 1);
+    KafkaProducer<byte[], byte[]> tx = producer(bs, Map.of("transactional.id", unique("msrc"), "compression.type", "lz4"));
+    try (KafkaProducer<byte[], byte[]> plain = producer(bs, Map.of("compression.type", "zstd"))) {
+      tx.initTransactions();
+      tx.beginTransaction();
+      for (int i = 0; i < 5; i++) {
+        tx.send(new ProducerRecord<>(topic, 0, null, ("committed-" + i).getBytes(StandardCharsets.UTF_8)));
+      }
+      tx.commitTransaction();
+      tx.beginTransaction();
+      for (int i = 0; i < 3; i++) {
+        tx.send(new ProducerRecord<>(topic, 0, null, ("aborted-" + i).getBytes(StandardCharsets.UTF_8)));
+      }
+      tx.flush();
+      tx.abortTransaction();
+      for (int i = 0; i < 4; i++) {
+        plain.send(new ProducerRecord<>(topic, 0, null, ("plain-" + i).getBytes(StandardCharsets.UTF_8))).get();
+      }
+      tx.beginTransaction();
+      for (int i = 0; i < 2; i++) {
+        tx.send(new ProducerRecord<>(topic, 0, null, ("open-" + i).getBytes(StandardCharsets.UTF_8)));
+      }
+      tx.flush();
+    }
+    System.out.println("ok mirror_source");
+    System.out.flush();
+    Runtime.getRuntime().halt(0); // the open transaction stays open
+  }
+
+  /** The failed-over destination topic: read, then written by new producers, read again. */
+  static void mirrorDestination(String bs, String topic) throws Exception {
+    TopicPartition tp = new TopicPartition(topic, 0);
+    System.out.println("read_committed " + String.join(",", readAll(bs, tp, "read_committed")));
+    System.out.println("read_uncommitted " + String.join(",", readAll(bs, tp, "read_uncommitted")));
+    try (KafkaProducer<byte[], byte[]> idem = producer(bs, Map.of("enable.idempotence", "true"));
+        KafkaProducer<byte[], byte[]> tx = producer(bs, Map.of("transactional.id", unique("mdst")))) {
+      idem.send(new ProducerRecord<>(topic, 0, null, "dest-idem".getBytes(StandardCharsets.UTF_8))).get();
+      tx.initTransactions();
+      tx.beginTransaction();
+      tx.send(new ProducerRecord<>(topic, 0, null, "dest-tx".getBytes(StandardCharsets.UTF_8)));
+      tx.commitTransaction();
+    }
+    System.out.println("after read_committed " + String.join(",", readAll(bs, tp, "read_committed")));
+    try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("group.id", unique("mdst-g"), "group.protocol", "classic",
+        "isolation.level", "read_committed"))) {
+      c.subscribe(List.of(topic));
+      List<String> got = values(pollN(c, 11));
+      System.out.println("group " + String.join(",", got));
+    }
+    System.out.println("ok mirror_destination");
   }
 
   static void cooperative(String bs) throws Exception {

@@ -2,8 +2,9 @@
 //! commits and aborts read by read_committed and read_uncommitted consumers, the LSO an open
 //! transaction holds (endOffsets), transactions of two producers interleaved with a plain one in
 //! three codecs and read through tiny fetches, consume-transform-produce with
-//! sendOffsetsToTransaction, fencing by a second producer, a pending offset commit, and the
-//! coordinator aborting a transaction past its timeout. Scenario code:
+//! sendOffsetsToTransaction, fencing by a second producer, offsets sent with the group metadata
+//! of a stale generation or of a member that left (KIP-447: refused), a pending offset commit,
+//! and the coordinator aborting a transaction past its timeout. Scenario code:
 //! `tests/kafka-java/ProducerConsumerScenarios.java`.
 
 mod common;
@@ -37,10 +38,10 @@ fn commits_aborts_and_the_lso_seen_by_both_isolation_levels() {
 }
 
 #[test]
-fn consume_transform_produce_fencing_and_pending_offsets() {
+fn consume_transform_produce_fencing_zombie_offsets_and_pending_offsets() {
     run_clean(
-        "ctp+fencing+stable",
-        &["ok ctp 60", "ok fencing", "ok stable"],
+        "ctp+fencing+stable+zombie",
+        &["ok ctp 60", "ok fencing", "ok stable", "ok zombie"],
     );
 }
 

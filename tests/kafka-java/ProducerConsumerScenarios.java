@@ -84,8 +84,16 @@ public final class ProducerConsumerScenarios {
     System.setProperty("slf4j.provider", ClientLog.class.getName());
     String bs = args[1];
     // Scenarios that take only BOOTSTRAP run in one JVM when joined with '+'.
-    for (String scenario : args[0].split("\\+")) {
-      run(scenario, bs, args);
+    try {
+      for (String scenario : args[0].split("\\+")) {
+        run(scenario, bs, args);
+      }
+    } catch (Throwable e) {
+      // Exit now: client and member threads left running must not keep a failed run alive.
+      e.printStackTrace();
+      System.out.println("client log: " + ClientLog.WARNINGS.get() + " warnings, "
+          + ClientLog.ERRORS.get() + " errors");
+      System.exit(1);
     }
     System.out.println("client log: " + ClientLog.WARNINGS.get() + " warnings, "
         + ClientLog.ERRORS.get() + " errors");
@@ -186,6 +194,7 @@ public final class ProducerConsumerScenarios {
       case "ctp" -> consumeTransformProduce(bs);
       case "protocol" -> protocol(bs, args[2]);
       case "fencing" -> fencing(bs);
+      case "zombie" -> zombie(bs);
       case "interleaved" -> interleaved(bs);
       case "txn_timeout" -> txnTimeout(bs);
       case "validation" -> validation(bs);
@@ -363,6 +372,20 @@ public final class ProducerConsumerScenarios {
         c.assign(List.of(tp));
         c.seekToBeginning(List.of(tp));
         compare(codec + " assign", sent, pollTo(c, tp, sent.size()), 0);
+        // Timestamps go back inside batches: the answer is the first record at or after the
+        // target, found inside a compressed batch.
+        for (long target = T0 - 30; target < T0 + 3000; target += 37) {
+          int want = -1;
+          for (int i = 0; i < sent.size() && want < 0; i++) {
+            if (sent.get(i).timestamp() >= target) {
+              want = i;
+            }
+          }
+          OffsetAndTimestamp at = c.offsetsForTimes(Map.of(tp, target)).get(tp);
+          check(want < 0 ? at == null : at != null && at.offset() == want
+              && at.timestamp() == sent.get(want).timestamp(),
+              codec + ": offsetsForTimes(T0+" + (target - T0) + ") = " + at + ", want " + want);
+        }
       }
       try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of(
           "group.id", unique("codec-" + codec), "group.protocol", "classic"))) {
@@ -1022,6 +1045,63 @@ public final class ProducerConsumerScenarios {
     System.out.println("ok mirror_destination");
   }
 
+  /**
+   * KIP-447 fencing: offsets sent to a transaction with the group metadata of a generation the
+   * group has left behind are refused (the producer reports CommitFailedException) and the
+   * transaction can be aborted.
+   */
+  static void zombie(String bs) throws Exception {
+    String topic = unique("zombie");
+    String group = unique("zombie-g");
+    createTopic(bs, topic, 2);
+    produceTo(bs, topic, 2, 5, "z");
+    TopicPartition tp0 = new TopicPartition(topic, 0);
+    Map<String, Integer> seen = new ConcurrentHashMap<>();
+    Member a = new Member("za", bs, topic, group, seen);
+    a.thread.start();
+    waitFor("a holds both", () -> a.assignment.get().size() == 2
+        && a.meta.get() != null && a.meta.get().generationId() > 0, a);
+    org.apache.kafka.clients.consumer.ConsumerGroupMetadata first = a.meta.get();
+    Member b = new Member("zb", bs, topic, group, seen);
+    b.thread.start();
+    waitFor("a rejoined in a later generation", () -> b.assignment.get().size() == 1
+        && a.meta.get().generationId() > first.generationId(), a, b);
+    String staleGeneration = sendStaleOffsets(bs, tp0, first);
+    check(staleGeneration.contains("CommitFailedException")
+        && staleGeneration.contains("Specified group generation id is not valid"), staleGeneration);
+    a.finish(); // leaves the group
+    org.apache.kafka.clients.consumer.ConsumerGroupMetadata left = a.meta.get();
+    waitFor("b holds both", () -> b.assignment.get().size() == 2, b);
+    String leftMember = sendStaleOffsets(bs, tp0, left);
+    check(leftMember.contains("CommitFailedException")
+        && leftMember.contains("The coordinator is not aware of this member"), leftMember);
+    b.finish();
+    try (KafkaConsumer<byte[], byte[]> c = consumer(bs, Map.of("group.id", group))) {
+      OffsetAndMetadata o = c.committed(Set.of(tp0)).get(tp0);
+      check(o == null || o.offset() != 3, "a refused offset was committed: " + o);
+    }
+    System.out.println("ok zombie");
+  }
+
+  /** Sends offset 3 with `meta` in a transaction; returns what happened. */
+  static String sendStaleOffsets(String bs, TopicPartition tp,
+      org.apache.kafka.clients.consumer.ConsumerGroupMetadata meta) throws Exception {
+    try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of("transactional.id", unique("zombie-tx")))) {
+      p.initTransactions();
+      p.beginTransaction();
+      try {
+        p.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(3)), meta);
+        p.commitTransaction();
+        return "committed";
+      } catch (org.apache.kafka.common.KafkaException e) {
+        p.abortTransaction();
+        String what = e.getClass().getSimpleName() + ": " + e.getMessage();
+        System.out.println("generation " + meta.generationId() + " refused: " + what);
+        return what;
+      }
+    }
+  }
+
   static void cooperative(String bs) throws Exception {
     String topic = unique("coop");
     String group = unique("coop-g");
@@ -1213,6 +1293,8 @@ public final class ProducerConsumerScenarios {
     final AtomicBoolean stop = new AtomicBoolean();
     final AtomicReference<Set<TopicPartition>> assignment = new AtomicReference<>(Set.of());
     final AtomicReference<Throwable> failure = new AtomicReference<>();
+    /** The member's group metadata after its last poll (read on its own thread). */
+    final AtomicReference<org.apache.kafka.clients.consumer.ConsumerGroupMetadata> meta = new AtomicReference<>();
     final Thread thread;
     final String topic;
 
@@ -1249,6 +1331,7 @@ public final class ProducerConsumerScenarios {
         });
         while (!stop.get()) {
           ConsumerRecords<byte[], byte[]> rs = consumer.poll(Duration.ofMillis(100));
+          meta.set(consumer.groupMetadata());
           Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
           for (ConsumerRecord<byte[], byte[]> r : rs) {
             seen.merge(r.partition() + ":" + r.offset(), 1, Integer::sum);

@@ -1140,10 +1140,11 @@ public final class ProducerConsumerScenarios {
     String group = unique("static-g");
     createTopic(bs, topic, 2);
     Map<String, Integer> seen = new ConcurrentHashMap<>();
+    // A session longer than every wait below: only a LeaveGroup (or fencing) moves partitions.
     Map<String, String> cfgA = Map.of("group.id", group, "group.protocol", "classic",
-        "group.instance.id", "inst-a", "session.timeout.ms", "45000");
+        "group.instance.id", "inst-a", "session.timeout.ms", "300000");
     Map<String, String> cfgB = Map.of("group.id", group, "group.protocol", "classic",
-        "group.instance.id", "inst-b", "session.timeout.ms", "45000");
+        "group.instance.id", "inst-b", "session.timeout.ms", "300000");
     Member a = new Member("sa", bs, topic, cfgA, seen);
     Member b = new Member("sb", bs, topic, cfgB, seen);
     a.thread.start();
@@ -1161,8 +1162,19 @@ public final class ProducerConsumerScenarios {
       p.flush();
     }
     waitFor("records", () -> seen.size() == 10, a, b2);
+    // A second consumer with the same instance id while b2 still runs: b2 is fenced.
+    Member b3 = new Member("sb3", bs, topic, cfgB, seen);
+    b3.thread.start();
+    waitFor("the older instance fenced", () -> b2.failure.get() != null, a, b3);
+    check(b2.failure.get() instanceof org.apache.kafka.common.errors.FencedInstanceIdException,
+        "fenced with " + b2.failure.get());
+    waitFor("the new instance holds the partition", () -> b3.assignment.get().equals(bHad), a, b3);
+    // Leaving explicitly hands the partition over at once.
+    b3.closeOptions = org.apache.kafka.clients.consumer.CloseOptions.groupMembershipOperation(
+        org.apache.kafka.clients.consumer.CloseOptions.GroupMembershipOperation.LEAVE_GROUP);
+    b3.finish();
+    waitFor("a static member's LeaveGroup", () -> a.assignment.get().size() == 2, a);
     a.finish();
-    b2.finish();
     System.out.println("ok static");
   }
 
@@ -1293,6 +1305,8 @@ public final class ProducerConsumerScenarios {
     final AtomicBoolean stop = new AtomicBoolean();
     final AtomicReference<Set<TopicPartition>> assignment = new AtomicReference<>(Set.of());
     final AtomicReference<Throwable> failure = new AtomicReference<>();
+    /** How `close` leaves the group (null: the default `close()`). */
+    volatile org.apache.kafka.clients.consumer.CloseOptions closeOptions;
     /** The member's group metadata after its last poll (read on its own thread). */
     final AtomicReference<org.apache.kafka.clients.consumer.ConsumerGroupMetadata> meta = new AtomicReference<>();
     final Thread thread;
@@ -1342,9 +1356,14 @@ public final class ProducerConsumerScenarios {
             consumer.commitSync(commit);
           }
         }
-        consumer.close(); // leaves the group
+        if (closeOptions == null) {
+          consumer.close(); // a dynamic member leaves the group; a static one stays
+        } else {
+          consumer.close(closeOptions);
+        }
       } catch (Throwable e) {
         failure.set(e);
+        consumer.close(org.apache.kafka.clients.consumer.CloseOptions.timeout(Duration.ZERO));
       }
     }
 

@@ -212,6 +212,8 @@ public final class ProducerConsumerScenarios {
       case "group_phase2" -> groupPhase2(bs, args[2], args[3], Arrays.copyOfRange(args, 4, args.length));
       case "produce_acked" -> produceAcked(bs, args[2], Integer.parseInt(args[3]), Path.of(args[4]));
       case "consume_check" -> consumeCheck(bs, args[2], Path.of(args[3]));
+      case "txn_acked" -> txnAcked(bs, args[2], Integer.parseInt(args[3]), Path.of(args[4]));
+      case "txn_check" -> txnCheck(bs, args[2], Path.of(args[3]));
       default -> throw new IllegalArgumentException("unknown scenario " + scenario);
     }
   }
@@ -1100,6 +1102,90 @@ public final class ProducerConsumerScenarios {
         return what;
       }
     }
+  }
+
+  /**
+   * N transactions of 5 records over 2 partitions, each retried (as a new attempt with new
+   * values) until one commits; through a broker crash. OUTFILE gets one line per attempt:
+   * "committed|aborted|unknown ATTEMPT" (unknown: neither commit nor abort returned).
+   */
+  static void txnAcked(String bs, String topic, int n, Path outFile) throws Exception {
+    createTopic(bs, topic, 2);
+    StringBuilder log = new StringBuilder();
+    Map<String, String> cfg = Map.of("transactional.id", unique("crash-tx"), "linger.ms", "1",
+        "request.timeout.ms", "10000", "max.block.ms", "30000", "delivery.timeout.ms", "30000",
+        "reconnect.backoff.ms", "50", "reconnect.backoff.max.ms", "500", "retry.backoff.ms", "50");
+    KafkaProducer<byte[], byte[]> p = producer(bs, cfg);
+    p.initTransactions();
+    int errors = 0;
+    for (int t = 0; t < n; t++) {
+      for (int attempt = 0; ; attempt++) {
+        String id = "t" + t + "a" + attempt;
+        try {
+          p.beginTransaction();
+          for (int i = 0; i < 5; i++) {
+            p.send(new ProducerRecord<>(topic, i % 2, null, (id + "-" + i).getBytes(StandardCharsets.UTF_8)));
+          }
+          p.commitTransaction();
+          log.append("committed ").append(id).append('\n');
+          break;
+        } catch (org.apache.kafka.common.KafkaException e) {
+          errors++;
+          if (errors <= 5) {
+            System.out.println(id + ": " + e.getClass().getSimpleName() + ": " + e.getMessage());
+          }
+          try {
+            p.abortTransaction();
+            log.append("aborted ").append(id).append('\n');
+          } catch (org.apache.kafka.common.KafkaException e2) {
+            if (errors <= 5) {
+              System.out.println(id + " abort: " + e2.getClass().getSimpleName() + ": " + e2.getMessage());
+            }
+            log.append("unknown ").append(id).append('\n');
+            p.close(Duration.ZERO);
+            p = producer(bs, cfg);
+            long deadline = System.currentTimeMillis() + DEADLINE_MS;
+            while (true) {
+              try {
+                p.initTransactions();
+                break;
+              } catch (org.apache.kafka.common.errors.TimeoutException e3) {
+                check(System.currentTimeMillis() < deadline, "hang guard: initTransactions");
+              }
+            }
+          }
+        }
+      }
+    }
+    p.close();
+    Files.writeString(outFile, log.toString());
+    System.out.println("ok txn_acked " + n + " errors " + errors);
+  }
+
+  static void txnCheck(String bs, String topic, Path file) throws Exception {
+    Map<String, Integer> count = new HashMap<>();
+    for (int part = 0; part < 2; part++) {
+      for (String v : readAll(bs, new TopicPartition(topic, part), "read_committed")) {
+        count.merge(v, 1, Integer::sum);
+      }
+    }
+    int committed = 0;
+    for (String l : Files.readAllLines(file)) {
+      String[] f = l.split(" ");
+      int present = 0;
+      for (int i = 0; i < 5; i++) {
+        Integer c = count.get(f[1] + "-" + i);
+        check(c == null || c == 1, f[1] + "-" + i + " read " + c + " times");
+        present += c == null ? 0 : 1;
+      }
+      switch (f[0]) {
+        case "committed" -> check(present == 5, "committed " + f[1] + ": " + present + " of 5 visible");
+        case "aborted" -> check(present == 0, "aborted " + f[1] + ": " + present + " of 5 visible");
+        default -> check(present == 0 || present == 5, "unknown " + f[1] + " half visible: " + present);
+      }
+      committed += f[0].equals("committed") ? 1 : 0;
+    }
+    System.out.println("ok txn_check committed " + committed);
   }
 
   static void cooperative(String bs) throws Exception {

@@ -2,7 +2,9 @@
 //!
 //! - **A `.log` file** (or any file without one of the names below): every batch, as Kafka-style
 //!   text or one JSON object per batch, optionally with its records. On a corrupt batch it prints
-//!   what it could, names the position and the reason, and fails.
+//!   what it could, names the position and the reason, and fails. Zeros from the end of the last
+//!   batch to the end of the file are not a problem: they are space written ahead of the log
+//!   (`log.preallocate`) or preallocated for direct I/O, and the log ends where they start.
 //! - **A partition directory**: every segment in base-offset order — its batches, then its offset,
 //!   time and transaction index entries, each checked against the log — then the producer-state
 //!   snapshots, the `leader-epoch-checkpoint` and `partition.metadata`.
@@ -316,14 +318,12 @@ fn scan_log(
     let mut batches = FileBatches::new(file, 0, size_bytes).verify(false);
     let mut last_offset = None;
     let mut next_position = 0;
+    let mut stopped_by = None;
     for item in batches.by_ref() {
         let batch = match item {
             Ok(b) => b,
             Err(ScanError::Batch(e)) => {
-                problems.push(
-                    path,
-                    format!("corrupt batch at position {}: {e}", e.position()),
-                );
+                stopped_by = Some(format!("corrupt batch at position {}: {e}", e.position()));
                 break;
             }
             Err(ScanError::Io(e)) => {
@@ -331,7 +331,11 @@ fn scan_log(
                     path,
                     format!("cannot read the batch at position {next_position}: {e}"),
                 );
-                break;
+                return Ok(LogExtent {
+                    size_bytes,
+                    scanned_to: batches.position(),
+                    last_offset,
+                });
             }
         };
         if let Some(p) = printer.as_deref_mut() {
@@ -341,20 +345,40 @@ fn scan_log(
         last_offset = Some(batch.last_offset());
         next_position = batch.position() + batch.size_bytes() as u64;
     }
-    if let Some(t) = batches.truncated_tail() {
-        problems.push(
-            path,
-            match t.needed {
-                Some(n) => format!(
-                    "truncated batch at position {}: {} of its {n} bytes present",
-                    t.position, t.available
-                ),
-                None => format!(
-                    "truncated batch at position {}: {} trailing bytes",
-                    t.position, t.available
-                ),
-            },
-        );
+    if stopped_by.is_none()
+        && let Some(t) = batches.truncated_tail()
+    {
+        stopped_by = Some(match t.needed {
+            Some(n) => format!(
+                "truncated batch at position {}: {} of its {n} bytes present",
+                t.position, t.available
+            ),
+            None => format!(
+                "truncated batch at position {}: {} trailing bytes",
+                t.position, t.available
+            ),
+        });
+    }
+    if let Some(problem) = stopped_by {
+        // Zeros from the end of the last batch to the end of the file are space written ahead
+        // of the log (`log.preallocate`) or preallocated (direct I/O), never a batch: the log
+        // ends cleanly there, as recovery decides.
+        let zeros = first_non_zero_byte(path, next_position, size_bytes)
+            .with_context(|| format!("reading {}", path.display()))?
+            .is_none();
+        if !zeros {
+            problems.push(path, problem);
+            return Ok(LogExtent {
+                size_bytes,
+                scanned_to: batches.position(),
+                last_offset,
+            });
+        }
+        return Ok(LogExtent {
+            size_bytes: next_position,
+            scanned_to: next_position,
+            last_offset,
+        });
     }
     Ok(LogExtent {
         size_bytes,

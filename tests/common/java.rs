@@ -125,3 +125,24 @@ impl JavaClient {
         String::from_utf8(out.stdout).unwrap()
     }
 }
+
+/// The `key=value` lines a scenario program printed (`AdminScenarios`), by key.
+pub fn key_values(out: &str) -> std::collections::BTreeMap<String, String> {
+    out.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Asserts that the program printed exactly `value` for each `key` (the whole output in the
+/// message).
+pub fn assert_printed(out: &str, expected: &[(&str, &str)]) {
+    let got = key_values(out);
+    for (key, value) in expected {
+        assert_eq!(
+            got.get(*key).map(String::as_str),
+            Some(*value),
+            "{key}, in the output:\n{out}"
+        );
+    }
+}

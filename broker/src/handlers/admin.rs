@@ -283,8 +283,20 @@ pub fn metadata(b: &Broker, r: MetadataRequest, v: i16) -> MetadataResponse {
     let auto_create = b.config.auto_create_topics && r.allow_auto_topic_creation;
     let mut seen_names = HashSet::new();
     let mut seen_ids = HashSet::new();
+    // As Kafka's `handleTopicMetadataRequest`: from v12, a request naming any topic id is a
+    // request by id, whatever names it carries. The Java client's request by id sends each
+    // topic's name as "" (the field's default), not null.
+    let by_id = v >= 12 && requested.iter().any(|t| !t.topic_id.is_nil());
     for t in requested {
-        match t.name {
+        let name = if by_id {
+            if t.topic_id.is_nil() {
+                continue;
+            }
+            None
+        } else {
+            t.name
+        };
+        match name {
             Some(name) => {
                 let name = name_of(&name.0);
                 if seen_names.insert(name.clone()) {

@@ -1,0 +1,36 @@
+//! Kafka's Java AdminClient (kafka-clients 4.3.0) and transactions on `mirrorlog serve`, with an
+//! idempotent and a transactional KafkaProducer in the same program, the transaction left open:
+//! describeProducers (DescribeProducers, API 61), listTransactions and describeTransactions
+//! (APIs 66, 65), abortTransaction (WriteTxnMarkers, API 27, which only a controller or
+//! coordinator sends to a broker: refused at once) and fenceProducers (InitProducerId: the open
+//! transaction is aborted, the producer fenced) (`AdminScenarios transactions`).
+
+mod common;
+
+use common::java::{JavaClient, assert_printed};
+use common::{Serve, free_port};
+
+#[test]
+fn the_java_admin_client_inspects_and_fences_transactions() {
+    let Some(java) = JavaClient::compile("AdminScenarios") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Serve::start(dir.path(), free_port());
+    let out = java.run(&["transactions", &broker.addr]);
+    assert_printed(
+        &out,
+        &[
+            ("describe_producers", "UnsupportedVersionException"),
+            ("list_transactions", "UnsupportedVersionException"),
+            ("describe_transactions", "UnsupportedVersionException"),
+            ("abort_transaction", "UnsupportedVersionException"),
+            ("fence_producers", "ok"),
+            ("commit_after_fence", "ProducerFencedException"),
+            // 3 idempotent records, 2 transactional ones and the ABORT marker fencing wrote.
+            ("lso_after_fence", "6"),
+            ("fence_producers.unknown", "ok"),
+        ],
+    );
+    assert_eq!(broker.stop(), Some(0), "clean exit on SIGTERM");
+}

@@ -24,6 +24,7 @@ impl Coordinator for Groups {
             ApiKey::DescribeGroups,
             ApiKey::DeleteGroups,
             ApiKey::TxnOffsetCommit,
+            ApiKey::OffsetDelete,
         ]
     }
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {

@@ -64,6 +64,9 @@ use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
@@ -75,9 +78,10 @@ use kafka_protocol::messages::{
     ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
     JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-    OffsetFetchResponse, RequestKind, ResponseKind, SyncGroupRequest, SyncGroupResponse, TopicName,
-    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
+    OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, RequestKind, ResponseKind,
+    SyncGroupRequest, SyncGroupResponse, TopicName, TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use membership::{Env, JoinParams, Reply, SyncParams};
@@ -357,12 +361,13 @@ impl GroupCoordinator {
             ApiKey::DescribeGroups => (0, 6),
             ApiKey::DeleteGroups => (0, 2),
             ApiKey::TxnOffsetCommit => (0, 5),
+            ApiKey::OffsetDelete => (0, 0),
             _ => return None,
         })
     }
 
     /// Handles JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-    /// ListGroups, DescribeGroups, DeleteGroups, TxnOffsetCommit, as from an unnamed client (see
+    /// ListGroups, DescribeGroups, DeleteGroups, TxnOffsetCommit, OffsetDelete, as from an unnamed client (see
     /// [`handle_from`](Self::handle_from)). May block: JoinGroup until the join phase ends,
     /// SyncGroup until the leader's assignment.
     ///
@@ -431,6 +436,10 @@ impl GroupCoordinator {
             RequestKind::DeleteGroups(r) => {
                 check(ApiKey::DeleteGroups);
                 ResponseKind::DeleteGroups(self.delete_groups(r))
+            }
+            RequestKind::OffsetDelete(r) => {
+                check(ApiKey::OffsetDelete);
+                ResponseKind::OffsetDelete(self.offset_delete(r))
             }
             other => panic!(
                 "GroupCoordinator::handle got a request it does not handle: {:.120}",
@@ -1234,6 +1243,52 @@ impl GroupCoordinator {
             .collect();
         DeleteGroupsResponse::default().with_results(results)
     }
+
+    fn offset_delete(&self, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
+        let group_id = r.group_id.0.to_string();
+        let topics: Vec<(String, Vec<i32>)> = r
+            .topics
+            .iter()
+            .map(|t| {
+                let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
+                (t.name.0.to_string(), partitions)
+            })
+            .collect();
+        let result = if group_id.is_empty() || group_id.len() > MAX_GROUP_ID_BYTES {
+            Err(E::InvalidGroupId.code())
+        } else {
+            self.shard_for(&group_id).and_then(|shard| {
+                let mut st = shard.state.lock();
+                self.env(shard, self.clock.now_ms()).delete_offsets(
+                    &mut st.groups,
+                    &group_id,
+                    &topics,
+                )
+            })
+        };
+        match result {
+            Ok(topics) => OffsetDeleteResponse::default().with_topics(
+                topics
+                    .into_iter()
+                    .map(|(name, partitions)| {
+                        OffsetDeleteResponseTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(name)))
+                            .with_partitions(
+                                partitions
+                                    .into_iter()
+                                    .map(|(p, code)| {
+                                        OffsetDeleteResponsePartition::default()
+                                            .with_partition_index(p)
+                                            .with_error_code(code)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            ),
+            Err(code) => OffsetDeleteResponse::default().with_error_code(code),
+        }
+    }
 }
 
 /// A JoinGroup response for version `v`: before v7 the protocol name may not be null.
@@ -1338,6 +1393,7 @@ mod tests {
             ApiKey::DescribeGroups,
             ApiKey::DeleteGroups,
             ApiKey::TxnOffsetCommit,
+            ApiKey::OffsetDelete,
         ] {
             let (lo, hi) = GroupCoordinator::supported_versions(api).unwrap();
             let codec = api.valid_versions();

@@ -1,5 +1,5 @@
-//! Offsets and group administration: OffsetCommit, TxnOffsetCommit, OffsetFetch, ListGroups,
-//! DescribeGroups, DeleteGroups, under a shard's lock (see [`Env`]).
+//! Offsets and group administration: OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete,
+//! ListGroups, DescribeGroups, DeleteGroups, under a shard's lock (see [`Env`]).
 
 use super::membership::Env;
 use super::records::{self, OffsetValue};
@@ -12,6 +12,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// One partition of a commit: its value, or the error it already has (metadata too large,
 /// unknown partition).
 pub type CommitEntry = (TopicPartition, Result<OffsetValue, i16>);
+
+/// A topic's partitions, each with its error code (OffsetDelete's answer).
+pub type TopicErrors = (String, Vec<(i32, i16)>);
 
 /// Who commits.
 #[derive(Debug, Clone)]
@@ -281,6 +284,70 @@ impl Env<'_> {
                     .collect()
             }
         }
+    }
+
+    /// OffsetDelete (Kafka's `deleteOffsets`): tombstones the group's offsets (committed or
+    /// staged by an open transaction) of the partitions asked for, except in topics the group's
+    /// members subscribe to, which answer GROUP_SUBSCRIBED_TO_TOPIC. A partition without an
+    /// offset is answered without error. `Err`: the group-level error (GROUP_ID_NOT_FOUND for
+    /// an unknown or dead group, or the store's error when the tombstones cannot be written).
+    pub fn delete_offsets(
+        &self,
+        groups: &mut HashMap<String, Group>,
+        group_id: &str,
+        topics: &[(String, Vec<i32>)],
+    ) -> Result<Vec<TopicErrors>, i16> {
+        let Some(g) = groups.get_mut(group_id) else {
+            return Err(E::GroupIdNotFound.code());
+        };
+        if g.is(GroupState::Dead) {
+            return Err(E::GroupIdNotFound.code());
+        }
+        let subscribed = g.subscribed_topics().unwrap_or_default();
+        let mut doomed: Vec<TopicPartition> = vec![];
+        let mut answer = Vec::with_capacity(topics.len());
+        for (topic, partitions) in topics {
+            let refused = subscribed.contains(topic);
+            let mut codes = Vec::with_capacity(partitions.len());
+            for &partition in partitions {
+                if refused {
+                    codes.push((partition, E::GroupSubscribedToTopic.code()));
+                    continue;
+                }
+                codes.push((partition, 0));
+                let tp = TopicPartition {
+                    topic: topic.clone(),
+                    partition,
+                };
+                let held = g.offsets.contains_key(&tp)
+                    || g.pending_txn
+                        .values()
+                        .any(|staged| staged.contains_key(&tp));
+                if held && !doomed.contains(&tp) {
+                    doomed.push(tp);
+                }
+            }
+            answer.push((topic.clone(), codes));
+        }
+        if doomed.is_empty() {
+            return Ok(answer);
+        }
+        let mut recs = Vec::with_capacity(doomed.len());
+        for tp in &doomed {
+            match records::offset_key(group_id, &tp.topic, tp.partition) {
+                Ok(k) => recs.push((k, None)),
+                Err(_) => return Err(E::UnknownServerError.code()),
+            }
+        }
+        if let Err(e) = self.shard.append(&recs, None, self.now_ms) {
+            tracing::warn!(group = group_id, "deleting offsets failed: {e}");
+            return Err(super::shard::StoreError::from(e).group_code());
+        }
+        for tp in &doomed {
+            g.delete_offset(tp);
+        }
+        tracing::info!(group = group_id, deleted = doomed.len(), "offsets deleted");
+        Ok(answer)
     }
 
     /// Deletes an Empty group: tombstones for its offsets (committed and staged) and for the

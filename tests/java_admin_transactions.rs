@@ -21,7 +21,14 @@ fn the_java_admin_client_inspects_and_fences_transactions() {
     assert_printed(
         &out,
         &[
-            ("describe_producers", "UnsupportedVersionException"),
+            // The transactional producer (its transaction open at offset 3) and the idempotent
+            // one; no marker yet, so no coordinator epoch.
+            (
+                "describe_producers",
+                "[epoch=0 last_seq=1 ts_set=true coordinator_epoch=OptionalInt.empty \
+                 txn_start=OptionalLong[3], epoch=0 last_seq=2 ts_set=true \
+                 coordinator_epoch=OptionalInt.empty txn_start=OptionalLong.empty]",
+            ),
             ("list_transactions", "UnsupportedVersionException"),
             ("describe_transactions", "UnsupportedVersionException"),
             ("abort_transaction", "UnsupportedVersionException"),

@@ -697,6 +697,9 @@ impl Handler for Broker {
             RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
                 handlers::admin::incremental_alter_configs(self, r, v),
             ),
+            RequestKind::DescribeProducers(r) => {
+                ResponseKind::DescribeProducers(handlers::offsets::describe_producers(self, r, v))
+            }
             RequestKind::DescribeCluster(r) => {
                 ResponseKind::DescribeCluster(handlers::admin::describe_cluster(self, r, v))
             }
@@ -764,6 +767,7 @@ impl Handler for Broker {
             ApiKey::IncrementalAlterConfigs => Some((0, 1)),
             ApiKey::DescribeCluster => Some((0, 1)),
             ApiKey::FindCoordinator => Some((0, 6)),
+            ApiKey::DescribeProducers => Some((0, 0)),
             _ => None,
         };
         own.or_else(|| {

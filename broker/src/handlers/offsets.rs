@@ -1,5 +1,5 @@
-//! ListOffsets, OffsetForLeaderEpoch and DeleteRecords: offset lookups and log-start moves on the
-//! partitions this node leads (all of them).
+//! ListOffsets, OffsetForLeaderEpoch, DeleteRecords and DescribeProducers: offset lookups,
+//! log-start moves and producer state of the partitions this node leads (all of them).
 //!
 //! Leader-epoch fencing follows Kafka's `Partition.localLogWithEpochOrThrow`: a request's
 //! `current_leader_epoch` of -1 is not checked; above this node's epoch it is
@@ -14,6 +14,9 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse, ProducerState, TopicResponse,
+};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -21,8 +24,9 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use kafka_protocol::messages::{
-    DeleteRecordsRequest, DeleteRecordsResponse, ListOffsetsRequest, ListOffsetsResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    DeleteRecordsRequest, DeleteRecordsResponse, DescribeProducersRequest,
+    DescribeProducersResponse, ListOffsetsRequest, ListOffsetsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProducerId,
 };
 use mirrorlog_engine::log::{FetchIsolation, OffsetLookup, PartitionLog};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
@@ -322,4 +326,62 @@ fn delete_one(b: &Broker, topic: &str, partition: i32, offset: i64) -> Result<(i
         .maybe_increment_log_start_offset(target)
         .map_err(|e| engine_error_code(&e))?;
     Ok((log.log_start_offset().get(), moved))
+}
+
+/// DescribeProducers v0 (what the Java AdminClient's `describeProducers` sends): per partition,
+/// the producers its producer state holds (Kafka's `UnifiedLog.activeProducers`): id, epoch,
+/// last sequence (−1 when only markers were seen), last timestamp, coordinator epoch of its
+/// last marker and the first offset of its open transaction (−1 for none). An unknown
+/// partition is UNKNOWN_TOPIC_OR_PARTITION, one in an offline log dir KAFKA_STORAGE_ERROR.
+pub fn describe_producers(
+    b: &Broker,
+    r: DescribeProducersRequest,
+    _v: i16,
+) -> DescribeProducersResponse {
+    let topics = r
+        .topics
+        .into_iter()
+        .map(|t| {
+            let topic = t.name.0.as_str().to_string();
+            let partitions = t
+                .partition_indexes
+                .iter()
+                .map(|&p| {
+                    let part = PartitionResponse::default().with_partition_index(p);
+                    match active_producers(b, &topic, p) {
+                        Ok(producers) => part.with_active_producers(producers),
+                        Err(code) => part.with_error_code(code),
+                    }
+                })
+                .collect();
+            TopicResponse::default()
+                .with_name(t.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    DescribeProducersResponse::default().with_topics(topics)
+}
+
+fn active_producers(b: &Broker, topic: &str, partition: i32) -> Result<Vec<ProducerState>, i16> {
+    let h = b
+        .partition(topic, partition)
+        .ok_or_else(|| b.missing_partition_error(topic, partition).code())?;
+    h.check_online()
+        .map_err(|_| ResponseError::KafkaStorageError.code())?;
+    let log = h.read();
+    let mut producers: Vec<ProducerState> = log
+        .producer_state()
+        .producers()
+        .map(|e| {
+            ProducerState::default()
+                .with_producer_id(ProducerId(e.producer_id.get()))
+                .with_producer_epoch(i32::from(e.producer_epoch.get()))
+                .with_last_sequence(e.last_seq().get())
+                .with_last_timestamp(e.last_timestamp.get())
+                .with_coordinator_epoch(e.coordinator_epoch)
+                .with_current_txn_start_offset(e.current_txn_first_offset.map_or(-1, |o| o.get()))
+        })
+        .collect();
+    producers.sort_by_key(|p| p.producer_id.0);
+    Ok(producers)
 }

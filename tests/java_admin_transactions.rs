@@ -1,7 +1,7 @@
 //! Kafka's Java AdminClient (kafka-clients 4.3.0) and transactions on `mirrorlog serve`, with an
 //! idempotent and a transactional KafkaProducer in the same program, the transaction left open:
-//! describeProducers (DescribeProducers, API 61), listTransactions and describeTransactions
-//! (APIs 66, 65), abortTransaction (WriteTxnMarkers, API 27, which only a controller or
+//! describeProducers (DescribeProducers, API 61), listTransactions (with a state filter) and
+//! describeTransactions (APIs 66, 65), abortTransaction (WriteTxnMarkers, API 27, which only a controller or
 //! coordinator sends to a broker: refused at once) and fenceProducers (InitProducerId: the open
 //! transaction is aborted, the producer fenced) (`AdminScenarios transactions`).
 
@@ -29,13 +29,23 @@ fn the_java_admin_client_inspects_and_fences_transactions() {
                  txn_start=OptionalLong[3], epoch=0 last_seq=2 ts_set=true \
                  coordinator_epoch=OptionalInt.empty txn_start=OptionalLong.empty]",
             ),
-            ("list_transactions", "UnsupportedVersionException"),
-            ("describe_transactions", "UnsupportedVersionException"),
+            ("list_transactions", "[tx1:Ongoing]"),
+            (
+                "describe_transactions",
+                "state=Ongoing timeout=45000 epoch=0 partitions=[x-0] start_set=true",
+            ),
             ("abort_transaction", "UnsupportedVersionException"),
             ("fence_producers", "ok"),
             ("commit_after_fence", "ProducerFencedException"),
             // 3 idempotent records, 2 transactional ones and the ABORT marker fencing wrote.
             ("lso_after_fence", "6"),
+            // The fenced transaction aborted, the id left Empty at a bumped epoch.
+            ("list_transactions.after_fence", "[tx1:Empty]"),
+            ("list_transactions.ongoing", "0"),
+            (
+                "describe_transactions.unknown",
+                "TransactionalIdNotFoundException",
+            ),
             ("fence_producers.unknown", "ok"),
         ],
     );

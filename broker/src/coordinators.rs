@@ -70,6 +70,8 @@ impl Coordinator for Txns {
             ApiKey::AddPartitionsToTxn,
             ApiKey::AddOffsetsToTxn,
             ApiKey::EndTxn,
+            ApiKey::DescribeTransactions,
+            ApiKey::ListTransactions,
         ]
     }
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {
@@ -78,10 +80,15 @@ impl Coordinator for Txns {
     fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind {
         self.0.handle(ctx.api_version, request)
     }
-    fn wakes(&self, _api: ApiKey) -> Wakes {
-        // Every request writes the transaction's state; the markers EndTxn (or an aborting
-        // InitProducerId) writes wake their own partitions (the hook `install` sets).
-        Wakes::Topic(crate::txn::state_log::TRANSACTION_STATE_TOPIC)
+    fn wakes(&self, api: ApiKey) -> Wakes {
+        match api {
+            // Read memory only.
+            ApiKey::DescribeTransactions | ApiKey::ListTransactions => Wakes::Nobody,
+            // Every other request writes the transaction's state; the markers EndTxn (or an
+            // aborting InitProducerId) writes wake their own partitions (the hook `install`
+            // sets).
+            _ => Wakes::Topic(crate::txn::state_log::TRANSACTION_STATE_TOPIC),
+        }
     }
     fn tick(&self, _now_ms: i64) -> bool {
         // The markers a timeout or a retry wrote woke their partitions as they were written.

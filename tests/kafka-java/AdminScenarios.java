@@ -30,6 +30,8 @@ import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
+import org.apache.kafka.clients.admin.ListTransactionsOptions;
+import org.apache.kafka.clients.admin.TransactionState;
 import org.apache.kafka.clients.admin.LogDirDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.MemberToRemove;
@@ -775,6 +777,17 @@ public final class AdminScenarios {
             .partitionResult(tp)
             .get()
             .offset());
+    out(
+        "list_transactions.after_fence",
+        admin.listTransactions().all().get().stream().map(l -> l.transactionalId() + ":" + l.state()).sorted().toList());
+    out(
+        "list_transactions.ongoing",
+        admin
+            .listTransactions(new ListTransactionsOptions().filterStates(List.of(TransactionState.ONGOING)))
+            .all()
+            .get()
+            .size());
+    out("describe_transactions.unknown", outcome(admin.describeTransactions(List.of("never-seen")).description("never-seen")));
     out("fence_producers.unknown", outcome(admin.fenceProducers(List.of("never-used")).all()));
   }
 }

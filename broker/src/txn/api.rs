@@ -1,21 +1,42 @@
-//! The wire side: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn requests in,
-//! responses out, with Kafka's per-version error codes.
+//! The wire side: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+//! DescribeTransactions and ListTransactions requests in, responses out, with Kafka's
+//! per-version error codes.
 
 use super::coordinator::TxnCoordinator;
 use super::error::TxnError;
+use super::state::TxnState;
 use crate::errors::READ_ONLY_TOPIC;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
+use kafka_protocol::messages::describe_transactions_response::{
+    TopicData, TransactionState as DescribedTxn,
+};
+use kafka_protocol::messages::list_transactions_response::TransactionState as ListedTxn;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse, ApiKey, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
-    InitProducerIdResponse, RequestKind, ResponseKind,
+    AddPartitionsToTxnResponse, ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse,
+    EndTxnRequest, EndTxnResponse, InitProducerIdRequest, InitProducerIdResponse,
+    ListTransactionsRequest, ListTransactionsResponse, RequestKind, ResponseKind, TopicName,
+    TransactionalId,
 };
+use kafka_protocol::protocol::StrBytes;
 use mirrorlog_index::{ProducerEpoch, ProducerId, TopicPartition};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Every state a ListTransactions filter may name (Kafka's `TransactionState` names).
+const ALL_STATES: [TxnState; 8] = [
+    TxnState::Empty,
+    TxnState::Ongoing,
+    TxnState::PrepareCommit,
+    TxnState::PrepareAbort,
+    TxnState::CompleteCommit,
+    TxnState::CompleteAbort,
+    TxnState::Dead,
+    TxnState::PrepareEpochFence,
+];
 
 /// The first InitProducerId version that knows PRODUCER_FENCED (KIP-588); older ones get
 /// INVALID_PRODUCER_EPOCH.
@@ -36,18 +57,24 @@ impl TxnCoordinator {
     ///   transactions are verified, the others added);
     /// - AddOffsetsToTxn 0–4;
     /// - EndTxn 0–4: v5 is KIP-890 transactions v2 (epoch bump on every EndTxn, partitions
-    ///   added implicitly by produce), which mirrorlog does not implement.
+    ///   added implicitly by produce), which mirrorlog does not implement;
+    /// - DescribeTransactions 0 and ListTransactions 0–1 (v2's transactional id pattern is not
+    ///   implemented).
     pub fn supported_versions(api: ApiKey) -> Option<(i16, i16)> {
         match api {
             ApiKey::InitProducerId => Some((0, 5)),
             ApiKey::AddPartitionsToTxn => Some((0, 5)),
             ApiKey::AddOffsetsToTxn => Some((0, 4)),
             ApiKey::EndTxn => Some((0, 4)),
+            ApiKey::DescribeTransactions => Some((0, 0)),
+            // v2 adds a transactional id regex filter (KIP-1152), not implemented.
+            ApiKey::ListTransactions => Some((0, 1)),
             _ => None,
         }
     }
 
-    /// Handles InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn. A version
+    /// Handles InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+    /// DescribeTransactions and ListTransactions. A version
     /// outside [`supported_versions`](Self::supported_versions) is answered
     /// UNSUPPORTED_VERSION. May block on durable writes.
     ///
@@ -65,8 +92,98 @@ impl TxnCoordinator {
                 ResponseKind::AddOffsetsToTxn(self.handle_add_offsets(api_version, r))
             }
             RequestKind::EndTxn(r) => ResponseKind::EndTxn(self.handle_end_txn(api_version, r)),
+            RequestKind::DescribeTransactions(r) => {
+                ResponseKind::DescribeTransactions(self.handle_describe_transactions(r))
+            }
+            RequestKind::ListTransactions(r) => {
+                ResponseKind::ListTransactions(self.handle_list_transactions(api_version, r))
+            }
             _ => panic!("the transaction coordinator was handed a request it does not own"),
         }
+    }
+
+    /// DescribeTransactions, as Kafka's `handleDescribeTransactions`: each id's state, producer
+    /// id and epoch, timeout, start time and partitions (by topic); an empty id is
+    /// INVALID_REQUEST, an unknown or expiring one TRANSACTIONAL_ID_NOT_FOUND.
+    fn handle_describe_transactions(
+        &self,
+        r: DescribeTransactionsRequest,
+    ) -> DescribeTransactionsResponse {
+        let states = r
+            .transactional_ids
+            .into_iter()
+            .map(|id| {
+                let out = DescribedTxn::default().with_transactional_id(id.clone());
+                if id.0.is_empty() {
+                    return out.with_error_code(ResponseError::InvalidRequest.code());
+                }
+                let Some(m) = self.transaction(id.0.as_str()) else {
+                    return out.with_error_code(ResponseError::TransactionalIdNotFound.code());
+                };
+                let mut topics: Vec<TopicData> = vec![];
+                for tp in &m.partitions {
+                    match topics.last_mut() {
+                        Some(t) if t.topic.0.as_str() == tp.topic => {
+                            t.partitions.push(tp.partition)
+                        }
+                        _ => topics.push(
+                            TopicData::default()
+                                .with_topic(TopicName(StrBytes::from_string(tp.topic.clone())))
+                                .with_partitions(vec![tp.partition]),
+                        ),
+                    }
+                }
+                out.with_producer_id(m.producer_id.get().into())
+                    .with_producer_epoch(m.producer_epoch.get())
+                    .with_transaction_state(StrBytes::from_static_str(m.state.name()))
+                    .with_transaction_timeout_ms(m.txn_timeout_ms)
+                    .with_transaction_start_time_ms(m.txn_start_timestamp_ms)
+                    .with_topics(topics)
+            })
+            .collect();
+        DescribeTransactionsResponse::default().with_transaction_states(states)
+    }
+
+    /// ListTransactions v0–1, as Kafka's `listTransactionStates`: every transactional id but
+    /// the expiring ones, filtered by state names (unknown names are answered back in
+    /// `unknown_state_filters`), producer ids and (v1) a minimum running time.
+    fn handle_list_transactions(
+        &self,
+        version: i16,
+        r: ListTransactionsRequest,
+    ) -> ListTransactionsResponse {
+        let mut states = BTreeSet::new();
+        let mut unknown = vec![];
+        for name in &r.state_filters {
+            match ALL_STATES.iter().find(|s| s.name() == name.as_str()) {
+                Some(s) => {
+                    states.insert(s.id());
+                }
+                None => unknown.push(name.clone()),
+            }
+        }
+        let producer_ids: BTreeSet<i64> = r.producer_id_filters.iter().map(|p| p.0).collect();
+        let duration_ms = if version >= 1 { r.duration_filter } else { -1 };
+        let now_ms = self.now_ms();
+        let listed = self
+            .transactions()
+            .into_iter()
+            .filter(|(_, m)| {
+                (producer_ids.is_empty() || producer_ids.contains(&m.producer_id.get()))
+                    && (states.is_empty() || states.contains(&m.state.id()))
+                    && (duration_ms < 0
+                        || now_ms.saturating_sub(m.txn_start_timestamp_ms) > duration_ms)
+            })
+            .map(|(id, m)| {
+                ListedTxn::default()
+                    .with_transactional_id(TransactionalId(StrBytes::from_string(id)))
+                    .with_producer_id(m.producer_id.get().into())
+                    .with_transaction_state(StrBytes::from_static_str(m.state.name()))
+            })
+            .collect();
+        ListTransactionsResponse::default()
+            .with_unknown_state_filters(unknown)
+            .with_transaction_states(listed)
     }
 
     fn handle_init_producer_id(

@@ -310,6 +310,24 @@ impl TxnCoordinator {
         (m.state != TxnState::Dead).then_some(m)
     }
 
+    /// A copy of every transactional id's state but those expiring (Dead), sorted by id
+    /// (ListTransactions).
+    pub fn transactions(&self) -> Vec<(String, TxnMetadata)> {
+        let mut all: Vec<(String, TxnMetadata)> = self
+            .snapshot()
+            .into_iter()
+            .map(|(id, e)| (id, e.lock().clone()))
+            .filter(|(_, m)| m.state != TxnState::Dead)
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// The coordinator's clock, in milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// Allocates a producer id, unique across restarts: ids come from blocks whose end is
     /// written durably to `__transaction_state` before the first id of the block is handed
     /// out, and a new incarnation starts after the last block written.

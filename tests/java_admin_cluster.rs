@@ -1,7 +1,8 @@
 //! Kafka's Java AdminClient (kafka-clients 4.3.0) describes a `mirrorlog serve` node:
 //! describeCluster with authorized operations, describeFeatures (no feature is finalized: the
 //! broker implements transaction and group protocol versions 1 only), and describeLogDirs /
-//! describeReplicaLogDirs (`AdminScenarios cluster`).
+//! describeReplicaLogDirs (DescribeLogDirs, API 35: the data directory, its space and each
+//! partition's size) (`AdminScenarios cluster`).
 
 mod common;
 
@@ -17,6 +18,10 @@ fn the_java_admin_client_describes_the_node_its_features_and_log_dirs() {
     let port = free_port();
     let mut broker = Serve::start(dir.path(), port);
     let out = java.run(&["cluster", &broker.addr]);
+    let data = std::path::absolute(dir.path())
+        .unwrap()
+        .display()
+        .to_string();
     assert_printed(
         &out,
         &[
@@ -30,9 +35,16 @@ fn the_java_admin_client_describes_the_node_its_features_and_log_dirs() {
             ("features.finalized", "[]"),
             ("features.supported", "[]"),
             ("features.epoch", "Optional.empty"),
-            // Not advertised in ApiVersions: refused at once, no hang.
-            ("logdirs", "UnsupportedVersionException"),
-            ("replica_logdirs", "UnsupportedVersionException"),
+            ("logdirs.count", "1"),
+            // Ten one-record batches of 76 bytes in d1-1; sizes from the files, no lag.
+            (
+                "logdir",
+                &format!(
+                    "{data} error=none total_set=true usable_set=true \
+                     d1={{d1-0=0:0:false, d1-1=760:0:false}}"
+                ),
+            ),
+            ("replica_logdirs", &format!("current={data} future=null")),
         ],
     );
     assert_eq!(broker.stop(), Some(0), "clean exit on SIGTERM");

@@ -697,6 +697,9 @@ impl Handler for Broker {
             RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
                 handlers::admin::incremental_alter_configs(self, r, v),
             ),
+            RequestKind::DescribeLogDirs(r) => {
+                ResponseKind::DescribeLogDirs(handlers::log_dirs::describe_log_dirs(self, r, v))
+            }
             RequestKind::DescribeProducers(r) => {
                 ResponseKind::DescribeProducers(handlers::offsets::describe_producers(self, r, v))
             }
@@ -768,6 +771,7 @@ impl Handler for Broker {
             ApiKey::DescribeCluster => Some((0, 1)),
             ApiKey::FindCoordinator => Some((0, 6)),
             ApiKey::DescribeProducers => Some((0, 0)),
+            ApiKey::DescribeLogDirs => Some((1, 4)),
             _ => None,
         };
         own.or_else(|| {

@@ -531,7 +531,8 @@ public final class AdminScenarios {
         }
         out(
             "logdir",
-            "error="
+            d.getKey()
+                + " error="
                 + (ld.error() == null ? "none" : ld.error().getClass().getSimpleName())
                 + " total_set="
                 + ld.totalBytes().isPresent()
@@ -547,7 +548,7 @@ public final class AdminScenarios {
       var r =
           admin.describeReplicaLogDirs(List.of(new TopicPartitionReplica("d1", 1, node))).all().get();
       var info = r.get(new TopicPartitionReplica("d1", 1, node));
-      out("replica_logdirs", "current_set=" + (info.getCurrentReplicaLogDir() != null) + " future=" + info.getFutureReplicaLogDir());
+      out("replica_logdirs", "current=" + info.getCurrentReplicaLogDir() + " future=" + info.getFutureReplicaLogDir());
     } catch (ExecutionException e) {
       out("replica_logdirs", e.getCause().getClass().getSimpleName());
     }

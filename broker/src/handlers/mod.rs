@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod fetch;
+pub mod log_dirs;
 pub mod mirror_admin;
 pub mod offsets;
 pub mod produce;

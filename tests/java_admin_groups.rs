@@ -1,7 +1,8 @@
 //! Kafka's Java AdminClient (kafka-clients 4.3.0) administers consumer groups on
 //! `mirrorlog serve`, with a KafkaConsumer (group.protocol=classic, a static member) holding
 //! group `g1` in the same program: listGroups (all, consumer groups only) and the deprecated
-//! listConsumerGroups, describeConsumerGroups (members, assignment, state), listConsumerGroupOffsets,
+//! listConsumerGroups, describeConsumerGroups (members, assignment, state) and
+//! describeClassicGroups, listConsumerGroupOffsets,
 //! alterConsumerGroupOffsets (refused while the group has members, then accepted; a new group
 //! made by it alone is a simple consumer group), deleteConsumerGroupOffsets (OffsetDelete, API
 //! 47: refused for a subscribed topic while the consumer is in the group, then deleting),
@@ -32,6 +33,10 @@ fn the_java_admin_client_administers_consumer_groups() {
                 "describe.active",
                 "state=Stable type=Classic simple=false assignor=range coordinator=1 \
                  members=[inst-1/client-inst-1//127.0.0.1/id_set=true/[g-0, g-1]]",
+            ),
+            (
+                "describe_classic.active",
+                "state=Stable protocol=consumer data=range members=1",
             ),
             ("offsets.active", "{g-0=5, g-1=4}"),
             ("alter_offsets.active", "UnknownMemberIdException"),

@@ -91,6 +91,7 @@ public final class AdminScenarios {
         case "cluster" -> cluster(admin);
         case "groups" -> groups(admin);
         case "transactions" -> transactions(admin);
+        case "unsupported" -> unsupported(admin);
         default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
       }
     }
@@ -647,6 +648,17 @@ public final class AdminScenarios {
     var lcg = admin.listConsumerGroups().all().get();
     out("list_consumer_groups", lcg.stream().map(l -> l.groupId()).sorted().toList());
     out("describe.active", describeGroup(admin, "g1"));
+    try {
+      var classic = admin.describeClassicGroups(List.of("g1")).describedGroups().get("g1").get();
+      out(
+          "describe_classic.active",
+          "state=" + classic.state()
+              + " protocol=" + classic.protocol()
+              + " data=" + classic.protocolData()
+              + " members=" + classic.members().size());
+    } catch (ExecutionException e) {
+      out("describe_classic.active", e.getCause().getClass().getSimpleName());
+    }
     out("offsets.active", groupOffsets(admin, "g1"));
     out(
         "alter_offsets.active",
@@ -790,5 +802,43 @@ public final class AdminScenarios {
             .size());
     out("describe_transactions.unknown", outcome(admin.describeTransactions(List.of("never-seen")).description("never-seen")));
     out("fence_producers.unknown", outcome(admin.fenceProducers(List.of("never-used")).all()));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  /** Admin calls whose APIs the broker does not advertise: each must fail at once, not hang. */
+  static void unsupported(Admin admin) throws Exception {
+    admin.createTopics(List.of(new NewTopic("u", 1, (short) 1))).all().get();
+    TopicPartition tp = new TopicPartition("u", 0);
+    out("describe_acls", outcome(admin.describeAcls(org.apache.kafka.common.acl.AclBindingFilter.ANY).values()));
+    out("describe_quorum", outcome(admin.describeMetadataQuorum().quorumInfo()));
+    out("list_reassignments", outcome(admin.listPartitionReassignments().reassignments()));
+    out(
+        "elect_leaders",
+        outcome(admin.electLeaders(org.apache.kafka.common.ElectionType.PREFERRED, Set.of(tp)).all()));
+    out(
+        "describe_client_quotas",
+        outcome(
+            admin
+                .describeClientQuotas(org.apache.kafka.common.quota.ClientQuotaFilter.all())
+                .entities()));
+    out("describe_scram", outcome(admin.describeUserScramCredentials().all()));
+    out("describe_tokens", outcome(admin.describeDelegationToken().delegationTokens()));
+    out("list_client_metrics", outcome(admin.listClientMetricsResources().all()));
+    out("describe_share_groups", outcome(admin.describeShareGroups(List.of("s")).all()));
+    out(
+        "alter_replica_log_dirs",
+        outcome(admin.alterReplicaLogDirs(Map.of(new TopicPartitionReplica("u", 0, 1), "/tmp")).all()));
+    out(
+        "update_features",
+        outcome(
+            admin
+                .updateFeatures(
+                    Map.of(
+                        "transaction.version",
+                        new org.apache.kafka.clients.admin.FeatureUpdate(
+                            (short) 2, org.apache.kafka.clients.admin.FeatureUpdate.UpgradeType.UPGRADE)),
+                    new org.apache.kafka.clients.admin.UpdateFeaturesOptions())
+                .all()));
+    out("list_config_resources", outcome(admin.listConfigResources().all()));
   }
 }

@@ -92,6 +92,7 @@ public final class AdminScenarios {
         case "groups" -> groups(admin);
         case "transactions" -> transactions(admin);
         case "unsupported" -> unsupported(admin);
+        case "internal" -> internal(admin);
         default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
       }
     }
@@ -840,5 +841,33 @@ public final class AdminScenarios {
                     new org.apache.kafka.clients.admin.UpdateFeaturesOptions())
                 .all()));
     out("list_config_resources", outcome(admin.listConfigResources().all()));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  /** Authorized operations and the internal topics through the Admin API. */
+  static void internal(Admin admin) throws Exception {
+    admin.createTopics(List.of(new NewTopic("i", 1, (short) 1))).all().get();
+    TopicDescription d =
+        admin
+            .describeTopics(List.of("i"), new org.apache.kafka.clients.admin.DescribeTopicsOptions().includeAuthorizedOperations(true))
+            .allTopicNames()
+            .get()
+            .get("i");
+    out("topic.authorized_operations", new TreeSet<>(d.authorizedOperations().stream().map(Object::toString).toList()));
+    TopicDescription offsets =
+        admin.describeTopics(List.of("__consumer_offsets")).allTopicNames().get().get("__consumer_offsets");
+    out("offsets_topic", "internal=" + offsets.isInternal() + " partitions=" + offsets.partitions().size());
+    out("delete.offsets_topic", outcome(admin.deleteTopics(List.of("__consumer_offsets")).all()));
+    out(
+        "delete_records.offsets_topic",
+        outcome(
+            admin
+                .deleteRecords(Map.of(new TopicPartition("__consumer_offsets", 0), RecordsToDelete.beforeOffset(0)))
+                .all()));
+    out(
+        "partitions.offsets_topic",
+        outcome(admin.createPartitions(Map.of("__consumer_offsets", NewPartitions.increaseTo(60))).all()));
+    ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, "__consumer_offsets");
+    out("configs.offsets_topic.retention.ms", admin.describeConfigs(List.of(r)).all().get().get(r).get("retention.ms").value());
   }
 }

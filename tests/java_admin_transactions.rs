@@ -1,9 +1,10 @@
 //! Kafka's Java AdminClient (kafka-clients 4.3.0) and transactions on `mirrorlog serve`, with an
 //! idempotent and a transactional KafkaProducer in the same program, the transaction left open:
 //! describeProducers (DescribeProducers, API 61), listTransactions (with a state filter) and
-//! describeTransactions (APIs 66, 65), abortTransaction (WriteTxnMarkers, API 27, which only a controller or
-//! coordinator sends to a broker: refused at once) and fenceProducers (InitProducerId: the open
-//! transaction is aborted, the producer fenced) (`AdminScenarios transactions`).
+//! describeTransactions (APIs 66, 65), abortTransaction of the open transaction found by
+//! describeProducers (WriteTxnMarkers, API 27: kafka-transactions.sh's way to end a hanging
+//! transaction) and fenceProducers (InitProducerId: the producer fenced)
+//! (`AdminScenarios transactions`).
 
 mod common;
 
@@ -34,11 +35,13 @@ fn the_java_admin_client_inspects_and_fences_transactions() {
                 "describe_transactions",
                 "state=Ongoing timeout=45000 epoch=0 partitions=[x-0] start_set=true",
             ),
-            ("abort_transaction", "UnsupportedVersionException"),
+            // 3 idempotent records, 2 transactional ones, the ABORT marker abortTransaction
+            // wrote (offset 5), and the one the coordinator writes when fencing (offset 6).
+            ("abort_transaction", "ok"),
+            ("lso_after_abort", "6"),
             ("fence_producers", "ok"),
             ("commit_after_fence", "ProducerFencedException"),
-            // 3 idempotent records, 2 transactional ones and the ABORT marker fencing wrote.
-            ("lso_after_fence", "6"),
+            ("lso_after_fence", "7"),
             // The fenced transaction aborted, the id left Empty at a bumped epoch.
             ("list_transactions.after_fence", "[tx1:Empty]"),
             ("list_transactions.ongoing", "0"),

@@ -72,6 +72,7 @@ impl Coordinator for Txns {
             ApiKey::EndTxn,
             ApiKey::DescribeTransactions,
             ApiKey::ListTransactions,
+            ApiKey::WriteTxnMarkers,
         ]
     }
     fn supported_versions(&self, api: ApiKey) -> Option<(i16, i16)> {

@@ -774,9 +774,36 @@ public final class AdminScenarios {
     } catch (ExecutionException e) {
       out("describe_transactions", e.getCause().getClass().getSimpleName());
     }
+    // The hanging-transaction tool's way (kafka-transactions.sh abort): the open transaction's
+    // producer from describeProducers, its ABORT marker written by WriteTxnMarkers.
+    ProducerState open = null;
+    try {
+      for (ProducerState p : admin.describeProducers(List.of(tp)).partitionResult(tp).get().activeProducers()) {
+        if (p.currentTransactionStartOffset().isPresent()) {
+          open = p;
+        }
+      }
+    } catch (ExecutionException e) {
+      // Reported above.
+    }
+    if (open == null) {
+      out("abort_transaction", "no open transaction found");
+    } else {
+      out(
+          "abort_transaction",
+          outcome(
+              admin
+                  .abortTransaction(
+                      new AbortTransactionSpec(
+                          tp, open.producerId(), (short) open.producerEpoch(), open.coordinatorEpoch().orElse(0)))
+                  .all()));
+    }
     out(
-        "abort_transaction",
-        outcome(admin.abortTransaction(new AbortTransactionSpec(tp, 999_999L, (short) 0, 0)).all()));
+        "lso_after_abort",
+        admin.listOffsets(Map.of(tp, OffsetSpec.latest()), new ListOffsetsOptions(IsolationLevel.READ_COMMITTED))
+            .partitionResult(tp)
+            .get()
+            .offset());
     out("fence_producers", outcome(admin.fenceProducers(List.of("tx1")).all()));
     try {
       txp.commitTransaction();

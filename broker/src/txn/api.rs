@@ -15,12 +15,15 @@ use kafka_protocol::messages::describe_transactions_response::{
     TopicData, TransactionState as DescribedTxn,
 };
 use kafka_protocol::messages::list_transactions_response::TransactionState as ListedTxn;
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse,
     EndTxnRequest, EndTxnResponse, InitProducerIdRequest, InitProducerIdResponse,
     ListTransactionsRequest, ListTransactionsResponse, RequestKind, ResponseKind, TopicName,
-    TransactionalId,
+    TransactionalId, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_index::{ProducerEpoch, ProducerId, TopicPartition};
@@ -59,7 +62,8 @@ impl TxnCoordinator {
     /// - EndTxn 0–4: v5 is KIP-890 transactions v2 (epoch bump on every EndTxn, partitions
     ///   added implicitly by produce), which mirrorlog does not implement;
     /// - DescribeTransactions 0 and ListTransactions 0–1 (v2's transactional id pattern is not
-    ///   implemented).
+    ///   implemented);
+    /// - WriteTxnMarkers 1 (the Admin API's `abortTransaction`).
     pub fn supported_versions(api: ApiKey) -> Option<(i16, i16)> {
         match api {
             ApiKey::InitProducerId => Some((0, 5)),
@@ -67,6 +71,8 @@ impl TxnCoordinator {
             ApiKey::AddOffsetsToTxn => Some((0, 4)),
             ApiKey::EndTxn => Some((0, 4)),
             ApiKey::DescribeTransactions => Some((0, 0)),
+            // v2 (transaction version in each marker) is not decodable by the codec.
+            ApiKey::WriteTxnMarkers => Some((1, 1)),
             // v2 adds a transactional id regex filter (KIP-1152), not implemented.
             ApiKey::ListTransactions => Some((0, 1)),
             _ => None,
@@ -74,7 +80,7 @@ impl TxnCoordinator {
     }
 
     /// Handles InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-    /// DescribeTransactions and ListTransactions. A version
+    /// DescribeTransactions, ListTransactions and WriteTxnMarkers. A version
     /// outside [`supported_versions`](Self::supported_versions) is answered
     /// UNSUPPORTED_VERSION. May block on durable writes.
     ///
@@ -94,6 +100,9 @@ impl TxnCoordinator {
             RequestKind::EndTxn(r) => ResponseKind::EndTxn(self.handle_end_txn(api_version, r)),
             RequestKind::DescribeTransactions(r) => {
                 ResponseKind::DescribeTransactions(self.handle_describe_transactions(r))
+            }
+            RequestKind::WriteTxnMarkers(r) => {
+                ResponseKind::WriteTxnMarkers(self.handle_write_txn_markers(r))
             }
             RequestKind::ListTransactions(r) => {
                 ResponseKind::ListTransactions(self.handle_list_transactions(api_version, r))
@@ -142,6 +151,50 @@ impl TxnCoordinator {
             })
             .collect();
         DescribeTransactionsResponse::default().with_transaction_states(states)
+    }
+
+    /// WriteTxnMarkers v1: every marker's partitions, each answered with its own error code
+    /// ([`TxnCoordinator::write_requested_marker`]).
+    fn handle_write_txn_markers(&self, r: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+        let markers = r
+            .markers
+            .into_iter()
+            .map(|m| {
+                let topics = m
+                    .topics
+                    .into_iter()
+                    .map(|t| {
+                        let partitions = t
+                            .partition_indexes
+                            .iter()
+                            .map(|&partition| {
+                                let tp = TopicPartition {
+                                    topic: t.name.0.to_string(),
+                                    partition,
+                                };
+                                let code = self.write_requested_marker(
+                                    &tp,
+                                    ProducerId(m.producer_id.0),
+                                    ProducerEpoch(m.producer_epoch),
+                                    m.transaction_result,
+                                    m.coordinator_epoch,
+                                );
+                                WritableTxnMarkerPartitionResult::default()
+                                    .with_partition_index(partition)
+                                    .with_error_code(code)
+                            })
+                            .collect();
+                        WritableTxnMarkerTopicResult::default()
+                            .with_name(t.name)
+                            .with_partitions(partitions)
+                    })
+                    .collect();
+                WritableTxnMarkerResult::default()
+                    .with_producer_id(m.producer_id)
+                    .with_topics(topics)
+            })
+            .collect();
+        WriteTxnMarkersResponse::default().with_markers(markers)
     }
 
     /// ListTransactions v0–1, as Kafka's `listTransactionStates`: every transactional id but

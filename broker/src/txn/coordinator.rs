@@ -923,6 +923,56 @@ impl TxnCoordinator {
         }
     }
 
+    /// WriteTxnMarkers for one partition (what the Java AdminClient's `abortTransaction` sends
+    /// to a partition's leader to end a hanging transaction; Kafka's coordinators send it to
+    /// their brokers): a marker for `producer_id` at `producer_epoch`, stamped with the
+    /// caller's `coordinator_epoch`, durable on return, as Kafka's
+    /// `handleWriteTxnMarkersRequest` appends it with the coordinator's origin. On a
+    /// `__consumer_offsets` partition the producer's offsets staged there are then completed
+    /// (Kafka's `onTransactionCompleted`). Returns the error code: UNKNOWN_TOPIC_OR_PARTITION
+    /// for a partition this broker does not have, else the engine's refusal (a stale producer
+    /// or coordinator epoch, an offline directory, a read-only mirror partition).
+    pub fn write_requested_marker(
+        &self,
+        tp: &TopicPartition,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
+        commit: bool,
+        coordinator_epoch: i32,
+    ) -> i16 {
+        let Some(h) = self.logs.get(tp) else {
+            return kafka_protocol::ResponseError::UnknownTopicOrPartition.code();
+        };
+        let batch = BatchBuilder::end_txn_marker(
+            producer_id,
+            producer_epoch,
+            commit,
+            coordinator_epoch,
+            TimestampMs(self.clock.now_ms()),
+        )
+        .build()
+        .into_bytes();
+        match h.append_as_leader_durable(batch, leader_epoch(&h), LeaderOrigin::Coordinator) {
+            Ok(_) => {
+                advance_high_watermark(&h);
+                if let Some(hook) = self.marker_written.get() {
+                    hook(tp);
+                }
+                if tp.topic == OFFSETS_TOPIC {
+                    self.offsets.complete_txn(
+                        producer_id.get(),
+                        producer_epoch.get(),
+                        commit,
+                        &[tp.partition],
+                    );
+                }
+                tracing::info!(partition = %tp, producer_id = producer_id.get(), commit, "requested transaction marker written");
+                0
+            }
+            Err(e) => crate::errors::engine_error_code(&e),
+        }
+    }
+
     /// Returns whether a completion was attempted (markers may have been written).
     fn retry_pending(&self) -> bool {
         let mut attempted = false;

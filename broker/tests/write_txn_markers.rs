@@ -1,0 +1,112 @@
+//! WriteTxnMarkers (API 27, v1), what the Java AdminClient's `abortTransaction` sends to a
+//! partition's leader to end a hanging transaction: the ABORT marker is written for the given
+//! producer and epoch, the last stable offset moves past the transaction; a marker with an
+//! older producer epoch is refused with the engine's epoch error, an unknown partition is
+//! UNKNOWN_TOPIC_OR_PARTITION.
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::log::LeaderOrigin;
+use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_index::{
+    LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
+};
+use mirrorlog_segment::BatchBuilder;
+use mirrorlog_segment::io::PwriteStorage;
+use std::sync::Arc;
+
+const T0: i64 = 1_700_000_000_000;
+
+struct NoGroups;
+
+impl TxnOffsetsSink for NoGroups {
+    fn partition_for(&self, _group_id: &str) -> i32 {
+        0
+    }
+    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
+}
+
+fn abort(txn: &TxnCoordinator, topic: &str, producer_id: i64, epoch: i16) -> i16 {
+    let r = WriteTxnMarkersRequest::default().with_markers(vec![
+        WritableTxnMarker::default()
+            .with_producer_id(producer_id.into())
+            .with_producer_epoch(epoch)
+            .with_transaction_result(false)
+            .with_coordinator_epoch(0)
+            .with_topics(vec![
+                WritableTxnMarkerTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_partition_indexes(vec![0]),
+            ]),
+    ]);
+    match txn.handle(1, RequestKind::WriteTxnMarkers(r)) {
+        ResponseKind::WriteTxnMarkers(x) => x.markers[0].topics[0].partitions[0].error_code,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn write_txn_markers_aborts_a_hanging_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let (logs, _) = LogManager::open(
+        LogManagerConfig::new(dir.path()),
+        Arc::new(PwriteStorage::new()),
+        clock.clone(),
+    )
+    .unwrap();
+    let logs = Arc::new(logs);
+    let tp = TopicPartition {
+        topic: "orders".into(),
+        partition: 0,
+    };
+    let h = logs
+        .create(&tp, TopicId([3; 16]), LogConfig::default())
+        .unwrap();
+    // A transaction its coordinator never ends: producer 42 at epoch 3, offsets 0..1.
+    let mut batch = BatchBuilder::new()
+        .producer(ProducerId(42), ProducerEpoch(3), Sequence(0))
+        .transactional(true);
+    batch.append(TimestampMs(T0), None, Some(b"a"), &[]);
+    batch.append(TimestampMs(T0), None, Some(b"b"), &[]);
+    {
+        let mut log = h.write();
+        log.append_as_leader(
+            batch.build().into_bytes(),
+            LeaderEpoch(0),
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+        log.maybe_increment_high_watermark(Offset(2));
+    }
+    assert_eq!(
+        h.read().last_stable_offset(),
+        Offset(0),
+        "held by the open transaction"
+    );
+    let txn = TxnCoordinator::open(logs, Arc::new(NoGroups), clock, TxnConfig::default()).unwrap();
+
+    assert_eq!(
+        abort(&txn, "orders", 42, 2),
+        ResponseError::InvalidProducerEpoch.code(),
+        "an older epoch cannot end the transaction"
+    );
+    assert_eq!(h.read().last_stable_offset(), Offset(0));
+    assert_eq!(abort(&txn, "orders", 42, 3), 0);
+    assert_eq!(
+        (h.read().last_stable_offset(), h.read().log_end_offset()),
+        (Offset(3), Offset(3)),
+        "the ABORT marker at offset 2 ends the transaction"
+    );
+    assert_eq!(
+        abort(&txn, "nope", 42, 3),
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+}

@@ -2,7 +2,7 @@
 //! partition's leader to end a hanging transaction: the ABORT marker is written for the given
 //! producer and epoch, the last stable offset moves past the transaction; a marker with an
 //! older producer epoch is refused with the engine's epoch error, an unknown partition is
-//! UNKNOWN_TOPIC_OR_PARTITION.
+//! UNKNOWN_TOPIC_OR_PARTITION, a mirror partition READ_ONLY_TOPIC (nothing written).
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::write_txn_markers_request::{
@@ -91,6 +91,15 @@ fn write_txn_markers_aborts_a_hanging_transaction() {
         Offset(0),
         "held by the open transaction"
     );
+    let mirrored = TopicPartition {
+        topic: "mirrored".into(),
+        partition: 0,
+    };
+    let read_only = LogConfig {
+        read_only: true,
+        ..LogConfig::default()
+    };
+    let m = logs.create(&mirrored, TopicId([4; 16]), read_only).unwrap();
     let txn = TxnCoordinator::open(logs, Arc::new(NoGroups), clock, TxnConfig::default()).unwrap();
 
     assert_eq!(
@@ -109,4 +118,14 @@ fn write_txn_markers_aborts_a_hanging_transaction() {
         abort(&txn, "nope", 42, 3),
         ResponseError::UnknownTopicOrPartition.code()
     );
+
+    // A mirror partition holds the source's bytes at the source's offsets: a marker of ours
+    // there would take an offset the source's next batch needs (and the mirror ends its
+    // transactions itself, with the source's markers or its stop's ABORTs).
+    let end = m.read().log_end_offset();
+    assert_eq!(
+        abort(&txn, "mirrored", 42, 3),
+        mirrorlog_broker::errors::READ_ONLY_TOPIC
+    );
+    assert_eq!(m.read().log_end_offset(), end, "nothing written");
 }

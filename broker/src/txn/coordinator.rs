@@ -931,7 +931,7 @@ impl TxnCoordinator {
     /// `__consumer_offsets` partition the producer's offsets staged there are then completed
     /// (Kafka's `onTransactionCompleted`). Returns the error code: UNKNOWN_TOPIC_OR_PARTITION
     /// for a partition this broker does not have, else the engine's refusal (a stale producer
-    /// or coordinator epoch, an offline directory, a read-only mirror partition).
+    /// or coordinator epoch, an offline directory); READ_ONLY_TOPIC for a mirror partition.
     pub fn write_requested_marker(
         &self,
         tp: &TopicPartition,
@@ -943,6 +943,12 @@ impl TxnCoordinator {
         let Some(h) = self.logs.get(tp) else {
             return kafka_protocol::ResponseError::UnknownTopicOrPartition.code();
         };
+        if h.read().is_read_only() {
+            // A mirror partition holds the source's batches at the source's offsets: a marker
+            // of ours would take an offset the source's next batch needs. Its transactions end
+            // with the source's markers, or with the ABORTs of its stop.
+            return crate::errors::READ_ONLY_TOPIC;
+        }
         let batch = BatchBuilder::end_txn_marker(
             producer_id,
             producer_epoch,

@@ -6,9 +6,11 @@
 //! and file, and [`JavaClient::run`] runs with `java`.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// A compiled scenario program.
 pub struct JavaClient {
@@ -105,26 +107,59 @@ impl JavaClient {
     /// Runs the program with `args`; returns its stdout.
     ///
     /// # Panics
-    /// The program exits with a failure (its stdout and stderr are in the message).
+    /// The program exits with a failure, or is still running after [`HANG_GUARD`] (then it is
+    /// killed); its stdout and stderr are in the message.
     pub fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("java")
+        let mut child = Command::new("java")
             .arg("-Dslf4j.internal.verbosity=ERROR")
             .arg("-cp")
             .arg(format!("{}:{}", self.classes.display(), self.class_path))
             .arg(&self.main_class)
             .args(args)
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .expect("run java");
+        let drain = |mut from: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = from.read_to_end(&mut bytes);
+                bytes
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().unwrap()));
+        let stderr = drain(Box::new(child.stderr.take().unwrap()));
+        // A bound for a failure only (a program whose client hangs), far above any real run.
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for java") {
+                break Some(status);
+            }
+            if started.elapsed() > HANG_GUARD {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
         assert!(
-            out.status.success(),
-            "java {} {args:?} failed:\n--- stdout\n{}\n--- stderr\n{}",
+            status.is_some_and(|s| s.success()),
+            "java {} {args:?} {}:\n--- stdout\n{}\n--- stderr\n{}",
             self.main_class,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            match status {
+                Some(s) => format!("failed ({s})"),
+                None => format!("still running after {HANG_GUARD:?}: killed"),
+            },
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
         );
-        String::from_utf8(out.stdout).unwrap()
+        String::from_utf8(stdout).unwrap()
     }
 }
+
+/// How long a scenario program may run before [`JavaClient::run`] kills it as hung.
+pub const HANG_GUARD: Duration = Duration::from_secs(300);
 
 /// The `key=value` lines a scenario program printed (`AdminScenarios`), by key.
 pub fn key_values(out: &str) -> std::collections::BTreeMap<String, String> {

@@ -13,18 +13,26 @@
 //! crash; epoch changes and truncations are rare, so writing through costs little and a crash
 //! never leaves the file ahead of or behind what was acknowledged. When the write fails the cache
 //! is left as it was and the error is returned (the file then holds the old or the new entries;
-//! the caller should treat the log directory as failed, as Kafka does).
+//! the caller should treat the log directory as failed, as Kafka does). The file is written,
+//! read and replaced through the log's `Storage` (`.tmp` written and synced, renamed over the
+//! file, the partition directory synced, as Kafka's `CheckpointFile`), so its durability is the
+//! storage's; a deleted partition's file goes with the storage's files of its directory.
 //!
 //! Invariant (DESIGN.md §3, invariant 9): epochs and start offsets both strictly increase from
 //! one entry to the next. Every change asserts it where the new entry meets the old ones (in
 //! release builds too; the whole-list check is a `debug_assert!`), and [`LeaderEpochCache::open`]
 //! rejects a file that breaks it.
 
-use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use mirrorlog_index::checkpoint::{CHECKPOINT_VERSION, decode_checkpoint};
-use mirrorlog_index::{EpochEntry, Error, LeaderEpoch, LeaderEpochCheckpoint, Offset};
+use mirrorlog_index::checkpoint::{
+    CHECKPOINT_VERSION, LEADER_EPOCH_CHECKPOINT_FILE, decode_checkpoint, encode_checkpoint,
+};
+use mirrorlog_index::{EpochEntry, Error, LeaderEpoch, Offset};
+use mirrorlog_segment::io::{PwriteStorage, Storage};
+
+use crate::checkpoint_io::{index_io, read_if_exists, replace_durably};
 
 /// A partition's leader epochs and the offset each one starts at, sorted by epoch (and so by
 /// start offset), optionally backed by its `leader-epoch-checkpoint` file.
@@ -36,42 +44,49 @@ pub struct LeaderEpochCache {
     /// Strictly increasing in both epoch and start offset.
     entries: Vec<EpochEntry>,
     /// Where every change is persisted; `None` for [`LeaderEpochCache::in_memory`].
-    checkpoint: Option<LeaderEpochCheckpoint>,
+    checkpoint: Option<EpochCheckpoint>,
+}
+
+/// The `leader-epoch-checkpoint` file behind a cache, kept through the log's storage.
+#[derive(Debug)]
+struct EpochCheckpoint {
+    storage: Arc<dyn Storage>,
+    path: PathBuf,
 }
 
 impl LeaderEpochCache {
-    /// Loads the `leader-epoch-checkpoint` file of the partition in `dir`; a missing (or empty)
-    /// file is an empty cache, and nothing is written.
+    /// Loads the `leader-epoch-checkpoint` file of the partition in `dir` as a plain file
+    /// (through [`PwriteStorage`]); see [`LeaderEpochCache::with_storage`].
+    pub fn open(dir: &Path) -> Result<Self, Error> {
+        Self::with_storage(Arc::new(PwriteStorage::new()), dir)
+    }
+
+    /// Loads the `leader-epoch-checkpoint` file of the partition in `dir` through `storage` (the
+    /// log's own), through which every later change is written too: the file is durable exactly
+    /// when the storage says so. A missing (or empty) file is an empty cache, and nothing is
+    /// written.
     ///
     /// Fails with [`Error::Io`] when the file cannot be read, and with [`Error::Corrupt`] naming
     /// the file and the line when it does not parse, or when its entries hold a negative epoch
     /// or start offset, or do not strictly increase in both. (Kafka re-assigns the entries one by
     /// one, which would silently drop the out-of-order ones; a file Kafka wrote never has any.)
-    pub fn open(dir: &Path) -> Result<Self, Error> {
-        let checkpoint = LeaderEpochCheckpoint::in_dir(dir);
-        let path = checkpoint.path();
-        // The text is read here rather than through `LeaderEpochCheckpoint::read` so that an
+    pub fn with_storage(storage: Arc<dyn Storage>, dir: &Path) -> Result<Self, Error> {
+        let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
+        // The text is decoded here rather than through `LeaderEpochCheckpoint::read` so that an
         // order violation, which only this layer knows about, can name its line's position.
-        let text = match std::fs::read(path) {
-            Ok(bytes) => String::from_utf8(bytes).map_err(|e| Error::Corrupt {
-                path: path.to_path_buf(),
+        let text = match read_if_exists(&*storage, &path).map_err(index_io)? {
+            Some(bytes) => String::from_utf8(bytes).map_err(|e| Error::Corrupt {
+                path: path.clone(),
                 position: e.utf8_error().valid_up_to() as u64,
                 reason: "not valid UTF-8".into(),
             })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-            Err(source) => {
-                return Err(Error::Io {
-                    op: "read",
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
+            None => String::new(),
         };
-        let entries = decode_checkpoint::<EpochEntry>(path, CHECKPOINT_VERSION, &text)?;
-        validate(path, &text, &entries)?;
+        let entries = decode_checkpoint::<EpochEntry>(&path, CHECKPOINT_VERSION, &text)?;
+        validate(&path, &text, &entries)?;
         Ok(LeaderEpochCache {
             entries,
-            checkpoint: Some(checkpoint),
+            checkpoint: Some(EpochCheckpoint { storage, path }),
         })
     }
 
@@ -128,7 +143,7 @@ impl LeaderEpochCache {
                 .is_some_and(|r| r.start_offset != start_offset)
         {
             tracing::warn!(
-                checkpoint = ?self.checkpoint.as_ref().map(LeaderEpochCheckpoint::path),
+                checkpoint = ?self.checkpoint.as_ref().map(|c| &c.path),
                 ?new_entry,
                 ?removed,
                 "new leader epoch entry removed conflicting entries"
@@ -272,8 +287,9 @@ impl LeaderEpochCache {
                 .all(|w| w[0].epoch < w[1].epoch && w[0].start_offset < w[1].start_offset),
             "epoch entries not strictly increasing: {entries:?}"
         );
-        if let Some(checkpoint) = &self.checkpoint {
-            checkpoint.write(&entries)?;
+        if let Some(c) = &self.checkpoint {
+            let text = encode_checkpoint(CHECKPOINT_VERSION, &entries);
+            replace_durably(&*c.storage, &c.path, text.into_bytes()).map_err(index_io)?;
         }
         self.entries = entries;
         Ok(())
@@ -395,6 +411,7 @@ pub fn truncation_for_leader_answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mirrorlog_index::LeaderEpochCheckpoint;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
     use std::fs;
@@ -948,7 +965,9 @@ mod tests {
             Err(Error::Io {
                 op, path: named, ..
             }) => {
-                assert_eq!(op, "read");
+                // The storage's operation: opening a directory for reading succeeds, reading it
+                // fails.
+                assert_eq!(op, "read_at");
                 assert_eq!(named, path);
             }
             other => panic!("expected Io, got {other:?}"),

@@ -16,6 +16,7 @@
 //! and after truncation alike; the transaction index and producer snapshots are always built
 //! locally; an append acknowledged after `flush` survives a crash.
 
+mod checkpoint_io;
 pub mod clock;
 pub mod config;
 pub mod epoch_cache;

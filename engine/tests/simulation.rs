@@ -294,6 +294,11 @@ fn real_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
         .map(|e| {
             let path = e.unwrap().path();
             assert!(path.is_file(), "unexpected {}", path.display());
+            assert!(
+                !path.ends_with("leader-epoch-checkpoint"),
+                "the epoch checkpoint bypasses the simulated storage: {}",
+                path.display()
+            );
             let bytes = std::fs::read(&path).unwrap();
             (path, bytes)
         })
@@ -639,9 +644,10 @@ impl Sim {
             self.stats.crashes_start_above_durable += 1;
         }
         // What recovery keeps, learnt from a copy of the crashed files opened with no log start
-        // (the torn tail decides it; the model cannot). Producer snapshots live in the real
+        // (the torn tail decides it; the model cannot). The index files live in the real
         // directory, outside the simulated storage: they are put back as they were after the
-        // probe, so it cannot change what the real reopen finds.
+        // probe, so it cannot change what the real reopen finds. (Producer snapshots and the
+        // leader-epoch checkpoint are in the simulated storage: the crash decides them.)
         let saved = real_files(self.dir.path());
         let probe = self.sim.crash(TornTail::None);
         let (probe, _) = PartitionLog::open(

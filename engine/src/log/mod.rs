@@ -267,7 +267,7 @@ impl PartitionLog {
                 remove_file(&p)?;
             }
         }
-        let mut epochs = LeaderEpochCache::open(dir)?;
+        let mut epochs = LeaderEpochCache::with_storage(storage.clone(), dir)?;
         let mut producers = ProducerStateManager::with_storage(
             storage.clone(),
             dir,

@@ -15,7 +15,10 @@
 //! The clean-shutdown marker is an empty file, written and fsynced last at a clean shutdown
 //! (recent Kafka versions put the broker epoch in it, KIP-966; whether a directory needs
 //! recovery is decided, there as here, by its existence alone). The checkpoint files and
-//! `partition.metadata` are Kafka's, documented in `index/FORMAT.md`.
+//! `partition.metadata` are Kafka's, documented in `index/FORMAT.md`. The three offset
+//! checkpoints are read and written through the manager's [`Storage`], as Kafka's
+//! `CheckpointFile` writes them (`.tmp` written and synced, renamed over the file, the data
+//! directory synced), so their durability is the storage's.
 //!
 //! # `topic.config`
 //!
@@ -69,6 +72,7 @@
 //!   Needs a file system with `O_DIRECT` (not tmpfs) and io_uring; measured by
 //!   `mirrorlog-bench direct-append`.
 
+use crate::checkpoint_io::{index_io, read_if_exists, replace_durably};
 use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
@@ -78,9 +82,8 @@ use crate::log::{
     Shutdown,
 };
 use bytes::Bytes;
-use mirrorlog_index::{
-    LeaderEpoch, Offset, OffsetCheckpoint, PartitionMetadata, TopicId, TopicPartition,
-};
+use mirrorlog_index::checkpoint::{decode_offset_checkpoint, encode_offset_checkpoint};
+use mirrorlog_index::{LeaderEpoch, Offset, PartitionMetadata, TopicId, TopicPartition};
 use mirrorlog_segment::io::{
     DirectConfig, DirectDurability, DirectStorage, SimStorage, Storage, ZeroAheadConfig,
     ZeroAheadStorage, create_dir_all_durably,
@@ -234,6 +237,8 @@ pub struct PendingSync {
 #[derive(Debug)]
 pub struct LogDir {
     path: PathBuf,
+    /// The storage its checkpoint files are written and read through (the manager's).
+    storage: Arc<dyn Storage>,
     /// Why it went offline; set once, never cleared (a restart recovers the directory).
     offline: std::sync::OnceLock<String>,
     /// The offsets of every partition in the directory, as their logs last published them: what
@@ -283,17 +288,19 @@ enum Checkpoints {
 }
 
 impl LogDir {
-    fn new(path: PathBuf) -> Arc<LogDir> {
+    fn new(path: PathBuf, storage: Arc<dyn Storage>) -> Arc<LogDir> {
         Arc::new(LogDir {
             path,
+            storage,
             offline: std::sync::OnceLock::new(),
             published: Mutex::new(BTreeMap::new()),
             checkpoint_lock: Mutex::new(()),
         })
     }
 
-    /// Writes the directory's checkpoints from the published offsets (tmp + fsync + rename).
-    /// Takes no log lock, so it may be called with one held.
+    /// Writes the directory's checkpoints from the published offsets through the storage (tmp +
+    /// fsync + rename + directory fsync, see [`write_offset_checkpoint`]). Takes no log lock, so
+    /// it may be called with one held.
     fn write_checkpoints(&self, which: Checkpoints) -> EngineResult<()> {
         let _one_writer = self.checkpoint_lock.lock();
         let mut rp = BTreeMap::new();
@@ -304,12 +311,15 @@ impl LogDir {
             ls.insert(tp.clone(), Offset(p.log_start.load(Ordering::SeqCst)));
             hw.insert(tp.clone(), Offset(p.high_watermark.load(Ordering::SeqCst)));
         }
+        let write = |name: &str, offsets| {
+            write_offset_checkpoint(&*self.storage, &self.path.join(name), offsets)
+        };
         if which == Checkpoints::All {
-            OffsetCheckpoint::new(self.path.join(RECOVERY_POINT_CHECKPOINT)).write(&rp)?;
+            write(RECOVERY_POINT_CHECKPOINT, &rp)?;
         }
-        OffsetCheckpoint::new(self.path.join(LOG_START_CHECKPOINT)).write(&ls)?;
+        write(LOG_START_CHECKPOINT, &ls)?;
         if which == Checkpoints::All {
-            OffsetCheckpoint::new(self.path.join(HIGH_WATERMARK_CHECKPOINT)).write(&hw)?;
+            write(HIGH_WATERMARK_CHECKPOINT, &hw)?;
         }
         Ok(())
     }
@@ -701,7 +711,7 @@ impl LogManager {
         let dirs: Vec<Arc<LogDir>> = config
             .data_dirs
             .iter()
-            .map(|d| LogDir::new(d.clone()))
+            .map(|d| LogDir::new(d.clone(), storage.clone()))
             .collect();
         let mut jobs: Vec<(Arc<LogDir>, PathBuf, TopicPartition, bool, OpenOffsets)> = vec![];
         // The partitions of directories that go offline while loading, as far as they can be
@@ -720,7 +730,8 @@ impl LogManager {
                             let e = EngineError::from(e);
                             dir.take_offline(format!("loading {}: {e}", data_dir.display()));
                             let known = jobs.drain(first_job..).map(|job| job.2);
-                            for tp in known.chain(partitions_of_offline_dir(data_dir)) {
+                            let named = partitions_of_offline_dir(&*storage, data_dir);
+                            for tp in known.chain(named) {
                                 offline_partitions.insert(tp, dir.clone());
                             }
                             continue 'dirs;
@@ -745,22 +756,23 @@ impl LogManager {
             // As Kafka's `loadLogs`: an unreadable recovery-point or log-start checkpoint costs
             // a longer recovery (from 0) or a log start at the first segment, not the broker.
             let lenient = |name: &str| {
-                OffsetCheckpoint::new(data_dir.join(name))
-                    .read()
-                    .unwrap_or_else(|e| {
-                        tracing::warn!("{name} of {}: {e}; ignoring it", data_dir.display());
-                        Default::default()
-                    })
+                read_offset_checkpoint(&*storage, &data_dir.join(name)).unwrap_or_else(|e| {
+                    tracing::warn!("{name} of {}: {e}; ignoring it", data_dir.display());
+                    Default::default()
+                })
             };
             let rp = lenient(RECOVERY_POINT_CHECKPOINT);
             let ls = lenient(LOG_START_CHECKPOINT);
             // As Kafka's `CheckpointFileWithFailureHandler`: an unreadable high-watermark
             // checkpoint takes its directory offline, not the other directories.
-            let hw = match OffsetCheckpoint::new(data_dir.join(HIGH_WATERMARK_CHECKPOINT)).read() {
+            let hw = match read_offset_checkpoint(
+                &*storage,
+                &data_dir.join(HIGH_WATERMARK_CHECKPOINT),
+            ) {
                 Ok(hw) => hw,
                 Err(e) => {
                     dir.take_offline(format!("{HIGH_WATERMARK_CHECKPOINT}: {e}"));
-                    for tp in partitions_of_offline_dir(data_dir) {
+                    for tp in partitions_of_offline_dir(&*storage, data_dir) {
                         offline_partitions.insert(tp, dir.clone());
                     }
                     continue;
@@ -1408,7 +1420,7 @@ fn is_io_failure(e: &EngineError) -> bool {
 /// The partitions of a data directory that went offline while loading, as far as they can be
 /// known: the partition directories it lists, or, when it cannot be listed (completely), also
 /// those its offset checkpoints name.
-fn partitions_of_offline_dir(data_dir: &Path) -> BTreeSet<TopicPartition> {
+fn partitions_of_offline_dir(storage: &dyn Storage, data_dir: &Path) -> BTreeSet<TopicPartition> {
     let mut found = BTreeSet::new();
     let listed = std::fs::read_dir(data_dir).and_then(|entries| {
         for entry in entries {
@@ -1431,12 +1443,36 @@ fn partitions_of_offline_dir(data_dir: &Path) -> BTreeSet<TopicPartition> {
             LOG_START_CHECKPOINT,
             HIGH_WATERMARK_CHECKPOINT,
         ] {
-            if let Ok(cp) = OffsetCheckpoint::new(data_dir.join(name)).read() {
+            if let Ok(cp) = read_offset_checkpoint(storage, &data_dir.join(name)) {
                 found.extend(cp.into_keys());
             }
         }
     }
     found
+}
+
+/// The offsets in the checkpoint file at `path`, read through `storage`; a missing file has none.
+fn read_offset_checkpoint(
+    storage: &dyn Storage,
+    path: &Path,
+) -> Result<BTreeMap<TopicPartition, Offset>, mirrorlog_index::Error> {
+    match read_if_exists(storage, path).map_err(index_io)? {
+        Some(bytes) => decode_offset_checkpoint(path, &bytes),
+        None => Ok(BTreeMap::new()),
+    }
+}
+
+/// Replaces the checkpoint file at `path` with `offsets` through `storage`, as Kafka's
+/// `CheckpointFile.write` does (`.tmp` written and synced, renamed over the file, the data
+/// directory synced): a crash keeps the old file or the new one, and the new one once this
+/// returns. The caller serialises writers of one file (they share its `.tmp`).
+fn write_offset_checkpoint(
+    storage: &dyn Storage,
+    path: &Path,
+    offsets: &BTreeMap<TopicPartition, Offset>,
+) -> Result<(), mirrorlog_index::Error> {
+    let text = encode_offset_checkpoint(offsets);
+    replace_durably(storage, path, text.into_bytes()).map_err(index_io)
 }
 
 fn has_log_files(storage: &dyn Storage, dir: &Path) -> bool {

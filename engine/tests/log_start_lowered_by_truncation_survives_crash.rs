@@ -45,7 +45,7 @@ fn log_with_deleted_records(sim: &SimStorage, dir: &Path, start: i64) -> LogMana
         assert!(log.maybe_increment_log_start_offset(Offset(start)).unwrap());
     }
     mgr.checkpoint().unwrap();
-    assert_eq!(checkpointed_log_start(dir, &tp()), Some(Offset(start)));
+    assert_eq!(checkpointed_log_start(sim, dir, &tp()), Some(Offset(start)));
     mgr
 }
 
@@ -79,7 +79,7 @@ fn records_appended_after_a_full_truncation_below_the_log_start_survive_a_crash(
         .truncate_fully_and_start_at(Offset(5))
         .unwrap();
     assert_eq!(
-        checkpointed_log_start(d.path(), &tp()),
+        checkpointed_log_start(&sim, d.path(), &tp()),
         Some(Offset(5)),
         "the lowered log start is checkpointed before the truncation returns"
     );
@@ -111,7 +111,7 @@ fn records_appended_after_a_truncation_below_the_log_start_survive_a_crash() {
     h.write().truncate_to(Offset(15)).unwrap();
     assert_eq!(h.read().log_start_offset(), Offset(15));
     assert_eq!(
-        checkpointed_log_start(d.path(), &tp()),
+        checkpointed_log_start(&sim, d.path(), &tp()),
         Some(Offset(15)),
         "the lowered log start is checkpointed before the truncation returns"
     );

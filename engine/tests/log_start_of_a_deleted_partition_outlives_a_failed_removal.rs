@@ -62,7 +62,7 @@ fn a_recreated_partition_keeps_its_durable_records_after_a_failed_removal_and_a_
         mgr.offline_dirs().is_empty(),
         "a failed removal is not a lost dir"
     );
-    let stale = checkpointed_log_start(d.path(), &tp());
+    let stale = checkpointed_log_start(&sim, d.path(), &tp());
     assert_eq!(
         stale, None,
         "the deleted log's log start is still checkpointed"

@@ -285,25 +285,52 @@ impl OffsetCheckpoint {
 
     /// Reads the offsets; a missing file has none. A partition listed twice keeps its last line.
     pub fn read(&self) -> Result<BTreeMap<TopicPartition, Offset>> {
-        Ok(self
-            .0
-            .read()?
-            .into_iter()
-            .map(|e| (e.topic_partition, e.offset))
-            .collect())
+        Ok(offsets_of(self.0.read()?))
     }
 
     /// Replaces the file with `offsets`, atomically and durably (lines in partition order).
     pub fn write(&self, offsets: &BTreeMap<TopicPartition, Offset>) -> Result<()> {
-        let entries: Vec<PartitionOffset> = offsets
-            .iter()
-            .map(|(tp, &offset)| PartitionOffset {
-                topic_partition: tp.clone(),
-                offset,
-            })
-            .collect();
-        self.0.write(&entries)
+        self.0.write(&entries_of(offsets))
     }
+}
+
+fn offsets_of(entries: Vec<PartitionOffset>) -> BTreeMap<TopicPartition, Offset> {
+    entries
+        .into_iter()
+        .map(|e| (e.topic_partition, e.offset))
+        .collect()
+}
+
+fn entries_of(offsets: &BTreeMap<TopicPartition, Offset>) -> Vec<PartitionOffset> {
+    offsets
+        .iter()
+        .map(|(tp, &offset)| PartitionOffset {
+            topic_partition: tp.clone(),
+            offset,
+        })
+        .collect()
+}
+
+/// The whole text of an offset checkpoint holding `offsets` (lines in partition order), for
+/// callers that do their own I/O.
+pub fn encode_offset_checkpoint(offsets: &BTreeMap<TopicPartition, Offset>) -> String {
+    encode_checkpoint(CHECKPOINT_VERSION, &entries_of(offsets))
+}
+
+/// Parses the bytes of the offset checkpoint at `path` (used in errors only), for callers that
+/// do their own I/O: as [`OffsetCheckpoint::read`] (empty bytes: no offsets; a partition listed
+/// twice keeps its last line), with bytes that are not UTF-8 [`Error::Corrupt`].
+pub fn decode_offset_checkpoint(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<BTreeMap<TopicPartition, Offset>> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Error::corrupt(path, e.valid_up_to() as u64, "not valid UTF-8"))?;
+    Ok(offsets_of(decode_checkpoint(
+        path,
+        CHECKPOINT_VERSION,
+        text,
+    )?))
 }
 
 #[cfg(test)]
@@ -361,6 +388,33 @@ mod tests {
             "0\n2\n__consumer_offsets 12 7\nfoo 0 42\n"
         );
         assert_eq!(file.read().unwrap(), offsets);
+    }
+
+    #[test]
+    fn offset_checkpoint_bytes_round_trip_and_reject_non_utf8() {
+        let mut offsets = BTreeMap::new();
+        offsets.insert(
+            TopicPartition {
+                topic: "foo".into(),
+                partition: 3,
+            },
+            Offset(9),
+        );
+        let text = encode_offset_checkpoint(&offsets);
+        assert_eq!(text, "0\n1\nfoo 3 9\n");
+        let path = Path::new(RECOVERY_POINT_OFFSET_CHECKPOINT_FILE);
+        assert_eq!(
+            decode_offset_checkpoint(path, text.as_bytes()).unwrap(),
+            offsets
+        );
+        assert_eq!(
+            decode_offset_checkpoint(path, b"").unwrap(),
+            BTreeMap::new()
+        );
+        assert!(matches!(
+            decode_offset_checkpoint(path, b"0\n1\n\xff 0 1\n"),
+            Err(Error::Corrupt { position: 4, .. })
+        ));
     }
 
     #[test]

@@ -223,13 +223,18 @@ pub fn keyed_batch(value: &str) -> Bytes {
     b.build().into_bytes()
 }
 
-/// `tp`'s entry in `dir`'s `log-start-offset-checkpoint`.
-pub fn checkpointed_log_start(dir: &Path, tp: &mirrorlog_index::TopicPartition) -> Option<Offset> {
-    mirrorlog_index::OffsetCheckpoint::new(
-        dir.join(mirrorlog_engine::manager::LOG_START_CHECKPOINT),
-    )
-    .read()
-    .unwrap()
-    .get(tp)
-    .copied()
+/// `tp`'s entry in `dir`'s `log-start-offset-checkpoint` as a crash of `sim` now would keep it
+/// (the checkpoint lives in the manager's storage).
+pub fn checkpointed_log_start(
+    sim: &mirrorlog_segment::io::SimStorage,
+    dir: &Path,
+    tp: &mirrorlog_index::TopicPartition,
+) -> Option<Offset> {
+    let path = dir.join(mirrorlog_engine::manager::LOG_START_CHECKPOINT);
+    let crashed = sim.crash(mirrorlog_segment::io::TornTail::None);
+    let bytes = crashed.file_bytes(&path).unwrap_or_default();
+    mirrorlog_index::checkpoint::decode_offset_checkpoint(&path, &bytes)
+        .unwrap()
+        .get(tp)
+        .copied()
 }

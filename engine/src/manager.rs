@@ -382,12 +382,19 @@ impl LogStartListener for LogStartCheckpointer {
 
 /// Whether `e` leaves a file in an unknown state, so that its data directory must go offline:
 /// any storage failure except running out of space while writing, which the segment undoes.
+/// That includes the files beside the segments a log writes through the storage (the
+/// leader-epoch checkpoint, producer snapshots), whose failures come as the index crate's
+/// [`Io`](mirrorlog_index::Error::Io) errors: a failed sync there is a failed sync all the same
+/// (as Kafka's `LogDirFailureChannel` takes any `IOException` of a checkpoint).
 fn takes_dir_offline(e: &EngineError) -> bool {
     use mirrorlog_segment::io::IoOp;
     use mirrorlog_segment::segment::SegmentError;
     match e {
         EngineError::Segment(SegmentError::Io(io)) => !(io.op == IoOp::WriteAt && io.is_no_space()),
         EngineError::Segment(SegmentError::Failed { .. }) => true,
+        EngineError::Index(mirrorlog_index::Error::Io { source, .. }) => {
+            source.kind() != std::io::ErrorKind::StorageFull
+        }
         _ => false,
     }
 }

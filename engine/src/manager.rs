@@ -31,7 +31,8 @@
 //! one of the topic's overrides ([`LogConfig::overrides`]) or differs from the broker defaults,
 //! so an override equal to today's default stays one. One extra line,
 //! `mirrorlog.read.only=true`, marks a mirror topic (client produce refused). A missing file
-//! means the broker defaults and writable. Replaced atomically: written to `topic.config.tmp`,
+//! means the broker defaults and writable. Read and written through the manager's `Storage`, as
+//! `partition.metadata` is. Replaced atomically: written to `topic.config.tmp`,
 //! fsynced, renamed over `topic.config`, the partition directory fsynced; a crash leaves the
 //! old or the new file (a stale `.tmp` is overwritten). No checksum.
 //!
@@ -805,7 +806,9 @@ impl LogManager {
                 };
                 // `create` writes `partition.metadata` before any log data: a directory without
                 // it and without segments is what a crash in the middle of `create` leaves.
-                if !PartitionMetadata::path_in(&path).exists() && !has_log_files(&*storage, &path) {
+                if !storage.exists(&PartitionMetadata::path_in(&path))
+                    && !has_log_files(&*storage, &path)
+                {
                     tracing::warn!("removing {}: left by an interrupted create", path.display());
                     or_offline!(remove_dir(&*storage, &path));
                     continue;
@@ -943,18 +946,16 @@ impl LogManager {
         offsets: OpenOffsets,
     ) -> EngineResult<(PartitionHandle, crate::log::LoadReport)> {
         let meta =
-            PartitionMetadata::read(&PartitionMetadata::path_in(path))?.ok_or_else(|| {
-                EngineError::Directory {
-                    path: path.to_path_buf(),
-                    reason: "partition.metadata is missing".into(),
-                }
+            read_partition_metadata(&**storage, path)?.ok_or_else(|| EngineError::Directory {
+                path: path.to_path_buf(),
+                reason: "partition.metadata is missing".into(),
             })?;
         let shutdown = if clean {
             Shutdown::Clean
         } else {
             Shutdown::Unclean
         };
-        let log_config = topic_config(path, &config.default_log_config)?;
+        let log_config = topic_config(&**storage, path, &config.default_log_config)?;
         let (log, load) = PartitionLog::open(
             storage.clone(),
             path,
@@ -1099,8 +1100,19 @@ impl LogManager {
         let data_dir = dir.path.clone();
         let path = data_dir.join(tp.to_string());
         std::fs::create_dir_all(&path).map_err(|e| dir_err(&path, e))?;
-        PartitionMetadata { topic_id }.write(&PartitionMetadata::path_in(&path))?;
-        write_topic_config(&path, &config, &self.config.default_log_config)?;
+        // Through the storage, which must hold the directory (durably) before its files.
+        create_dir_all_durably(&*self.storage, &path)?;
+        replace_durably(
+            &*self.storage,
+            &PartitionMetadata::path_in(&path),
+            PartitionMetadata { topic_id }.encode().into_bytes(),
+        )?;
+        write_topic_config(
+            &*self.storage,
+            &path,
+            &config,
+            &self.config.default_log_config,
+        )?;
         let (log, _) = PartitionLog::open(
             self.storage.clone(),
             &path,
@@ -1152,6 +1164,7 @@ impl LogManager {
         let _g = self.admin.lock();
         let h = self.online(tp)?;
         write_topic_config(
+            &*self.storage,
             &h.data_dir().join(tp.to_string()),
             &config,
             &self.config.default_log_config,
@@ -1326,24 +1339,36 @@ impl LogManager {
 /// module docs, "`topic.config`").
 pub const TOPIC_CONFIG_FILE: &str = "topic.config";
 
-fn topic_config(path: &Path, defaults: &LogConfig) -> EngineResult<LogConfig> {
+/// The `partition.metadata` of the partition directory `path`, read through `storage`; `None`
+/// when there is none.
+fn read_partition_metadata(
+    storage: &dyn Storage,
+    path: &Path,
+) -> EngineResult<Option<PartitionMetadata>> {
+    let f = PartitionMetadata::path_in(path);
+    let Some(bytes) = read_if_exists(storage, &f)? else {
+        return Ok(None);
+    };
+    let text = std::str::from_utf8(&bytes).map_err(|e| mirrorlog_index::Error::Corrupt {
+        path: f.clone(),
+        position: e.valid_up_to() as u64,
+        reason: "not valid UTF-8".into(),
+    })?;
+    Ok(Some(PartitionMetadata::decode(&f, text)?))
+}
+
+fn topic_config(
+    storage: &dyn Storage,
+    path: &Path,
+    defaults: &LogConfig,
+) -> EngineResult<LogConfig> {
     let f = path.join(TOPIC_CONFIG_FILE);
     // A file that cannot be read is a storage failure (its data directory goes offline, as
     // Kafka's `loadLogs` treats an `IOException`); one that reads but does not parse, or names
     // an invalid value, fails the start, as Kafka's `LogConfig.fromProps` does for a topic's
     // stored overrides.
-    let bytes = match std::fs::read(&f) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(defaults.clone()),
-        Err(e) => {
-            return Err(EngineError::Segment(
-                mirrorlog_segment::segment::SegmentError::Io(mirrorlog_segment::io::IoError::new(
-                    mirrorlog_segment::io::IoOp::ReadAt,
-                    &f,
-                    e,
-                )),
-            ));
-        }
+    let Some(bytes) = read_if_exists(storage, &f)? else {
+        return Ok(defaults.clone());
     };
     let text = String::from_utf8(bytes).map_err(|e| EngineError::Directory {
         path: f.clone(),
@@ -1371,7 +1396,12 @@ fn topic_config(path: &Path, defaults: &LogConfig) -> EngineResult<LogConfig> {
     Ok(c)
 }
 
-fn write_topic_config(path: &Path, config: &LogConfig, defaults: &LogConfig) -> EngineResult<()> {
+fn write_topic_config(
+    storage: &dyn Storage,
+    path: &Path,
+    config: &LogConfig,
+    defaults: &LogConfig,
+) -> EngineResult<()> {
     let base: HashMap<&str, String> = defaults.to_kafka_pairs().into_iter().collect();
     let mut text = String::new();
     for (k, v) in config.to_kafka_pairs() {
@@ -1384,14 +1414,10 @@ fn write_topic_config(path: &Path, config: &LogConfig, defaults: &LogConfig) -> 
     if config.read_only {
         text.push_str("mirrorlog.read.only=true\n");
     }
-    let f = path.join(TOPIC_CONFIG_FILE);
-    let tmp = path.join(format!("{TOPIC_CONFIG_FILE}.tmp"));
-    std::fs::write(&tmp, text.as_bytes()).map_err(|e| dir_err(&tmp, e))?;
-    std::fs::File::open(&tmp)
-        .and_then(|h| h.sync_all())
-        .map_err(|e| dir_err(&tmp, e))?;
-    std::fs::rename(&tmp, &f).map_err(|e| dir_err(&f, e))?;
-    sync_dir(path)
+    // Through the storage: `.tmp` written and synced, renamed over the file, the directory
+    // synced.
+    replace_durably(storage, &path.join(TOPIC_CONFIG_FILE), text.into_bytes())?;
+    Ok(())
 }
 
 fn unknown(tp: &TopicPartition) -> EngineError {

@@ -12,12 +12,13 @@
 
 mod common;
 
+use bytes::Bytes;
 use common::*;
 use mirrorlog_engine::error::EngineResult;
 use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig, TOPIC_CONFIG_FILE};
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
-use mirrorlog_segment::io::{SimStorage, Storage};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, OpenMode, SimStorage, Storage};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -126,10 +127,10 @@ impl TwoDirs {
 #[test]
 fn an_unreadable_topic_config_takes_only_its_data_dir_offline() {
     let t = TwoDirs::new();
-    // Reading it fails (EISDIR), whoever runs the test.
+    // Reading it fails (the file lives in the storage, as the logs' files do).
     let f = t.partition_dir_in_d2().join(TOPIC_CONFIG_FILE);
-    let _ = std::fs::remove_file(&f);
-    std::fs::create_dir(&f).unwrap();
+    t.sim
+        .inject(Fault::new(IoOp::Open, FaultKind::Eio).on_path(f.to_str().unwrap()));
     t.assert_only_d2_offline(TOPIC_CONFIG_FILE);
 }
 
@@ -137,7 +138,11 @@ fn an_unreadable_topic_config_takes_only_its_data_dir_offline() {
 fn a_topic_config_with_an_invalid_value_still_fails_the_start() {
     let t = TwoDirs::new();
     let f = t.partition_dir_in_d2().join(TOPIC_CONFIG_FILE);
-    std::fs::write(&f, "retention.ms=-7\n").unwrap();
+    let file = t.sim.open(&f, OpenMode::ReadWrite).unwrap();
+    file.set_len(0).unwrap();
+    file.write_all_at(&[Bytes::from_static(b"retention.ms=-7\n")], 0, true)
+        .unwrap();
+    drop(file);
     let err = t
         .open()
         .expect_err("an invalid stored config fails the start, as Kafka");

@@ -31,7 +31,8 @@ fn topic_config_is_not_written_into_an_offline_dir() {
     let (mgr, _) = open();
     assert!(mgr.offline_dirs().iter().any(|(p, _)| p == d2.path()));
     let file = d2.path().join(loaded.to_string()).join(TOPIC_CONFIG_FILE);
-    let before = std::fs::read(&file).ok();
+    let before = sim.file_bytes(&file);
+    assert!(before.is_some(), "topic.config is in the storage");
 
     let r = mgr.keep_every_record(loaded);
     assert!(
@@ -45,7 +46,7 @@ fn topic_config_is_not_written_into_an_offline_dir() {
         matches!(r, Err(EngineError::LogDirOffline { .. })),
         "update_config in an offline dir: {r:?}"
     );
-    assert_eq!(std::fs::read(&file).ok(), before, "topic.config untouched");
+    assert_eq!(sim.file_bytes(&file), before, "topic.config untouched");
     let r = mgr.update_config(failed, cfg);
     assert!(
         matches!(r, Err(EngineError::LogDirOffline { .. })),

@@ -12,7 +12,8 @@
 //!   <topic>-<partition>.<id>-delete/  a deleted partition, removed in the background
 //! ```
 //!
-//! The clean-shutdown marker is an empty file, written and fsynced last at a clean shutdown
+//! The clean-shutdown marker is an empty file, written and fsynced (through the manager's
+//! `Storage`, its name made durable by a sync of the data directory) last at a clean shutdown
 //! (recent Kafka versions put the broker epoch in it, KIP-966; whether a directory needs
 //! recovery is decided, there as here, by its existence alone). The checkpoint files and
 //! `partition.metadata` are Kafka's, documented in `index/FORMAT.md`. The three offset
@@ -86,7 +87,7 @@ use bytes::Bytes;
 use mirrorlog_index::checkpoint::{decode_offset_checkpoint, encode_offset_checkpoint};
 use mirrorlog_index::{LeaderEpoch, Offset, PartitionMetadata, TopicId, TopicPartition};
 use mirrorlog_segment::io::{
-    DirectConfig, DirectDurability, DirectStorage, SimStorage, Storage, ZeroAheadConfig,
+    DirectConfig, DirectDurability, DirectStorage, OpenMode, SimStorage, Storage, ZeroAheadConfig,
     ZeroAheadStorage, create_dir_all_durably,
 };
 use parking_lot::{Mutex, RwLock};
@@ -752,14 +753,14 @@ impl LogManager {
             // the storage first, so that a real backend finds it missing and syncs.
             or_offline!(create_dir_all_durably(&*storage, data_dir));
             or_offline!(std::fs::create_dir_all(data_dir).map_err(|e| dir_err(data_dir, e)));
-            let clean = data_dir.join(CLEAN_SHUTDOWN_FILE).exists();
+            let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
+            let clean = storage.exists(&marker);
             // As Kafka's `loadLogs` (KAFKA-10471): the marker goes before any log of the
             // directory is loaded, so a crash while loading, or a directory that fails while
             // loading (offline from then on), is recovered at the next start.
             if clean {
-                let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
-                or_offline!(std::fs::remove_file(&marker).map_err(|e| dir_err(&marker, e)));
-                or_offline!(sync_dir(data_dir));
+                or_offline!(storage.remove(&marker));
+                or_offline!(storage.sync_dir(data_dir));
             }
             // As Kafka's `loadLogs`: an unreadable recovery-point or log-start checkpoint costs
             // a longer recovery (from 0) or a log start at the first segment, not the broker.
@@ -1295,12 +1296,13 @@ impl LogManager {
         }
         for dir in self.dirs.iter().filter(|d| d.offline_reason().is_none()) {
             let data_dir = &dir.path;
+            // Through the storage, as every other file of the directory: created, synced, and
+            // its name made durable by the directory's sync.
             let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
-            std::fs::write(&marker, b"").map_err(|e| dir_err(&marker, e))?;
-            std::fs::File::open(&marker)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| dir_err(&marker, e))?;
-            sync_dir(data_dir)?;
+            let file = self.storage.open(&marker, OpenMode::CreateOrOpen)?;
+            file.sync_data()?;
+            drop(file);
+            self.storage.sync_dir(data_dir)?;
         }
         Ok(())
     }

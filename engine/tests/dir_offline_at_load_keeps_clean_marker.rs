@@ -17,7 +17,7 @@ use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_engine::manager::CLEAN_SHUTDOWN_FILE;
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, Storage};
 
 #[test]
 fn a_dir_that_fails_while_loading_is_recovered_at_the_next_start() {
@@ -39,7 +39,7 @@ fn a_dir_that_fails_while_loading_is_recovered_at_the_next_start() {
     }
     assert_eq!(in_d2.len(), 2, "two partitions in each dir");
     mgr.shutdown().unwrap();
-    assert!(d2.path().join(CLEAN_SHUTDOWN_FILE).exists());
+    assert!(sim.exists(&d2.path().join(CLEAN_SHUTDOWN_FILE)));
 
     // Reading one of d2's partitions fails while the other loads.
     let (loaded, failed) = (&in_d2[0], &in_d2[1]);
@@ -62,11 +62,11 @@ fn a_dir_that_fails_while_loading_is_recovered_at_the_next_start() {
     ));
     drop(h);
     assert!(
-        !d2.path().join(CLEAN_SHUTDOWN_FILE).exists(),
+        !sim.exists(&d2.path().join(CLEAN_SHUTDOWN_FILE)),
         "the marker of the failed dir is gone"
     );
     mgr.shutdown().unwrap();
-    assert!(!d2.path().join(CLEAN_SHUTDOWN_FILE).exists());
+    assert!(!sim.exists(&d2.path().join(CLEAN_SHUTDOWN_FILE)));
 
     // The disk works again: d2's logs are recovered, d1's (shut down cleanly) are not.
     let (mgr, report) = open();

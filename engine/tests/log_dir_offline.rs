@@ -90,8 +90,8 @@ fn a_failed_sync_takes_the_whole_data_dir_offline_and_a_restart_recovers_it() {
 
     // A clean shutdown marks only the online directory clean.
     mgr.shutdown().unwrap();
-    assert!(!d1.path().join(CLEAN_SHUTDOWN_FILE).exists());
-    assert!(d2.path().join(CLEAN_SHUTDOWN_FILE).exists());
+    assert!(!sim.exists(&d1.path().join(CLEAN_SHUTDOWN_FILE)));
+    assert!(sim.exists(&d2.path().join(CLEAN_SHUTDOWN_FILE)));
 
     // Restart (keeping only synced bytes): d1 is recovered, every acknowledged batch is there
     // and nothing that was refused.

@@ -303,11 +303,27 @@ impl Env<'_> {
         if g.is(GroupState::Dead) {
             return Err(E::GroupIdNotFound.code());
         }
-        let subscribed = g.subscribed_topics().unwrap_or_default();
+        // Kafka's ClassicGroup.validateOffsetDelete / isSubscribedToTopic: a group with members
+        // may only lose offsets when it uses the consumer protocol (another protocol type's
+        // offsets are its members' to manage: NON_EMPTY_GROUP), and when its subscriptions are
+        // not known (no generation yet, or metadata that does not parse) it counts as
+        // subscribed to every topic.
+        let consumer = g.protocol_type.as_deref() == Some("consumer");
+        let active = !g.is(GroupState::Empty);
+        if active && !consumer {
+            return Err(E::NonEmptyGroup.code());
+        }
+        let subscriptions = if active {
+            g.subscribed_topics()
+        } else {
+            Some(Default::default())
+        };
+        let is_subscribed =
+            |topic: &String| subscriptions.as_ref().is_none_or(|s| s.contains(topic));
         let mut doomed: Vec<TopicPartition> = vec![];
         let mut answer = Vec::with_capacity(topics.len());
         for (topic, partitions) in topics {
-            let refused = subscribed.contains(topic);
+            let refused = is_subscribed(topic);
             let mut codes = Vec::with_capacity(partitions.len());
             for &partition in partitions {
                 if refused {

@@ -27,6 +27,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_index::{ProducerEpoch, ProducerId, TopicPartition};
+use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every state a ListTransactions filter may name (Kafka's `TransactionState` names).
@@ -172,13 +173,15 @@ impl TxnCoordinator {
                                     topic: t.name.0.to_string(),
                                     partition,
                                 };
-                                let code = self.write_requested_marker(
-                                    &tp,
-                                    ProducerId(m.producer_id.0),
-                                    ProducerEpoch(m.producer_epoch),
-                                    m.transaction_result,
-                                    m.coordinator_epoch,
-                                );
+                                let code = self.marker_refusal(&tp).unwrap_or_else(|| {
+                                    self.write_requested_marker(
+                                        &tp,
+                                        ProducerId(m.producer_id.0),
+                                        ProducerEpoch(m.producer_epoch),
+                                        m.transaction_result,
+                                        m.coordinator_epoch,
+                                    )
+                                });
                                 WritableTxnMarkerPartitionResult::default()
                                     .with_partition_index(partition)
                                     .with_error_code(code)
@@ -195,6 +198,19 @@ impl TxnCoordinator {
             })
             .collect();
         WriteTxnMarkersResponse::default().with_markers(markers)
+    }
+
+    /// Why a client's marker may not be written to `tp`, before the coordinator looks at it:
+    /// a partition in an offline data directory is KAFKA_STORAGE_ERROR (Kafka's
+    /// `getPartitionOrException`; it is not unknown, only unreadable), and a partition of
+    /// `__mirror_state` is INVALID_TOPIC_EXCEPTION, as a Produce there: only the mirror state
+    /// store writes it, and no transaction of a client ever reaches it.
+    fn marker_refusal(&self, tp: &TopicPartition) -> Option<i16> {
+        if self.offline(tp) {
+            return Some(ResponseError::KafkaStorageError.code());
+        }
+        (tp.topic == MIRROR_STATE_TOPIC && self.hosted_read_only(tp).is_some())
+            .then_some(ResponseError::InvalidTopicException.code())
     }
 
     /// ListTransactions v0–1, as Kafka's `listTransactionStates`: every transactional id but

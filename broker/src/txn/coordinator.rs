@@ -671,6 +671,11 @@ impl TxnCoordinator {
         self.logs.get(tp).map(|h| h.read().is_read_only())
     }
 
+    /// Whether `tp` is in an offline data directory (its log unreadable, or never loaded).
+    pub(super) fn offline(&self, tp: &TopicPartition) -> bool {
+        self.logs.lookup(tp).is_err()
+    }
+
     fn entry(&self, id: &str) -> Option<Entry> {
         self.txns.read().get(id).cloned()
     }

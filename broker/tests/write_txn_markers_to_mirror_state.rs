@@ -1,0 +1,79 @@
+//! Bug: WriteTxnMarkers (API 27) wrote a client's marker into `__mirror_state`, the mirror state
+//! store's own log, which only the store writes (a Produce there is INVALID_TOPIC_EXCEPTION);
+//! the marker took an offset among the store's records and set a producer's state in it. It is
+//! now refused the same way and nothing is written.
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_index::{TopicId, TopicPartition};
+use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
+use mirrorlog_segment::io::PwriteStorage;
+use std::sync::Arc;
+
+struct NoGroups;
+
+impl TxnOffsetsSink for NoGroups {
+    fn partition_for(&self, _group_id: &str) -> i32 {
+        0
+    }
+    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
+}
+
+fn abort(txn: &TxnCoordinator, topic: &str) -> i16 {
+    let r = WriteTxnMarkersRequest::default().with_markers(vec![
+        WritableTxnMarker::default()
+            .with_producer_id(42.into())
+            .with_producer_epoch(0)
+            .with_transaction_result(false)
+            .with_coordinator_epoch(0)
+            .with_topics(vec![
+                WritableTxnMarkerTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_partition_indexes(vec![0]),
+            ]),
+    ]);
+    match txn.handle(1, RequestKind::WriteTxnMarkers(r)) {
+        ResponseKind::WriteTxnMarkers(x) => x.markers[0].topics[0].partitions[0].error_code,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_marker_for_mirror_state_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_700_000_000_000);
+    let (logs, _) = LogManager::open(
+        LogManagerConfig::new(dir.path()),
+        Arc::new(PwriteStorage::new()),
+        clock.clone(),
+    )
+    .unwrap();
+    let logs = Arc::new(logs);
+    let tp = TopicPartition {
+        topic: MIRROR_STATE_TOPIC.into(),
+        partition: 0,
+    };
+    let h = logs
+        .create(&tp, TopicId([7; 16]), LogConfig::default())
+        .unwrap();
+    let txn = TxnCoordinator::open(logs, Arc::new(NoGroups), clock, TxnConfig::default()).unwrap();
+
+    let end = h.read().log_end_offset();
+    assert_eq!(
+        abort(&txn, MIRROR_STATE_TOPIC),
+        ResponseError::InvalidTopicException.code()
+    );
+    assert_eq!(h.read().log_end_offset(), end, "nothing written");
+    assert!(
+        h.read().producer_state().producers().next().is_none(),
+        "no producer state from a client's marker"
+    );
+}

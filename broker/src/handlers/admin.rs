@@ -59,6 +59,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TopicPartition;
+use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use uuid::Uuid;
 
@@ -1332,6 +1333,15 @@ fn alter_one(
             format!("Topic '{name}' does not exist."),
         )
     };
+    if name == MIRROR_STATE_TOPIC {
+        // The mirror state store's own log: its configs are the store's, as its records are
+        // (a Produce there is refused too); a client's max.message.bytes or segment settings
+        // would fail or reshape the store's writes.
+        return Err(error(
+            ResponseError::InvalidConfig,
+            format!("The configs of {name} are managed by mirrorlog and cannot be altered."),
+        ));
+    }
     let _serialised = b.topics.config_change_lock();
     let meta = b.topics.get(&name).ok_or_else(unknown)?;
     let current = topic_config(b, &meta).ok_or_else(unknown)?;

@@ -114,7 +114,8 @@ impl TxnCoordinator {
 
     /// DescribeTransactions, as Kafka's `handleDescribeTransactions`: each id's state, producer
     /// id and epoch, timeout, start time and partitions (by topic); an empty id is
-    /// INVALID_REQUEST, an unknown or expiring one TRANSACTIONAL_ID_NOT_FOUND.
+    /// INVALID_REQUEST, one whose state partition is not loaded NOT_COORDINATOR, an unknown or
+    /// expiring one TRANSACTIONAL_ID_NOT_FOUND.
     fn handle_describe_transactions(
         &self,
         r: DescribeTransactionsRequest,
@@ -126,6 +127,11 @@ impl TxnCoordinator {
                 let out = DescribedTxn::default().with_transactional_id(id.clone());
                 if id.0.is_empty() {
                     return out.with_error_code(ResponseError::InvalidRequest.code());
+                }
+                if !self.serves(id.0.as_str()) {
+                    // Its `__transaction_state` partition is not loaded (an offline directory):
+                    // the id's state is unknown here, not absent (Kafka's getTransactionState).
+                    return out.with_error_code(ResponseError::NotCoordinator.code());
                 }
                 let Some(m) = self.transaction(id.0.as_str()) else {
                     return out.with_error_code(ResponseError::TransactionalIdNotFound.code());

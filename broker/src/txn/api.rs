@@ -28,7 +28,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_index::{ProducerEpoch, ProducerId, TopicPartition};
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Every state a ListTransactions filter may name (Kafka's `TransactionState` names).
 const ALL_STATES: [TxnState; 8] = [
@@ -161,22 +161,38 @@ impl TxnCoordinator {
     }
 
     /// WriteTxnMarkers v1: every marker's partitions, each answered with its own error code
-    /// ([`TxnCoordinator::write_requested_marker`]).
+    /// ([`TxnCoordinator::write_requested_marker`]). A partition named more than once in a
+    /// marker gets one marker and one answer, as in Kafka (which collects a marker's partitions
+    /// into a map): a repeated partition must not append (and sync) once per repetition.
     fn handle_write_txn_markers(&self, r: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
         let markers = r
             .markers
             .into_iter()
             .map(|m| {
-                let topics = m
-                    .topics
+                // The marker's partitions by topic, each once, in request order.
+                let mut seen: HashSet<(&str, i32)> = HashSet::new();
+                let mut index: HashMap<&str, usize> = HashMap::new();
+                let mut by_topic: Vec<(&TopicName, Vec<i32>)> = vec![];
+                for t in &m.topics {
+                    for &p in &t.partition_indexes {
+                        if !seen.insert((t.name.0.as_str(), p)) {
+                            continue;
+                        }
+                        let i = *index.entry(t.name.0.as_str()).or_insert_with(|| {
+                            by_topic.push((&t.name, vec![]));
+                            by_topic.len() - 1
+                        });
+                        by_topic[i].1.push(p);
+                    }
+                }
+                let topics = by_topic
                     .into_iter()
-                    .map(|t| {
-                        let partitions = t
-                            .partition_indexes
-                            .iter()
-                            .map(|&partition| {
+                    .map(|(name, partitions)| {
+                        let partitions = partitions
+                            .into_iter()
+                            .map(|partition| {
                                 let tp = TopicPartition {
-                                    topic: t.name.0.to_string(),
+                                    topic: name.0.to_string(),
                                     partition,
                                 };
                                 let code = self.marker_refusal(&tp).unwrap_or_else(|| {
@@ -194,7 +210,7 @@ impl TxnCoordinator {
                             })
                             .collect();
                         WritableTxnMarkerTopicResult::default()
-                            .with_name(t.name)
+                            .with_name(name.clone())
                             .with_partitions(partitions)
                     })
                     .collect();

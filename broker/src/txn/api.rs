@@ -237,7 +237,8 @@ impl TxnCoordinator {
 
     /// ListTransactions v0–1, as Kafka's `listTransactionStates`: every transactional id but
     /// the expiring ones, filtered by state names (unknown names are answered back in
-    /// `unknown_state_filters`), producer ids and (v1) a minimum running time.
+    /// `unknown_state_filters` and match nothing: only unknown names list nothing), producer
+    /// ids and (v1) a minimum running time.
     fn handle_list_transactions(
         &self,
         version: i16,
@@ -261,7 +262,8 @@ impl TxnCoordinator {
             .into_iter()
             .filter(|(_, m)| {
                 (producer_ids.is_empty() || producer_ids.contains(&m.producer_id.get()))
-                    && (states.is_empty() || states.contains(&m.state.id()))
+                    // As Kafka: any state filter, even only unknown names, filters.
+                    && (r.state_filters.is_empty() || states.contains(&m.state.id()))
                     && (duration_ms < 0
                         || now_ms.saturating_sub(m.txn_start_timestamp_ms) > duration_ms)
             })

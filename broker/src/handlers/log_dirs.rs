@@ -12,7 +12,7 @@ use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 /// A directory's topics, each with its listed partitions as (partition, size in bytes).
@@ -25,16 +25,23 @@ const SPACE_SINCE: i16 = 4;
 /// partitions are listed (each topic in a directory still appears, with no partition, as in
 /// Kafka).
 pub fn describe_log_dirs(b: &Broker, r: DescribeLogDirsRequest, v: i16) -> DescribeLogDirsResponse {
-    let asked: Option<HashSet<(String, i32)>> = r.topics.map(|topics| {
-        topics
-            .iter()
-            .flat_map(|t| {
-                t.partitions
-                    .iter()
-                    .map(|p| (t.topic.0.to_string(), *p))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+    // The asked partitions by topic: each topic name held once, and only partitions the topic
+    // has, so the set is bounded by this broker's partitions, not by the request (a long name
+    // repeated for every listed partition multiplied the request's size many times over).
+    let asked: Option<HashMap<&str, HashSet<i32>>> = r.topics.as_ref().map(|topics| {
+        let mut asked: HashMap<&str, HashSet<i32>> = HashMap::new();
+        for t in topics {
+            let Some(meta) = b.topics.get(t.topic.0.as_str()) else {
+                continue;
+            };
+            let wanted = t
+                .partitions
+                .iter()
+                .copied()
+                .filter(|p| (0..meta.partitions).contains(p));
+            asked.entry(t.topic.0.as_str()).or_default().extend(wanted);
+        }
+        asked
     });
     let offline: HashSet<std::path::PathBuf> =
         b.logs.offline_dirs().into_iter().map(|(d, _)| d).collect();
@@ -42,9 +49,10 @@ pub fn describe_log_dirs(b: &Broker, r: DescribeLogDirsRequest, v: i16) -> Descr
     let handles = b.logs.partitions();
     for h in &handles {
         let tp = h.topic_partition();
-        let wanted = asked
-            .as_ref()
-            .is_none_or(|a| a.contains(&(tp.topic.clone(), tp.partition)));
+        let wanted = asked.as_ref().is_none_or(|a| {
+            a.get(tp.topic.as_str())
+                .is_some_and(|ps| ps.contains(&tp.partition))
+        });
         let partitions = by_dir
             .entry(h.data_dir())
             .or_default()

@@ -26,7 +26,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{
     DeleteRecordsRequest, DeleteRecordsResponse, DescribeProducersRequest,
     DescribeProducersResponse, ListOffsetsRequest, ListOffsetsResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProducerId,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProducerId, TopicName,
 };
 use mirrorlog_engine::log::{FetchIsolation, OffsetLookup, PartitionLog};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
@@ -338,24 +338,41 @@ pub fn describe_producers(
     r: DescribeProducersRequest,
     _v: i16,
 ) -> DescribeProducersResponse {
-    let topics = r
-        .topics
+    // Each partition once, its topic's entries merged (as Kafka's results keyed by topic):
+    // every answer carries the partition's whole producer list, so a repeated index multiplied
+    // the response (a partition with thousands of producers, a million repetitions in a 4 MB
+    // request).
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut asked: Vec<(&TopicName, Vec<i32>)> = vec![];
+    let mut seen: HashSet<(&str, i32)> = HashSet::new();
+    for t in &r.topics {
+        for &p in &t.partition_indexes {
+            if !seen.insert((t.name.0.as_str(), p)) {
+                continue;
+            }
+            let i = *index.entry(t.name.0.as_str()).or_insert_with(|| {
+                asked.push((&t.name, vec![]));
+                asked.len() - 1
+            });
+            asked[i].1.push(p);
+        }
+    }
+    let topics = asked
         .into_iter()
-        .map(|t| {
-            let topic = t.name.0.as_str().to_string();
-            let partitions = t
-                .partition_indexes
-                .iter()
-                .map(|&p| {
+        .map(|(name, partitions)| {
+            let topic = name.0.as_str();
+            let partitions = partitions
+                .into_iter()
+                .map(|p| {
                     let part = PartitionResponse::default().with_partition_index(p);
-                    match active_producers(b, &topic, p) {
+                    match active_producers(b, topic, p) {
                         Ok(producers) => part.with_active_producers(producers),
                         Err(code) => part.with_error_code(code),
                     }
                 })
                 .collect();
             TopicResponse::default()
-                .with_name(t.name)
+                .with_name(name.clone())
                 .with_partitions(partitions)
         })
         .collect();

@@ -120,9 +120,13 @@ impl TxnCoordinator {
         &self,
         r: DescribeTransactionsRequest,
     ) -> DescribeTransactionsResponse {
+        // Each id once: an answer carries the transaction's partitions, so a repeated id
+        // multiplied the response.
+        let mut seen = HashSet::new();
         let states = r
             .transactional_ids
             .into_iter()
+            .filter(|id| seen.insert(id.0.clone()))
             .map(|id| {
                 let out = DescribedTxn::default().with_transactional_id(id.clone());
                 if id.0.is_empty() {

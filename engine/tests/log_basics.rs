@@ -7,7 +7,7 @@ use common::*;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, OffsetLookup, ReplicaOrigin, Shutdown};
-use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
+use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, TimestampMs};
 use mirrorlog_segment::Compression;
 
 #[test]
@@ -92,7 +92,8 @@ fn client_batches_that_kafka_refuses_are_refused_and_nothing_is_written() {
 }
 
 #[test]
-fn a_read_only_partition_refuses_clients_but_takes_mirror_and_coordinator_appends() {
+fn a_read_only_partition_refuses_clients_and_txn_markers_but_takes_mirror_and_coordinator_appends()
+{
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = small_config();
     cfg.read_only = true;
@@ -111,6 +112,21 @@ fn a_read_only_partition_refuses_clients_but_takes_mirror_and_coordinator_append
         .into_bytes();
     log.append_as_leader(reset, LeaderEpoch(8), LeaderOrigin::Coordinator)
         .unwrap();
+    assert_eq!(log.log_end_offset(), Offset(4));
+    // The transaction coordinator's markers are not the mirror's: refused like a client.
+    let marker = mirrorlog_segment::BatchBuilder::end_txn_marker(
+        ProducerId(9),
+        ProducerEpoch(0),
+        false,
+        0,
+        TimestampMs(T0),
+    )
+    .build()
+    .into_bytes();
+    assert!(matches!(
+        log.append_as_leader(marker, LeaderEpoch(8), LeaderOrigin::TxnMarker),
+        Err(EngineError::ReadOnly(_))
+    ));
     assert_eq!(log.log_end_offset(), Offset(4));
     log.set_read_only(false);
     log.append_as_leader(client_batch(1, T0), LeaderEpoch(8), LeaderOrigin::Client)

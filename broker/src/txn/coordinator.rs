@@ -912,7 +912,7 @@ impl TxnCoordinator {
         )
         .build()
         .into_bytes();
-        match h.append_as_leader_durable(batch, leader_epoch(&h), LeaderOrigin::Coordinator) {
+        match h.append_as_leader_durable(batch, leader_epoch(&h), LeaderOrigin::TxnMarker) {
             Ok(_) => {
                 advance_high_watermark(&h);
                 if let Some(hook) = self.marker_written.get() {
@@ -922,6 +922,11 @@ impl TxnCoordinator {
             }
             Err(EngineError::ProducerState(e)) => {
                 tracing::warn!(partition = %tp, "transaction marker refused, skipped: {e}");
+                Ok(())
+            }
+            Err(EngineError::ReadOnly(_)) => {
+                // Became a mirror partition after the check above (a mirror started).
+                tracing::warn!(partition = %tp, "partition is a read-only mirror: transaction marker skipped");
                 Ok(())
             }
             Err(e) => Err(format!("{tp}: {e}")),
@@ -948,12 +953,10 @@ impl TxnCoordinator {
         let Some(h) = self.logs.get(tp) else {
             return kafka_protocol::ResponseError::UnknownTopicOrPartition.code();
         };
-        if h.read().is_read_only() {
-            // A mirror partition holds the source's batches at the source's offsets: a marker
-            // of ours would take an offset the source's next batch needs. Its transactions end
-            // with the source's markers, or with the ABORTs of its stop.
-            return crate::errors::READ_ONLY_TOPIC;
-        }
+        // A mirror partition refuses the marker (`LeaderOrigin::TxnMarker`) with READ_ONLY_TOPIC:
+        // it holds the source's batches at the source's offsets, and a marker of ours would take
+        // an offset the source's next batch needs; its transactions end with the source's
+        // markers, or with the ABORTs of its stop.
         let batch = BatchBuilder::end_txn_marker(
             producer_id,
             producer_epoch,
@@ -963,7 +966,7 @@ impl TxnCoordinator {
         )
         .build()
         .into_bytes();
-        match h.append_as_leader_durable(batch, leader_epoch(&h), LeaderOrigin::Coordinator) {
+        match h.append_as_leader_durable(batch, leader_epoch(&h), LeaderOrigin::TxnMarker) {
             Ok(_) => {
                 advance_high_watermark(&h);
                 if let Some(hook) = self.marker_written.get() {

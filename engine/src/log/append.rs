@@ -36,8 +36,16 @@ pub enum LeaderOrigin {
     /// with `INVALID_TXN_STATE`, as Kafka's log refuses a transactional batch without a
     /// verification guard.
     ClientUnverified,
-    /// The transaction coordinator or the mirror's stop sequence (markers, barriers).
+    /// The mirror's stop sequence (markers, barriers), and coordinators writing their own
+    /// internal partitions: writes even a read-only partition.
     Coordinator,
+    /// The transaction coordinator's markers in a partition producers write (EndTxn, timeouts,
+    /// WriteTxnMarkers): as [`Coordinator`](Self::Coordinator), but a read-only (mirror)
+    /// partition refuses them, under the same lock as the append, with
+    /// [`EngineError::ReadOnly`] — a mirror partition's transactions end with the source's
+    /// markers or the ABORTs of its stop, and a marker of ours would take an offset the
+    /// source's next batch needs.
+    TxnMarker,
 }
 
 impl LeaderOrigin {
@@ -97,7 +105,7 @@ impl PartitionLog {
     ) -> EngineResult<LogAppendInfo> {
         self.check_not_deleted()?;
         let now = self.clock.now_ms();
-        if origin.is_client() && self.config.read_only {
+        if (origin.is_client() || origin == LeaderOrigin::TxnMarker) && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
         }
         let mut batch = single_batch(records)?;
@@ -124,7 +132,7 @@ impl PartitionLog {
         let pre = BatchInfo::from_batch(&batch)?;
         let producer_origin = match origin {
             LeaderOrigin::Client | LeaderOrigin::ClientUnverified => AppendOrigin::Client,
-            LeaderOrigin::Coordinator => AppendOrigin::Coordinator,
+            LeaderOrigin::Coordinator | LeaderOrigin::TxnMarker => AppendOrigin::Coordinator,
         };
         let pre_transition = self.producers.transition(&pre, producer_origin)?;
         if let Transition::Duplicate(meta) = pre_transition {

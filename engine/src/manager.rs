@@ -1228,14 +1228,26 @@ impl LogManager {
     }
 
     /// Writes the three offset checkpoints of every online data dir (tmp + fsync + rename).
+    /// A directory whose write fails with an I/O error goes offline, as Kafka's
+    /// `CheckpointFileWithFailureHandler` reports it to the `LogDirFailureChannel`; running out
+    /// of space leaves it online (its previous checkpoints are intact, and the next call writes
+    /// them again). Either way the other directories are still written.
     ///
     /// # Errors
-    /// Storage failures.
+    /// The first storage failure.
     pub fn checkpoint(&self) -> EngineResult<()> {
+        let mut first_err = None;
         for dir in self.dirs.iter().filter(|d| d.offline_reason().is_none()) {
-            dir.write_checkpoints(Checkpoints::All)?;
+            if let Err(e) = dir.write_checkpoints(Checkpoints::All) {
+                if takes_dir_offline(&e) {
+                    dir.take_offline(format!("writing its checkpoints: {e}"));
+                } else {
+                    tracing::warn!(dir = %dir.path.display(), "checkpoints not written: {e}");
+                }
+                first_err.get_or_insert(e);
+            }
         }
-        Ok(())
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Periodic upkeep: flush by `flush.ms`, retention, producer expiry, checkpoints. Returns the

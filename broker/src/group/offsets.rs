@@ -321,6 +321,8 @@ impl Env<'_> {
         let is_subscribed =
             |topic: &String| subscriptions.as_ref().is_none_or(|s| s.contains(topic));
         let mut doomed: Vec<TopicPartition> = vec![];
+        // Each doomed partition once; a set, so a huge request costs linear time.
+        let mut doomed_set = std::collections::HashSet::new();
         let mut answer = Vec::with_capacity(topics.len());
         for (topic, partitions) in topics {
             let refused = is_subscribed(topic);
@@ -339,7 +341,7 @@ impl Env<'_> {
                     || g.pending_txn
                         .values()
                         .any(|staged| staged.contains_key(&tp));
-                if held && !doomed.contains(&tp) {
+                if held && doomed_set.insert(tp.clone()) {
                     doomed.push(tp);
                 }
             }

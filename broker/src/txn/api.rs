@@ -378,13 +378,15 @@ impl TxnCoordinator {
         let code =
             |e: &TxnError| e.code_for(version, TXN_FENCED_SINCE, ADD_PARTITIONS_ABORTABLE_SINCE);
         let mut tps: Vec<TopicPartition> = vec![];
+        // Each partition once, in request order; a set, so a huge request costs linear time.
+        let mut seen = std::collections::HashSet::new();
         for t in topics {
             for p in &t.partitions {
                 let tp = TopicPartition {
                     topic: t.name.0.to_string(),
                     partition: *p,
                 };
-                if !tps.contains(&tp) {
+                if seen.insert(tp.clone()) {
                     tps.push(tp);
                 }
             }

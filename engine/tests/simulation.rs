@@ -3,8 +3,10 @@
 //! One seed drives a random workload on the simulated storage backend: client appends
 //! (plain, idempotent, transactional), coordinator markers, mirror appends of a source's batches
 //! (with their own producer ids and epochs), MIRROR_PID_RESET barriers, leader-epoch bumps, rolls,
-//! truncations (some below the log start), DeleteRecords and time retention (some raising the
-//! log start above the flushed end), flushes, periodic checkpoints of the log start, recovery
+//! truncations (some below the log start), full truncations (`truncate_fully_and_start_at`, as a
+//! follower or a mirror does when the leader's log start is past its end: below the log start,
+//! inside the log, at its end or above it; some followed by a crash), DeleteRecords and time
+//! retention (some raising the log start above the flushed end), flushes, periodic checkpoints of the log start, recovery
 //! point and high watermark without a flush (as `LogManager::checkpoint`), crashes with torn
 //! tails, and clean reopens. After every step the log is checked against the model: offsets,
 //! every record value, the producers held (none from before the last reset), the last stable
@@ -242,6 +244,20 @@ impl Model {
     }
 }
 
+impl Model {
+    /// Kafka's `truncateFullyAndStartAt`: nothing left, the log (start and end) at `offset`.
+    fn truncate_fully_and_start_at(&mut self, offset: i64) {
+        if offset < self.log_start {
+            // Lowered: the checkpoint follows before the truncation returns.
+            self.checkpointed_start = offset;
+        }
+        self.batches.clear();
+        self.log_start = offset;
+        // No batch below it is left, so no producer below it need be remembered.
+        self.log_start_high = offset;
+    }
+}
+
 struct Sim {
     rng: SmallRng,
     sim: SimStorage,
@@ -274,6 +290,11 @@ struct Stats {
     crashes_start_above_durable: u64,
     /// Crashes after which the log restarted empty at its checkpointed log start.
     restarts: u64,
+    /// Full truncations (`truncate_fully_and_start_at`) below the log start, between it and the
+    /// log end, at the log end and above it.
+    full_truncations: [u64; 4],
+    /// Crashes right after a full truncation (and a few unflushed appends at most).
+    crashes_after_full_truncation: u64,
 }
 
 impl std::ops::AddAssign for Stats {
@@ -284,6 +305,10 @@ impl std::ops::AddAssign for Stats {
         self.crashes_start_above_durable += o.crashes_start_above_durable;
         self.truncations_below_start += o.truncations_below_start;
         self.restarts += o.restarts;
+        for (a, b) in self.full_truncations.iter_mut().zip(o.full_truncations) {
+            *a += b;
+        }
+        self.crashes_after_full_truncation += o.crashes_after_full_truncation;
     }
 }
 
@@ -827,11 +852,123 @@ impl Sim {
         self.crash();
     }
 
+    /// A follower's (or a mirror's) `truncate_fully_and_start_at`: the leader's log start is
+    /// past its end, or it restarts below the source's log start. The new start is drawn below
+    /// the log start, inside the log, at its end, at a segment's base (the active segment is
+    /// then emptied in place) or above the end. As Kafka's `UnifiedLog.truncateFullyAndStartAt`:
+    /// every segment goes, the epoch cache and producer state are cleared, and the log start,
+    /// high watermark, LSO, recovery point and log end are all the new offset, durably (a crash
+    /// right after shows the empty log there; a lowered log start is checkpointed before any
+    /// segment goes).
+    fn truncate_fully(&mut self) {
+        let (lo, hi) = (self.model.log_start, self.model.leo());
+        let bases = self.log().segment_base_offsets();
+        let (kind, n) = match self.rng.random_range(0..5) {
+            0 if lo > 0 => (0, self.rng.random_range(0..lo)),
+            1 if hi > lo => (1, self.rng.random_range(lo..hi)),
+            2 => (2, hi),
+            3 => {
+                let b = bases[self.rng.random_range(0..bases.len())].get();
+                (usize::from(b >= lo) + usize::from(b >= hi), b)
+            }
+            _ => (3, hi + self.rng.random_range(1..40)),
+        };
+        let kind = if kind == 1 && n >= hi { 2 } else { kind };
+        self.stats.full_truncations[kind] += 1;
+        self.log().truncate_fully_and_start_at(Offset(n)).unwrap();
+        self.model.truncate_fully_and_start_at(n);
+        // Durable at once, whether below or above what was flushed.
+        self.flushed_leo = n;
+        // Batches a new leader appends carry its own epoch; keep ours at least as high.
+        self.epoch += 1;
+        let log = self.log.as_ref().unwrap();
+        assert_eq!(
+            log.log_start_offset(),
+            Offset(n),
+            "log start after full truncation"
+        );
+        assert_eq!(
+            log.log_end_offset(),
+            Offset(n),
+            "log end after full truncation"
+        );
+        assert_eq!(log.high_watermark(), Offset(n), "HW after full truncation");
+        assert_eq!(
+            log.last_stable_offset(),
+            Offset(n),
+            "LSO after full truncation"
+        );
+        assert_eq!(
+            log.recovery_point(),
+            Offset(n),
+            "recovery point after full truncation"
+        );
+        assert_eq!(log.segment_base_offsets(), vec![Offset(n)], "segments");
+        assert!(
+            log.epoch_cache().entries().is_empty(),
+            "epoch cache after full truncation: {:?}",
+            log.epoch_cache().entries()
+        );
+        assert_eq!(
+            log.producer_state().producers().count(),
+            0,
+            "producers after full truncation"
+        );
+        assert_eq!(
+            log.producer_state().ongoing_txns().count(),
+            0,
+            "open transactions after full truncation"
+        );
+        assert!(
+            log.producer_state().snapshots().unwrap().is_empty(),
+            "producer snapshots after full truncation"
+        );
+    }
+
+    /// A full truncation, perhaps a few appends (flushed or not) and a checkpoint, then a crash.
+    fn truncate_fully_then_crash(&mut self) {
+        self.truncate_fully();
+        let start = self.model.log_start;
+        let appends = self.rng.random_range(0..3);
+        for _ in 0..appends {
+            match self.rng.random_range(0..3) {
+                0 => self.leader_data(None, false),
+                1 => self.mirror(),
+                _ => {
+                    let pid = self.rng.random_range(1..4i64);
+                    self.leader_data(Some(pid), true)
+                }
+            }
+        }
+        if self.rng.random_bool(0.3) {
+            self.flush();
+        }
+        if self.rng.random_bool(0.3) {
+            self.write_checkpoints();
+        }
+        self.stats.crashes_after_full_truncation += 1;
+        self.crash();
+        // Whatever the crash kept of the appends, the log still starts where the truncation
+        // put it: the old segments are gone for good, and a lowered log start was
+        // checkpointed before any of them went.
+        let log = self.log.as_ref().unwrap();
+        assert_eq!(
+            log.log_start_offset().get(),
+            start,
+            "log start after a crash right after a full truncation"
+        );
+        if appends == 0 {
+            assert_eq!(log.log_end_offset().get(), start, "log end");
+            assert!(log.epoch_cache().entries().is_empty());
+            assert_eq!(log.producer_state().producers().count(), 0);
+        }
+    }
+
     fn step(&mut self) {
         self.steps += 1;
         self.clock.advance(self.rng.random_range(0..50));
         let open = self.model.open_txns();
-        let op = self.rng.random_range(0..115);
+        let op = self.rng.random_range(0..121);
         if std::env::var_os("MIRRORLOG_SIM_TRACE").is_some() {
             eprintln!(
                 "step {} op {op} leo {} start {}",
@@ -904,7 +1041,9 @@ impl Sim {
                 self.write_checkpoints();
             }
             108..=109 => self.delete_records_into_lost_tail(),
-            _ => self.retention(),
+            110..=114 => self.retention(),
+            115..=118 => self.truncate_fully(),
+            _ => self.truncate_fully_then_crash(),
         }
         // Checked before the high watermark is moved to the log end below: that update clamps
         // into [log start, log end], so checking only afterwards could never fail.
@@ -1089,8 +1228,11 @@ fn seeded_simulation_matches_the_model() {
     );
     if n >= 24 {
         assert!(
-            total.restarts > 0 && total.retention_raises > 0,
-            "the workload no longer exercises the restart at the checkpointed log start or retention: {total:?}"
+            total.restarts > 0
+                && total.retention_raises > 0
+                && total.full_truncations.iter().all(|n| *n > 0)
+                && total.crashes_after_full_truncation > 0,
+            "the workload no longer exercises the restart at the checkpointed log start, retention or full truncations: {total:?}"
         );
     }
 }

@@ -37,20 +37,17 @@ impl Coordinator for Groups {
         };
         self.0.handle_from(&client, ctx.api_version, request)
     }
-    fn wakes(&self, api: ApiKey) -> Wakes {
-        match api {
-            // Read or change only memory (a Heartbeat moves a deadline).
-            ApiKey::Heartbeat
-            | ApiKey::OffsetFetch
-            | ApiKey::ListGroups
-            | ApiKey::DescribeGroups => Wakes::Nobody,
-            // Everything the group coordinator writes goes to `__consumer_offsets`.
-            _ => Wakes::Topic(crate::group::OFFSETS_TOPIC),
-        }
+    fn wakes(&self, _api: ApiKey) -> Wakes {
+        // Every write to `__consumer_offsets` wakes the long polls on the partition it went to
+        // as it is made (the write hook `install` sets), whoever made it: a request, the tick,
+        // a mirror's group commit. A Heartbeat, OffsetFetch, ListGroups or DescribeGroups
+        // writes nothing and wakes nobody.
+        Wakes::Nobody
     }
     fn tick(&self, now_ms: i64) -> bool {
+        // Its writes (session timeouts, offset expiry, compaction) woke their partitions' long
+        // polls through the write hook.
         self.0.tick(now_ms);
-        // Group upkeep writes only to `__consumer_offsets`, which nobody long-polls.
         false
     }
     fn shutdown(&self) {
@@ -212,6 +209,11 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
             log.high_watermark(),
         )
         .get()
+    }));
+    // Every write to `__consumer_offsets` wakes the long polls on its partition alone.
+    let notifier = broker.appends.clone();
+    groups.set_write_hook(Box::new(move |partition| {
+        notifier.notify_partition(crate::group::OFFSETS_TOPIC, partition);
     }));
     let txns = TxnCoordinator::open(
         broker.logs.clone(),

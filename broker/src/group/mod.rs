@@ -53,6 +53,7 @@ mod shard;
 mod state;
 
 pub use config::GroupConfig;
+pub use shard::WriteHook;
 
 use anyhow::Context;
 use kafka_protocol::ResponseError as E;
@@ -191,6 +192,8 @@ pub struct GroupCoordinator {
     txn_verifier: RwLock<Option<std::sync::Weak<dyn crate::txn::TxnVerifier>>>,
     next_retention_check_ms: AtomicI64,
     closed: AtomicBool,
+    /// Shared with every shard: told of each change to a `__consumer_offsets` partition.
+    written: shard::SharedWriteHook,
 }
 
 impl std::fmt::Debug for GroupCoordinator {
@@ -245,6 +248,7 @@ impl GroupCoordinator {
         log_config.retention_bytes = -1;
         log_config.segment.segment_bytes_max = config.offsets_topic_segment_bytes;
         log_config.read_only = false;
+        let written = shard::SharedWriteHook::default();
         let mut shards = Vec::with_capacity(n as usize);
         for p in 0..n {
             let tp = TopicPartition {
@@ -268,7 +272,7 @@ impl GroupCoordinator {
             };
             logs.keep_every_record(&tp)
                 .with_context(|| format!("pinning the retention of {tp}"))?;
-            shards.push(Some(Shard::new(p, handle)));
+            shards.push(Some(Shard::new(p, handle, written.clone())));
         }
         let now = clock.now_ms();
         let started = std::time::Instant::now();
@@ -312,6 +316,7 @@ impl GroupCoordinator {
             commit_clamp: RwLock::new(None),
             txn_verifier: RwLock::new(None),
             closed: AtomicBool::new(false),
+            written,
         }))
     }
 
@@ -603,6 +608,17 @@ impl GroupCoordinator {
     /// the coordinator's locks but must not call back into the coordinator's commit path.
     pub fn set_commit_clamp(&self, f: CommitClamp) {
         *self.commit_clamp.write() = Some(f);
+    }
+
+    /// Sets the hook told the partition number after every change the coordinator makes to
+    /// `__consumer_offsets` — records appended by a request, by [`tick`](Self::tick) (a member
+    /// expired by its session timeout, offset expiry, compaction), by a mirror's group commit or
+    /// by a topic deletion, and a log start moved by compaction — once it is in the log, so that
+    /// the broker wakes the long polls on that partition alone (Kafka's coordinator completes
+    /// the delayed fetches of the partition it appended to). Called with a shard's lock held: it
+    /// must not call back into the coordinator. Set once; later calls are ignored.
+    pub fn set_write_hook(&self, hook: WriteHook) {
+        let _ = self.written.set(hook);
     }
 
     /// Sets the transaction coordinator that verifies TxnOffsetCommit (KIP-890 part 1): the

@@ -82,6 +82,14 @@ impl StoreError {
     }
 }
 
+/// Told the number of the `__consumer_offsets` partition a shard changed (records appended, or
+/// the log start moved), once the change is in the log: the broker wakes the long polls on that
+/// partition. See [`GroupCoordinator::set_write_hook`](super::GroupCoordinator::set_write_hook).
+pub type WriteHook = Box<dyn Fn(i32) + Send + Sync>;
+
+/// The hook every shard of a coordinator shares; set once, after the shards exist.
+pub type SharedWriteHook = Arc<std::sync::OnceLock<WriteHook>>;
+
 /// The groups of one shard.
 #[derive(Debug, Default)]
 pub struct ShardState {
@@ -136,7 +144,6 @@ pub struct LoadStats {
 }
 
 /// One `__consumer_offsets` partition and its groups.
-#[derive(Debug)]
 pub struct Shard {
     /// The partition number.
     pub partition: i32,
@@ -150,23 +157,44 @@ pub struct Shard {
     /// `records_in_log` below this: no need to look at compaction (spares the per-tick scan of
     /// the groups).
     compaction_check_at: AtomicI64,
+    /// Told after every change to the partition, whoever made it (a request, the tick, a
+    /// mirror's group commit).
+    written: SharedWriteHook,
+}
+
+impl std::fmt::Debug for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shard")
+            .field("partition", &self.partition)
+            .field("records_in_log", &self.records_in_log)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shard {
-    /// A shard over `handle`, not loaded yet.
-    pub fn new(partition: i32, handle: Arc<PartitionHandle>) -> Shard {
+    /// A shard over `handle`, not loaded yet; `written` is told of each change it makes.
+    pub fn new(partition: i32, handle: Arc<PartitionHandle>, written: SharedWriteHook) -> Shard {
         Shard {
             partition,
             handle,
             state: Mutex::new(ShardState::default()),
             records_in_log: AtomicI64::new(0),
             compaction_check_at: AtomicI64::new(0),
+            written,
+        }
+    }
+
+    /// Tells the write hook that the partition changed.
+    fn changed(&self) {
+        if let Some(hook) = self.written.get() {
+            hook(self.partition);
         }
     }
 
     /// Appends `records` as one batch (a transactional one of `txn`'s producer when given),
-    /// durable on return, and moves the high watermark to the log end. Returns the offset of the
-    /// first record; the others follow it. The caller holds the shard's lock.
+    /// durable on return, moves the high watermark to the log end and tells the write hook (the
+    /// long polls on the partition wake). Returns the offset of the first record; the others
+    /// follow it. The caller holds the shard's lock.
     ///
     /// # Errors
     /// The engine's append errors (nothing was applied).
@@ -210,6 +238,7 @@ impl Shard {
             .maybe_increment_high_watermark(info.last_offset.next());
         self.records_in_log
             .fetch_add(records.len() as i64, Ordering::Relaxed);
+        self.changed();
         Ok(info.first_offset.get())
     }
 
@@ -589,6 +618,7 @@ impl Shard {
             .maybe_increment_log_start_offset(Offset(first))
         {
             Ok(_) => {
+                self.changed();
                 self.records_in_log.store(kept, Ordering::Relaxed);
                 self.compaction_check_at
                     .store(kept.saturating_add(min_dirty), Ordering::Relaxed);

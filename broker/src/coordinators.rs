@@ -58,7 +58,49 @@ impl Coordinator for Groups {
     }
 }
 
-struct Txns(Arc<TxnCoordinator>);
+struct Txns {
+    txns: Arc<TxnCoordinator>,
+    /// Wakes the long polls on the `__transaction_state` partitions the tick changed.
+    state_log: TxnStateLog,
+}
+
+/// The `__transaction_state` partitions, watched across the transaction coordinator's tick:
+/// its timers (a timed-out transaction aborted, an idle transactional id expired, a grown
+/// partition rewritten, a completion retried) write transaction states there outside any
+/// request, and the coordinator tells only of the markers it writes elsewhere. Each partition
+/// whose log start or end moved during the tick wakes its own long polls.
+struct TxnStateLog {
+    logs: std::sync::Weak<mirrorlog_engine::manager::LogManager>,
+    notifier: Arc<crate::broker::AppendNotifier>,
+    partitions: Vec<mirrorlog_index::TopicPartition>,
+}
+
+impl TxnStateLog {
+    /// The log start and end of each partition (`None`: not hosted, or the broker is gone).
+    fn offsets(&self) -> Vec<Option<(i64, i64)>> {
+        let logs = self.logs.upgrade();
+        self.partitions
+            .iter()
+            .map(|tp| {
+                let h = logs.as_ref()?.get(tp)?;
+                let log = h.read();
+                Some((log.log_start_offset().get(), log.log_end_offset().get()))
+            })
+            .collect()
+    }
+
+    /// Runs `f`, then wakes the long polls on the partitions whose offsets it moved.
+    fn waking_changed<T>(&self, f: impl FnOnce() -> T) -> T {
+        let before = self.offsets();
+        let out = f();
+        for ((tp, b), a) in self.partitions.iter().zip(before).zip(self.offsets()) {
+            if b != a {
+                self.notifier.notify_partition(&tp.topic, tp.partition);
+            }
+        }
+        out
+    }
+}
 
 impl Coordinator for Txns {
     fn apis(&self) -> Vec<ApiKey> {
@@ -76,7 +118,7 @@ impl Coordinator for Txns {
         TxnCoordinator::supported_versions(api)
     }
     fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind {
-        self.0.handle(ctx.api_version, request)
+        self.txns.handle(ctx.api_version, request)
     }
     fn wakes(&self, api: ApiKey) -> Wakes {
         match api {
@@ -89,8 +131,9 @@ impl Coordinator for Txns {
         }
     }
     fn tick(&self, _now_ms: i64) -> bool {
-        // The markers a timeout or a retry wrote woke their partitions as they were written.
-        self.0.tick();
+        // The markers a timeout or a retry wrote woke their partitions as they were written;
+        // the states it wrote wake theirs here.
+        self.state_log.waking_changed(|| self.txns.tick());
         false
     }
     fn find_error(&self, key_type: i8, key: &str) -> Option<i16> {
@@ -235,7 +278,18 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
         .mirrors
         .set_group_sink(Arc::new(MirrorGroupSink(groups.clone())));
     broker.add_coordinator(Arc::new(Groups(groups)));
-    broker.add_coordinator(Arc::new(Txns(txns)));
+    let state_log = TxnStateLog {
+        logs: Arc::downgrade(&broker.logs),
+        notifier: broker.appends.clone(),
+        partitions: (0..)
+            .map(|partition| mirrorlog_index::TopicPartition {
+                topic: crate::txn::state_log::TRANSACTION_STATE_TOPIC.to_string(),
+                partition,
+            })
+            .take_while(|tp| broker.logs.get(tp).is_some())
+            .collect(),
+    };
+    broker.add_coordinator(Arc::new(Txns { txns, state_log }));
     broker.topics.refresh(&broker.logs);
     Ok(())
 }

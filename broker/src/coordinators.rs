@@ -56,6 +56,12 @@ impl Coordinator for Groups {
     fn topic_deleted(&self, topic: &str) {
         self.0.on_topic_deleted(topic);
     }
+    fn find_error(&self, key_type: i8, key: &str) -> Option<i16> {
+        // Kafka's FindCoordinator for a group whose offsets partition has no leader (here: its
+        // data directory is offline).
+        (key_type == 0 && !self.0.serves(key))
+            .then_some(kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
+    }
 }
 
 struct Txns {
@@ -138,7 +144,7 @@ impl Coordinator for Txns {
     }
     fn find_error(&self, key_type: i8, key: &str) -> Option<i16> {
         // Kafka's FindCoordinator for a transaction state partition without a leader.
-        (key_type == 1 && !self.0.serves(key))
+        (key_type == 1 && !self.txns.serves(key))
             .then_some(kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
     }
 }

@@ -5,6 +5,8 @@
 //! ids hashing there, and the transaction APIs NOT_COORDINATOR (their state is neither read nor
 //! written, never recreated empty); every other transactional id, and InitProducerId without
 //! one, work; the timers leave the unloaded ids alone. Repaired, the partition loads as it was.
+//! FindCoordinator(GROUP) answers the same for a group whose `__consumer_offsets` partition is in
+//! that directory.
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
@@ -119,10 +121,15 @@ fn end_txn(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
 
 /// FindCoordinator(TRANSACTION): v3 for one key, v4 for several; the error of each key.
 fn find(b: &Broker, keys: &[&str]) -> Vec<i16> {
+    find_of(b, 1, keys)
+}
+
+/// FindCoordinator of `key_type` (0 GROUP, 1 TRANSACTION), as [`find`].
+fn find_of(b: &Broker, key_type: i8, keys: &[&str]) -> Vec<i16> {
     if let [key] = keys {
         let mut r = FindCoordinatorRequest::default();
         r.key = s(key);
-        r.key_type = 1;
+        r.key_type = key_type;
         let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 3, r.into())
         else {
             panic!("not a FindCoordinator response");
@@ -135,7 +142,7 @@ fn find(b: &Broker, keys: &[&str]) -> Vec<i16> {
         return vec![resp.error_code];
     }
     let mut r = FindCoordinatorRequest::default();
-    r.key_type = 1;
+    r.key_type = key_type;
     r.coordinator_keys = keys.iter().map(|k| s(k)).collect();
     let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 4, r.into()) else {
         panic!("not a FindCoordinator response");
@@ -254,6 +261,40 @@ fn a_transaction_state_partition_in_an_offline_dir_leaves_only_its_ids_unavailab
     assert_eq!(
         produce_txn(&b, &off_id, off_pid, off_epoch, &t_good),
         E::NotEnoughReplicas.code()
+    );
+
+    // The same for a group whose `__consumer_offsets` partition is in that directory (its
+    // group APIs answer NOT_COORDINATOR; see offsets_partition_in_offline_dir_recreated.rs).
+    let offline = b.logs.offline_partitions();
+    let group_dir = |g: &str| {
+        let tp = TopicPartition {
+            topic: "__consumer_offsets".into(),
+            partition: partition_for(g, 8),
+        };
+        match b.logs.get(&tp) {
+            Some(h) => h.data_dir().to_path_buf(),
+            None => offline
+                .iter()
+                .find(|(o, _)| *o == tp)
+                .expect("offline")
+                .1
+                .clone(),
+        }
+    };
+    let group_in = |dir: &Path| {
+        (0..1000)
+            .map(|i| format!("group-{i}"))
+            .find(|g| group_dir(g) == dir)
+            .expect("a group hashing into that dir")
+    };
+    let (off_group, on_group) = (group_in(&bad), group_in(&good));
+    assert_eq!(
+        find_of(&b, 0, &[&off_group, &on_group]),
+        vec![E::CoordinatorNotAvailable.code(), 0]
+    );
+    assert_eq!(
+        find_of(&b, 0, &[&off_group]),
+        vec![E::CoordinatorNotAvailable.code()]
     );
 
     // Everything else works.

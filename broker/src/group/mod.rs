@@ -165,17 +165,10 @@ pub fn offsets_topic_id() -> TopicId {
     id
 }
 
-/// Java's `String.hashCode` (over UTF-16 code units, wrapping).
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
-}
-
-/// Kafka's `partitionFor`: `Utils.abs(groupId.hashCode) % partitions`.
+/// Kafka's `partitionFor`: `Utils.abs(groupId.hashCode) % partitions`, the same rule as a
+/// transactional id's.
 fn partition_for(group_id: &str, partitions: i32) -> i32 {
-    let h = java_string_hash(group_id);
-    let abs = if h == i32::MIN { 0 } else { h.abs() };
-    abs % partitions
+    crate::txn::state_log::partition_for(group_id, partitions)
 }
 
 /// The classic group coordinator. See the module docs.
@@ -329,6 +322,13 @@ impl GroupCoordinator {
     /// with Java's `String.hashCode`).
     pub fn partition_for(&self, group_id: &str) -> i32 {
         partition_for(group_id, self.shards.len() as i32)
+    }
+
+    /// Whether this coordinator serves `group_id`: its `__consumer_offsets` partition is
+    /// loaded. FindCoordinator answers COORDINATOR_NOT_AVAILABLE for a group it does not serve,
+    /// as Kafka does for a coordinator partition without a leader.
+    pub fn serves(&self, group_id: &str) -> bool {
+        self.shard_for(group_id).is_ok()
     }
 
     /// The shard of `group_id`, or NOT_COORDINATOR when its partition's data directory is
@@ -1357,17 +1357,7 @@ fn txn_offset_commit_verification_error(e: &crate::txn::TxnError, version: i16) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn java_string_hash_matches_java() {
-        // Values from Java's String.hashCode.
-        assert_eq!(java_string_hash(""), 0);
-        assert_eq!(java_string_hash("a"), 97);
-        assert_eq!(java_string_hash("hello"), 99_162_322);
-        assert_eq!(java_string_hash("my-group"), -1_906_497_762);
-        assert_eq!(java_string_hash("é"), 233, "UTF-16 code units, not bytes");
-        assert_eq!(java_string_hash("😀"), 1_772_899, "a surrogate pair");
-    }
+    use crate::txn::state_log::java_string_hash;
 
     #[test]
     fn partition_for_is_kafkas_abs_hash_modulo() {

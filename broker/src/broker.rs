@@ -126,11 +126,13 @@ pub trait Coordinator: Send + Sync {
 /// Which long-polling fetches a coordinator request may concern ([`Coordinator::wakes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wakes {
-    /// None: the request writes no log (Heartbeat, OffsetFetch, ListGroups, DescribeGroups).
+    /// None: the request writes no log (Heartbeat, OffsetFetch, ListGroups, DescribeGroups),
+    /// or the coordinator wakes the partitions it writes itself as it writes them (every write
+    /// of the group coordinator to `__consumer_offsets`).
     Nobody,
-    /// The fetches on this topic: the request writes only there (group metadata and offsets
-    /// into `__consumer_offsets`, transaction state into `__transaction_state`; the markers
-    /// of EndTxn wake their own partitions as they are written).
+    /// The fetches on this topic: the request writes only there (transaction state into
+    /// `__transaction_state`; the markers of EndTxn and WriteTxnMarkers wake their own
+    /// partitions as they are written).
     Topic(&'static str),
     /// Every fetch: the coordinator does not say what it wrote (the default).
     All,

@@ -756,7 +756,9 @@ impl ProducerStateManager {
         Ok(Some(path))
     }
 
-    /// Kafka's `truncateAndReload`: deletes snapshots outside `[log_start, log_end]`, then, unless
+    /// Kafka's `truncateAndReload`: deletes snapshots outside `(log_start, log_end]` (one at the
+    /// log start itself too, as Kafka: after a full truncation to `log_start` a snapshot of the
+    /// old log at that offset may come back from a crash, its removal never synced), then, unless
     /// the state already ends at `log_end`, reloads from the newest snapshot ≤ `log_end`
     /// (a corrupt one is deleted and an older one tried). Returns the offset the caller must
     /// replay the log from (to `log_end`) with [`replay`](Self::replay).
@@ -767,7 +769,7 @@ impl ProducerStateManager {
         now_ms: i64,
     ) -> Result<Offset, mirrorlog_index::Error> {
         for s in self.snapshots()? {
-            if s.offset < log_start || s.offset > log_end {
+            if s.offset <= log_start || s.offset > log_end {
                 self.remove_snapshot(&s.path)?;
             }
         }

@@ -3,19 +3,17 @@
 //! its size on disk and no lag, the file system's total and usable bytes from v4 only, and only
 //! the asked partitions when the request names some (their topics' other partitions left out).
 
+mod common;
+
 use bytes::BytesMut;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::handlers::{admin, log_dirs};
-use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_index::{LeaderEpoch, TimestampMs};
 use mirrorlog_segment::BatchBuilder;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 
@@ -47,14 +45,7 @@ fn listed(r: &DescribeLogDirsResponse) -> Vec<Listed> {
 #[test]
 fn describe_log_dirs_lists_the_data_dir_its_partitions_and_its_space() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
-    config.cluster_id = Some("test-cluster".into());
-    let b = Broker::open(
-        config,
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(NOW_MS),
-    )
-    .unwrap();
+    let b = common::plain_broker(dir.path(), NOW_MS);
     let mut t = CreatableTopic::default();
     t.name = TopicName(s("t"));
     t.num_partitions = 2;

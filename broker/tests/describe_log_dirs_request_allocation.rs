@@ -7,17 +7,15 @@
 //! 100,000 partition indexes each (about 800 KB on the wire; about 100 MB allocated before)
 //! must not make the handler allocate more than 4 MB.
 
+mod common;
+
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::handlers::{admin, log_dirs};
-use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_segment::io::PwriteStorage;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::Arc;
 
 /// Counts the bytes allocated by a thread while its `COUNTING` flag is on.
 struct Counting;
@@ -49,14 +47,7 @@ static ALLOCATOR: Counting = Counting;
 #[test]
 fn a_long_name_with_many_partitions_allocates_in_proportion_to_the_request() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
-    config.cluster_id = Some("test-cluster".into());
-    let b = Broker::open(
-        config,
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(1_700_000_000_000),
-    )
-    .unwrap();
+    let b = common::plain_broker(dir.path(), 1_700_000_000_000);
     let name = "n".repeat(200);
     let mut t = CreatableTopic::default();
     t.name = TopicName(StrBytes::from_string(name.clone()));

@@ -3,19 +3,18 @@
 //! producer's epoch and last sequence, a transactional producer's open transaction start, and
 //! UNKNOWN_TOPIC_OR_PARTITION for a partition the broker does not have.
 
+mod common;
+
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::handlers::{admin, offsets};
-use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_index::{LeaderEpoch, ProducerEpoch, Sequence, TimestampMs};
 use mirrorlog_segment::BatchBuilder;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 
@@ -52,14 +51,7 @@ fn append(b: &Broker, id: i64, epoch: i16, seq: i32, n: usize, transactional: bo
 #[test]
 fn describe_producers_reports_each_partitions_producer_state() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
-    config.cluster_id = Some("test-cluster".into());
-    let b = Broker::open(
-        config,
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(NOW_MS),
-    )
-    .unwrap();
+    let b = common::plain_broker(dir.path(), NOW_MS);
     let mut t = CreatableTopic::default();
     t.name = TopicName(s("t"));
     t.num_partitions = 2;

@@ -3,18 +3,16 @@
 //! many producers made a response many times its size. Each partition is now answered once,
 //! the entries of one topic merged into one, as Kafka's results keyed by topic hold them.
 
+mod common;
+
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::handlers::{admin, offsets};
-use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_index::{LeaderEpoch, ProducerEpoch, Sequence, TimestampMs};
 use mirrorlog_segment::BatchBuilder;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 
@@ -31,14 +29,7 @@ fn topic(partitions: Vec<i32>) -> TopicRequest {
 #[test]
 fn a_repeated_partition_is_answered_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
-    config.cluster_id = Some("test-cluster".into());
-    let b = Broker::open(
-        config,
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(NOW_MS),
-    )
-    .unwrap();
+    let b = common::plain_broker(dir.path(), NOW_MS);
     let mut t = CreatableTopic::default();
     t.name = TopicName(s("t"));
     t.num_partitions = 2;

@@ -6,18 +6,17 @@
 //! `retention.bytes` on them (it refuses to create, grow, delete or trim them), which turns on
 //! time/size retention: old offset commits of groups are deleted and lost at the next reload.
 
+mod common;
+
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::group::{OFFSETS_TOPIC, offsets_topic_id};
 use mirrorlog_broker::handlers::admin::{self, *};
-use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_index::TopicPartition;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -40,14 +39,7 @@ fn alter(b: &Broker, topic: &str, key: &str, op: i8, value: Option<&str>) -> i16
 #[test]
 fn the_offsets_topic_keeps_unlimited_retention() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
-    config.cluster_id = Some("test-cluster".into());
-    let b = Broker::open(
-        config,
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(1_700_000_000_000),
-    )
-    .unwrap();
+    let b = common::plain_broker(dir.path(), 1_700_000_000_000);
     // As the group coordinator creates it (group/mod.rs): never deleted by retention.
     let tp = TopicPartition {
         topic: OFFSETS_TOPIC.to_string(),

@@ -4,16 +4,15 @@
 //! zero id, on which the Java AdminClient's `describeTopics(TopicCollection.ofTopicIds(..))`
 //! failed with "Use errors() when managing topic using topic name".
 
+mod common;
+
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::handlers::admin;
-use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
 use uuid::Uuid;
 
 fn s(v: &str) -> StrBytes {
@@ -42,14 +41,7 @@ fn by_id(id: Uuid, name: Option<&str>) -> MetadataRequestTopic {
 #[test]
 fn a_request_by_topic_id_ignores_the_empty_names_beside_the_ids() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
-    config.cluster_id = Some("test-cluster".into());
-    let b = Broker::open(
-        config,
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(1_700_000_000_000),
-    )
-    .unwrap();
+    let b = common::plain_broker(dir.path(), 1_700_000_000_000);
     create(&b, "alpha", 2);
     create(&b, "beta", 1);
     let alpha = b.topics.get("alpha").unwrap().id;

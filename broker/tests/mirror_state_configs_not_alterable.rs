@@ -4,16 +4,15 @@
 //! reshapes the store's writes. Both are now refused with INVALID_CONFIG (validate_only too),
 //! and the partition's config stays as it was.
 
+mod common;
+
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::handlers::admin::{self, *};
-use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -54,14 +53,7 @@ fn legacy(b: &Broker) -> i16 {
 #[test]
 fn mirror_state_configs_cannot_be_altered() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
-    config.cluster_id = Some("test-cluster".into());
-    let b = Broker::open(
-        config,
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(1_700_000_000_000),
-    )
-    .unwrap();
+    let b = common::plain_broker(dir.path(), 1_700_000_000_000);
     let tp = TopicPartition {
         topic: MIRROR_STATE_TOPIC.to_string(),
         partition: 0,

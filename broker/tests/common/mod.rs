@@ -54,3 +54,16 @@ pub fn two_dir_logs(
         .0,
     )
 }
+
+/// A broker on `dir` (cluster id `test-cluster`, the pwrite backend, a manual clock at
+/// `now_ms`) without coordinators: requests go to its handlers directly.
+pub fn plain_broker(dir: &std::path::Path, now_ms: i64) -> mirrorlog_broker::broker::Broker {
+    let mut config = mirrorlog_broker::broker::BrokerConfig::new(dir, "127.0.0.1", 9092);
+    config.cluster_id = Some("test-cluster".into());
+    mirrorlog_broker::broker::Broker::open(
+        config,
+        std::sync::Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
+        mirrorlog_engine::clock::ManualClock::new(now_ms),
+    )
+    .unwrap()
+}

@@ -5,12 +5,13 @@
 //! (`getTransactionState`), as this broker's other transaction APIs do for such an id; the ids
 //! of loaded partitions are described as before.
 
+mod common;
+
+use common::two_dir_broker::{call, close, open, s};
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_broker::server::{Handler, RequestContext};
+use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::txn::TxnConfig;
 use mirrorlog_broker::txn::state_log::partition_for;
 use mirrorlog_engine::clock::ManualClock;
@@ -19,44 +20,6 @@ use mirrorlog_index::TopicPartition;
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::path::Path;
 use std::sync::Arc;
-
-fn s(x: &str) -> StrBytes {
-    StrBytes::from_string(x.to_string())
-}
-
-fn open(d1: &Path, d2: &Path, sim: &Arc<SimStorage>, clock: &Arc<ManualClock>) -> Arc<Broker> {
-    let mut config = BrokerConfig::new(d1, "127.0.0.1", 9092);
-    config.cluster_id = Some("c".into());
-    config.logs.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
-    config.logs.recovery_threads = 1;
-    let b = Arc::new(Broker::open(config, sim.clone(), clock.clone()).unwrap());
-    b.register_arc();
-    mirrorlog_broker::coordinators::install(&b).unwrap();
-    b
-}
-
-fn close(b: Arc<Broker>) {
-    Arc::try_unwrap(b)
-        .map_err(|_| "broker still shared")
-        .unwrap()
-        .shutdown()
-        .unwrap();
-}
-
-fn call(b: &Broker, api: ApiKey, v: i16, req: RequestKind) -> ResponseKind {
-    let ctx = RequestContext {
-        peer: "127.0.0.1:1".parse().unwrap(),
-        connection_id: 1,
-        client_id: Some("test".into()),
-        api_key: api,
-        api_version: v,
-        correlation_id: 1,
-    };
-    let header = RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(v);
-    b.handle(&ctx, &header, req).expect("a response")
-}
 
 fn init(b: &Broker, txn_id: &str) -> (i64, i16) {
     let mut r = InitProducerIdRequest::default();

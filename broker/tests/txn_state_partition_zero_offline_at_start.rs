@@ -8,71 +8,21 @@
 //! producer-id block; clients retry) — and writes nothing to `__transaction_state`. The rest of
 //! the broker serves. Repaired, every partition loads as it was.
 
+mod common;
+
+use common::two_dir_broker::{call, close, init, open, s};
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_broker::server::{Handler, RequestContext};
+use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::txn::TxnConfig;
 use mirrorlog_broker::txn::state_log::partition_for;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_index::TopicPartition;
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
-use std::path::Path;
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
-
-fn s(x: &str) -> StrBytes {
-    StrBytes::from_string(x.to_string())
-}
-
-fn open(d1: &Path, d2: &Path, sim: &Arc<SimStorage>, clock: &Arc<ManualClock>) -> Arc<Broker> {
-    let mut config = BrokerConfig::new(d1, "127.0.0.1", 9092);
-    config.cluster_id = Some("c".into());
-    config.logs.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
-    config.logs.recovery_threads = 1;
-    let b = Arc::new(Broker::open(config, sim.clone(), clock.clone()).unwrap());
-    b.register_arc();
-    mirrorlog_broker::coordinators::install(&b)
-        .expect("the coordinators install with a __transaction_state partition offline");
-    b
-}
-
-fn close(b: Arc<Broker>) {
-    Arc::try_unwrap(b)
-        .map_err(|_| "broker still shared")
-        .unwrap()
-        .shutdown()
-        .unwrap();
-}
-
-fn call(b: &Broker, api: ApiKey, v: i16, req: RequestKind) -> ResponseKind {
-    let ctx = RequestContext {
-        peer: "127.0.0.1:1".parse().unwrap(),
-        connection_id: 1,
-        client_id: Some("test".into()),
-        api_key: api,
-        api_version: v,
-        correlation_id: 1,
-    };
-    let header = RequestHeader::default()
-        .with_request_api_key(api as i16)
-        .with_request_api_version(v);
-    b.handle(&ctx, &header, req).expect("a response")
-}
-
-/// InitProducerId v4: (error, producer id, epoch).
-fn init(b: &Broker, txn_id: Option<&str>) -> (i16, i64, i16) {
-    let mut r = InitProducerIdRequest::default();
-    r.transactional_id = txn_id.map(|t| TransactionalId(s(t)));
-    r.transaction_timeout_ms = 60_000;
-    let ResponseKind::InitProducerId(resp) = call(b, ApiKey::InitProducerId, 4, r.into()) else {
-        panic!("not an InitProducerId response");
-    };
-    (resp.error_code, resp.producer_id.0, resp.producer_epoch)
-}
 
 fn end_txn(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
     let mut r = EndTxnRequest::default();
@@ -166,9 +116,22 @@ fn with_transaction_state_partition_zero_offline_the_broker_starts_without_trans
     b.tick();
     let end_after = b.logs.get(&on_tp).unwrap().read().log_end_offset();
     assert_eq!(end_before, end_after, "nothing written to {on_tp}");
-    // The rest of the broker serves: the group coordinator, for one.
+    // The rest of the broker serves: the group coordinator, for one (a group whose offsets
+    // partition is in the online directory).
+    let group = (0..1000)
+        .map(|i| format!("group-{i}"))
+        .find(|g| {
+            matches!(
+                b.logs.lookup(&TopicPartition {
+                    topic: "__consumer_offsets".into(),
+                    partition: partition_for(g, 8),
+                }),
+                Ok(Some(_))
+            )
+        })
+        .expect("a group in the online directory");
     let mut r = FindCoordinatorRequest::default();
-    r.key = s("some-group");
+    r.key = s(&group);
     r.key_type = 0;
     let ResponseKind::FindCoordinator(resp) = call(&b, ApiKey::FindCoordinator, 3, r.into()) else {
         panic!("not a FindCoordinator response");

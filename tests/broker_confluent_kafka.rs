@@ -4,34 +4,22 @@
 
 mod common;
 
-use common::{Serve, free_port, python, scenario};
+use common::{
+    Serve, free_port, group_resumes_after_a_restart, phases_against_one_broker, python, scenario,
+};
 
 #[test]
 fn idempotent_codecs_admin_offsets_for_times_and_transactions() {
     let Some(py) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut broker = Serve::start(dir.path(), free_port());
-    let bs = broker.addr.clone();
-    scenario(&py, &["codecs", &bs]);
-    scenario(&py, &["admin", &bs]);
-    scenario(&py, &["offsets_for_times", &bs]);
-    scenario(&py, &["txn", &bs]);
-    assert_eq!(broker.stop(), Some(0), "clean exit on SIGTERM");
+    let run = |args: &[&str]| scenario(&py, args);
+    phases_against_one_broker(run, &["codecs", "admin", "offsets_for_times", "txn"]);
 }
 
 #[test]
 fn a_consumer_group_rebalances_and_resumes_after_a_restart() {
     let Some(py) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut broker = Serve::start(dir.path(), port);
-    let out = scenario(&py, &["group_phase1", &broker.addr]);
-    let v: serde_json::Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
-    let committed = v["committed_total"].as_i64().unwrap();
-    assert!(committed > 0);
-    assert_eq!(broker.stop(), Some(0));
-    let broker = Serve::start(dir.path(), port);
-    scenario(&py, &["group_phase2", &broker.addr, &committed.to_string()]);
+    let run = |args: &[&str]| common::client_script(&py, "scenarios.py", args, &[]);
+    group_resumes_after_a_restart(run, i64::MAX);
 }
 
 #[test]

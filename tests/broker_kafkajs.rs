@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Serve, free_port};
+use common::{group_resumes_after_a_restart, phases_against_one_broker};
 use std::path::{Path, PathBuf};
 
 /// The `node_modules` directory with kafkajs that scripts/test.sh prepared.
@@ -27,37 +27,16 @@ fn node_modules() -> Option<PathBuf> {
     None
 }
 
-/// Runs one phase of `tests/clients/kafkajs_scenarios.js`; returns its last stdout line.
-fn run(modules: &Path, args: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/kafkajs_scenarios.js");
-    let out = std::process::Command::new("node")
-        .arg(script)
-        .args(args)
-        .env("MIRRORLOG_NODE_MODULES", modules)
-        .output()
-        .expect("run node");
-    assert!(
-        out.status.success(),
-        "kafkajs_scenarios.js {args:?} failed:\n--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    stdout.trim().lines().last().unwrap_or_default().to_string()
-}
-
 #[test]
 fn idempotent_codecs_admin_offsets_and_transactions() {
     let Some(modules) = node_modules() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let mut broker = Serve::start(dir.path(), free_port());
-    let bs = broker.addr.clone();
-    for phase in ["codecs", "admin", "offsets", "txn"] {
-        run(&modules, &[phase, &bs]);
-    }
-    assert_eq!(broker.stop(), Some(0), "clean exit on SIGTERM");
+    let env = [("MIRRORLOG_NODE_MODULES", modules.as_path())];
+    let run = |args: &[&str]| {
+        common::client_script(Path::new("node"), "kafkajs_scenarios.js", args, &env)
+    };
+    phases_against_one_broker(run, &["codecs", "admin", "offsets", "txn"]);
 }
 
 #[test]
@@ -65,17 +44,9 @@ fn a_consumer_group_rebalances_and_resumes_after_a_restart() {
     let Some(modules) = node_modules() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut broker = Serve::start(dir.path(), port);
-    let out = run(&modules, &["group_phase1", &broker.addr]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let committed = v["committed_total"].as_i64().unwrap();
-    assert!(committed > 0 && committed < 400, "committed {committed}");
-    assert_eq!(broker.stop(), Some(0));
-    let broker = Serve::start(dir.path(), port);
-    run(
-        &modules,
-        &["group_phase2", &broker.addr, &committed.to_string()],
-    );
+    let env = [("MIRRORLOG_NODE_MODULES", modules.as_path())];
+    let run = |args: &[&str]| {
+        common::client_script(Path::new("node"), "kafkajs_scenarios.js", args, &env)
+    };
+    group_resumes_after_a_restart(run, 399);
 }

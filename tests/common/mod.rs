@@ -151,19 +151,7 @@ pub fn python() -> Option<PathBuf> {
 /// Runs `tests/clients/scenarios.py SUBCOMMAND ARGS…`, returns stdout; panics with stderr on
 /// failure.
 pub fn scenario(python: &Path, args: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/scenarios.py");
-    let out = Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "scenarios.py {args:?} failed:\n--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    run_client_script(python, "scenarios.py", args, &[])
 }
 
 /// splitmix64: enough randomness for a crash schedule, reproducible from a printed seed.
@@ -201,4 +189,66 @@ pub fn seed_from_env(var: &str) -> u64 {
             .unwrap()
             .as_nanos() as u64
     })
+}
+
+/// Runs the client scenario script `tests/clients/{script}` with `program` (a Python or
+/// `node`), `args` and the extra environment `env`; returns the last line of its stdout.
+///
+/// # Panics
+/// The script fails (its stdout and stderr are in the message).
+pub fn client_script(program: &Path, script: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
+    let stdout = run_client_script(program, script, args, env);
+    stdout.trim().lines().last().unwrap_or_default().to_string()
+}
+
+/// As [`client_script`], returning the whole stdout.
+fn run_client_script(program: &Path, script: &str, args: &[&str], env: &[(&str, &Path)]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients")
+        .join(script);
+    let mut cmd = Command::new(program);
+    cmd.arg(path).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the client script");
+    assert!(
+        out.status.success(),
+        "{script} {args:?} failed:\n--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs each of `phases` (`PHASE BOOTSTRAP`) with `run` against one broker, then stops it
+/// cleanly.
+pub fn phases_against_one_broker(run: impl Fn(&[&str]) -> String, phases: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Serve::start(dir.path(), free_port());
+    let bs = broker.addr.clone();
+    for phase in phases {
+        run(&[phase, &bs]);
+    }
+    assert_eq!(broker.stop(), Some(0), "clean exit on SIGTERM");
+}
+
+/// A client's consumer group of two across a broker restart: `group_phase1 BOOTSTRAP` (the
+/// group rebalances when a member leaves and commits some of the records, printing
+/// `{"committed_total": N}` last), the broker stopped and started again on the same directory
+/// and port, then `group_phase2 BOOTSTRAP N` (a new member resumes from the commits).
+pub fn group_resumes_after_a_restart(run: impl Fn(&[&str]) -> String, max_committed: i64) {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut broker = Serve::start(dir.path(), port);
+    let out = run(&["group_phase1", &broker.addr]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let committed = v["committed_total"].as_i64().unwrap();
+    assert!(
+        committed > 0 && committed <= max_committed,
+        "committed {committed}"
+    );
+    assert_eq!(broker.stop(), Some(0));
+    let broker = Serve::start(dir.path(), port);
+    run(&["group_phase2", &broker.addr, &committed.to_string()]);
 }

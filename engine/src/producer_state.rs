@@ -811,6 +811,10 @@ impl ProducerStateManager {
                     self.last_snapshot_offset = s.offset;
                     return Ok(s.offset);
                 }
+                // As Kafka's `loadFromSnapshot`: only a snapshot whose bytes do not decode is
+                // deleted; a failure of the storage reading it goes up (the caller takes the data
+                // directory offline) and leaves the file for the next start.
+                Err(e @ mirrorlog_index::Error::Io { .. }) => return Err(e),
                 Err(e) => {
                     tracing::warn!(
                         "deleting corrupt producer snapshot {}: {e}",

@@ -1523,11 +1523,16 @@ fn write_offset_checkpoint(
 }
 
 fn has_log_files(storage: &dyn Storage, dir: &Path) -> bool {
-    storage.list_dir(dir).map_or(true, |files| {
-        files
+    match storage.list_dir(dir) {
+        Ok(files) => files
             .iter()
-            .any(|f| f.extension().is_some_and(|x| x == "log"))
-    })
+            .any(|f| f.extension().is_some_and(|x| x == "log")),
+        // A directory the storage does not hold has no log files: the simulated storage lost
+        // the creation of a directory that `create` had made on disk before a crash (a real
+        // backend, the directory gone since it was listed). Any other failure counts as having
+        // some, so that the partition is opened and its directory taken offline, not removed.
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
 }
 
 fn remove_dir(storage: &dyn Storage, dir: &Path) -> EngineResult<()> {

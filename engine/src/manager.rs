@@ -1103,16 +1103,19 @@ impl LogManager {
         std::fs::create_dir_all(&path).map_err(|e| dir_err(&path, e))?;
         // Through the storage, which must hold the directory (durably) before its files.
         create_dir_all_durably(&*self.storage, &path)?;
-        replace_durably(
-            &*self.storage,
-            &PartitionMetadata::path_in(&path),
-            PartitionMetadata { topic_id }.encode().into_bytes(),
-        )?;
+        // `topic.config` before `partition.metadata`: a directory with `partition.metadata` is a
+        // finished create at the next start (one without it nor segments is removed), so a crash
+        // in between must not leave a partition that opens with the broker defaults.
         write_topic_config(
             &*self.storage,
             &path,
             &config,
             &self.config.default_log_config,
+        )?;
+        replace_durably(
+            &*self.storage,
+            &PartitionMetadata::path_in(&path),
+            PartitionMetadata { topic_id }.encode().into_bytes(),
         )?;
         let (log, _) = PartitionLog::open(
             self.storage.clone(),

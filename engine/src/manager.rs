@@ -762,25 +762,33 @@ impl LogManager {
                 or_offline!(storage.remove(&marker));
                 or_offline!(storage.sync_dir(data_dir));
             }
-            // As Kafka's `loadLogs`: an unreadable recovery-point or log-start checkpoint costs
-            // a longer recovery (from 0) or a log start at the first segment, not the broker.
-            let lenient = |name: &str| {
-                read_offset_checkpoint(&*storage, &data_dir.join(name)).unwrap_or_else(|e| {
-                    tracing::warn!("{name} of {}: {e}; ignoring it", data_dir.display());
-                    Default::default()
-                })
-            };
-            let rp = lenient(RECOVERY_POINT_CHECKPOINT);
-            let ls = lenient(LOG_START_CHECKPOINT);
-            // As Kafka's `CheckpointFileWithFailureHandler`: an unreadable high-watermark
-            // checkpoint takes its directory offline, not the other directories.
-            let hw = match read_offset_checkpoint(
+            // As Kafka's `loadLogs`: a garbled recovery-point or log-start checkpoint costs a
+            // longer recovery (from 0) or a log start at the first segment, not the broker. An
+            // I/O error reading any of the three checkpoints takes the directory offline, as
+            // Kafka's `CheckpointFileWithFailureHandler` does, and not the other directories:
+            // ignored, it would serve records DeleteRecords removed, and the start's own
+            // checkpoint would then write the lower log start over the good file.
+            let read = |name: &str, lenient: bool| match read_offset_checkpoint(
                 &*storage,
-                &data_dir.join(HIGH_WATERMARK_CHECKPOINT),
+                &data_dir.join(name),
             ) {
-                Ok(hw) => hw,
-                Err(e) => {
-                    dir.take_offline(format!("{HIGH_WATERMARK_CHECKPOINT}: {e}"));
+                Err(e) if lenient && !matches!(e, mirrorlog_index::Error::Io { .. }) => {
+                    tracing::warn!("{name} of {}: {e}; ignoring it", data_dir.display());
+                    Ok(Default::default())
+                }
+                r => r.map_err(|e| format!("{name}: {e}")),
+            };
+            let read_all = || -> Result<_, String> {
+                Ok((
+                    read(RECOVERY_POINT_CHECKPOINT, true)?,
+                    read(LOG_START_CHECKPOINT, true)?,
+                    read(HIGH_WATERMARK_CHECKPOINT, false)?,
+                ))
+            };
+            let (rp, ls, hw) = match read_all() {
+                Ok(cps) => cps,
+                Err(reason) => {
+                    dir.take_offline(reason);
                     for tp in partitions_of_offline_dir(&*storage, data_dir) {
                         offline_partitions.insert(tp, dir.clone());
                     }

@@ -810,7 +810,10 @@ impl LogManager {
                     or_offline!(remove_dir(&*storage, &path));
                     continue;
                 }
-                let Some(tp) = parse_partition_dir(&name) else {
+                // As Kafka's `loadLogs`: the KRaft metadata log of a data directory taken over
+                // from a Kafka broker is not a partition; it is left as it is.
+                let Some(tp) = parse_partition_dir(&name).filter(|tp| !is_kafka_metadata_log(tp))
+                else {
                     continue;
                 };
                 // `create` writes `partition.metadata` before any log data: a directory without
@@ -1086,6 +1089,13 @@ impl LogManager {
         }
         if self.offline_partitions.contains_key(tp) {
             self.lookup(tp)?;
+        }
+        if is_kafka_metadata_log(tp) {
+            // The next start would not load it (see `open`).
+            return Err(EngineError::Directory {
+                path: PathBuf::from(tp.to_string()),
+                reason: "__cluster_metadata is Kafka's metadata log, not a topic".into(),
+            });
         }
         config.validate()?;
         let counts: HashMap<PathBuf, usize> =
@@ -1465,6 +1475,12 @@ fn sync_dir(dir: &Path) -> EngineResult<()> {
         .map_err(|e| dir_err(dir, e))
 }
 
+/// Whether `tp` names Kafka's KRaft metadata log (`__cluster_metadata-0` in a data directory of
+/// a broker in combined mode), which Kafka's `loadLogs` does not load as a partition.
+fn is_kafka_metadata_log(tp: &TopicPartition) -> bool {
+    tp.topic == "__cluster_metadata"
+}
+
 /// Whether `e` is a failure of the storage under a log (not a problem with its contents).
 fn is_io_failure(e: &EngineError) -> bool {
     use mirrorlog_segment::segment::SegmentError;
@@ -1489,6 +1505,7 @@ fn partitions_of_offline_dir(storage: &dyn Storage, data_dir: &Path) -> BTreeSet
             if let Some(name) = entry.file_name().to_str()
                 && !name.ends_with("-delete")
                 && let Some(tp) = parse_partition_dir(name)
+                && !is_kafka_metadata_log(&tp)
             {
                 found.insert(tp);
             }

@@ -875,8 +875,16 @@ impl LogManager {
             let (handle, load) = match r {
                 Ok(x) => x,
                 // As Kafka's `loadLogs`: an I/O failure takes the log's directory offline and
-                // the other directories are still served.
-                Err(e) if is_io_failure(&e) => {
+                // the other directories are still served. So does a garbled leader-epoch
+                // checkpoint or `partition.metadata`: Kafka reads both through a failure handler
+                // for which a malformed line is an `IOException` of the directory.
+                Err(e)
+                    if is_io_failure(&e)
+                        || matches!(
+                            e,
+                            EngineError::Index(mirrorlog_index::Error::Corrupt { .. })
+                        ) =>
+                {
                     dir.take_offline(format!("loading {tp}: {e}"));
                     offline_partitions.insert(tp, dir);
                     continue;

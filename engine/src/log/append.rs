@@ -202,6 +202,9 @@ impl PartitionLog {
         let info = BatchInfo::from_batch(&batch)?;
         let transition = self.producers.transition(&info, producer_origin)?;
         debug_assert_eq!(batch.validate(), Ok(()), "a stamped batch stays valid");
+        // The epoch is recorded before the batch is written, as Kafka's `UnifiedLog.append` does
+        // (see `assign_epoch_before_write`).
+        self.assign_epoch_before_write(batch.partition_leader_epoch(), base)?;
         self.maybe_roll_at(
             now,
             batch.size_bytes() as u32,
@@ -391,6 +394,10 @@ impl PartitionLog {
         let mut max_ts = TimestampMs::NONE;
         while i < batches.len() {
             let run_start = batches[i].0.position() as usize;
+            // A run holds batches of one leader epoch, recorded before the run is written (see
+            // `assign_epoch_before_write`).
+            let run_epoch = batches[i].0.partition_leader_epoch();
+            self.assign_epoch_before_write(run_epoch, batches[i].0.base_offset())?;
             self.maybe_roll(
                 batches[i].0.size_bytes() as u32,
                 batches[i].0.base_offset(),
@@ -412,7 +419,10 @@ impl PartitionLog {
                     .is_none();
                 // Each batch may add an index entry: the run must fit the indexes too (an index
                 // filling up half-way through an append would fail it after its bytes are in).
-                if !fits || j + 1 - i > self.active.index_room() {
+                if !fits
+                    || j + 1 - i > self.active.index_room()
+                    || b.partition_leader_epoch() != run_epoch
+                {
                     break;
                 }
                 run_bytes += b.size_bytes() as u32;
@@ -447,8 +457,32 @@ impl PartitionLog {
         })
     }
 
+    /// Records in the epoch cache (and its checkpoint) that `epoch` starts at `base_offset` (the
+    /// log end), before the batch at `base_offset` is written — Kafka's order in
+    /// `UnifiedLog.append` (`maybeAssignEpochStartOffset`, then roll, then the segment append).
+    ///
+    /// The checkpoint write can fail, a full disk included. Done after the batch, such a failure
+    /// left the batch in the segment (readable, counted in the log end) with its epoch missing
+    /// from the cache and its producer state not updated (a retry was appended again), while a
+    /// full disk keeps the data directory online. Done first, a failed write leaves the cache as
+    /// it was and nothing of the append written; a failed write of the batch after it leaves an
+    /// entry starting at the log end with no batch yet, the state a leader is in from its
+    /// election until its first append (Kafka records the new epoch at the log end then), and
+    /// the retry's assignment finds it in place.
+    fn assign_epoch_before_write(
+        &mut self,
+        epoch: LeaderEpoch,
+        base_offset: Offset,
+    ) -> EngineResult<()> {
+        if epoch.get() >= 0 {
+            self.epochs.assign(epoch, base_offset)?;
+        }
+        Ok(())
+    }
+
     /// Epoch cache, producer state and transaction index for a batch just written to the active
-    /// segment.
+    /// segment (its epoch was assigned before the write, so the cache's assignment here changes
+    /// nothing and writes nothing).
     fn after_batch_written(
         &mut self,
         batch: &RecordBatch,

@@ -45,6 +45,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -272,6 +273,14 @@ pub fn metadata(b: &Broker, r: MetadataRequest, v: i16) -> MetadataResponse {
         Some(t) if t.is_empty() && v == 0 => None,
         Some(t) => Some(t),
     };
+    if v < 12
+        && let Some(topics) = &requested
+        && topics
+            .iter()
+            .any(|t| t.name.is_none() || !t.topic_id.is_nil())
+    {
+        return refused_before_v12(topics);
+    }
     let Some(requested) = requested else {
         resp.topics = b
             .topics
@@ -305,14 +314,6 @@ pub fn metadata(b: &Broker, r: MetadataRequest, v: i16) -> MetadataResponse {
                         .push(topic_by_name(b, &name, auto_create, include_ops));
                 }
             }
-            // Kafka accepts topic ids in Metadata requests from v12 only.
-            None if v < 12 => {
-                let mut out = MetadataResponseTopic::default();
-                out.error_code = ResponseError::InvalidRequest.code();
-                out.name = Some(TopicName(sb("")));
-                out.topic_id = t.topic_id;
-                resp.topics.push(out);
-            }
             None => {
                 if !seen_ids.insert(t.topic_id) {
                     continue;
@@ -330,6 +331,29 @@ pub fn metadata(b: &Broker, r: MetadataRequest, v: i16) -> MetadataResponse {
             }
         }
     }
+    resp
+}
+
+/// The answer to a Metadata request before v12 that names a topic by id or leaves a name null
+/// (v10–11 carry both fields; ids are accepted from v12 only): Kafka's `handleTopicMetadataRequest`
+/// refuses the whole request with an `InvalidRequestException`, answered by
+/// `MetadataRequest.getErrorResponse` — every requested topic, in order, `INVALID_REQUEST` with
+/// its name ("" for a null one) and id and no partitions; no brokers, cluster id or controller.
+fn refused_before_v12(topics: &[MetadataRequestTopic]) -> MetadataResponse {
+    let mut resp = MetadataResponse::default();
+    resp.controller_id = BrokerId(-1);
+    resp.cluster_id = None;
+    resp.topics = topics
+        .iter()
+        .map(|t| {
+            let mut out = MetadataResponseTopic::default();
+            out.error_code = ResponseError::InvalidRequest.code();
+            out.name = Some(t.name.clone().unwrap_or_else(|| TopicName(sb(""))));
+            out.topic_id = t.topic_id;
+            out.is_internal = false;
+            out
+        })
+        .collect();
     resp
 }
 
@@ -400,7 +424,28 @@ fn describe_topic(b: &Broker, t: &TopicMeta, include_ops: bool) -> MetadataRespo
             part.partition_index = p;
             part.replica_nodes = vec![node];
             part.offline_replicas = vec![];
-            match b.partition(&t.name, p) {
+            let tp = TopicPartition {
+                topic: t.name.clone(),
+                partition: p,
+            };
+            let loaded = b.partition(&t.name, p);
+            if b.logs.lookup(&tp).is_err() {
+                // In a data directory that is offline (since its load, or since a storage
+                // failure): as Kafka's KRaft metadata cache answers once the controller has
+                // moved the leadership off a replica in an offline directory — no leader,
+                // LEADER_NOT_AVAILABLE, the replicas and ISR as they are (no broker is fenced,
+                // so v0's filtering keeps them) and this node among the offline replicas
+                // (`isReplicaInOfflineDir`). The leader epoch is the log's when it was loaded
+                // (not raised, so that the answer after a restart is not older than this
+                // one), else unknown.
+                part.error_code = ResponseError::LeaderNotAvailable.code();
+                part.leader_id = BrokerId(-1);
+                part.leader_epoch = loaded.map_or(-1, |h| b.leader_epoch(&h));
+                part.isr_nodes = vec![node];
+                part.offline_replicas = vec![node];
+                return part;
+            }
+            match loaded {
                 Some(h) => {
                     part.error_code = 0;
                     part.leader_id = node;

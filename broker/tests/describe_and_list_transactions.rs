@@ -4,28 +4,19 @@
 //! time and partitions by topic; an Empty one; unknown and empty ids; the list filtered by
 //! state (an unknown state name answered back), producer id and running time.
 
+mod common;
+
+use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
-use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{TopicId, TopicPartition};
-use mirrorlog_segment::io::PwriteStorage;
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
-
-struct NoGroups;
-
-impl TxnOffsetsSink for NoGroups {
-    fn partition_for(&self, _group_id: &str) -> i32 {
-        0
-    }
-    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
-}
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -108,14 +99,7 @@ fn list(
 #[test]
 fn describe_and_list_transactions_report_the_coordinators_state() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(T0);
-    let (logs, _) = LogManager::open(
-        LogManagerConfig::new(dir.path()),
-        Arc::new(PwriteStorage::new()),
-        clock.clone(),
-    )
-    .unwrap();
-    let logs = Arc::new(logs);
+    let (logs, clock) = manual_logs(dir.path(), T0);
     for (topic, n) in [("orders", 2), ("payments", 1)] {
         for partition in 0..n {
             let tp = TopicPartition {

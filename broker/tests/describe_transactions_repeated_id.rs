@@ -3,25 +3,16 @@
 //! id of a transaction over many partitions made a response many times its size. Each id is
 //! now answered once.
 
+mod common;
+
+use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
-use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{TopicId, TopicPartition};
-use mirrorlog_segment::io::PwriteStorage;
 use std::sync::Arc;
-
-struct NoGroups;
-
-impl TxnOffsetsSink for NoGroups {
-    fn partition_for(&self, _group_id: &str) -> i32 {
-        0
-    }
-    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
-}
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -30,14 +21,7 @@ fn s(v: &str) -> StrBytes {
 #[test]
 fn a_repeated_transactional_id_is_answered_once() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_700_000_000_000);
-    let (logs, _) = LogManager::open(
-        LogManagerConfig::new(dir.path()),
-        Arc::new(PwriteStorage::new()),
-        clock.clone(),
-    )
-    .unwrap();
-    let logs = Arc::new(logs);
+    let (logs, clock) = manual_logs(dir.path(), 1_700_000_000_000);
     for p in 0..4 {
         let tp = TopicPartition {
             topic: "orders".into(),

@@ -4,25 +4,16 @@
 //! (`filterStateNames.nonEmpty`): the unknown names are answered back and match nothing, so
 //! the list is empty.
 
+mod common;
+
+use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
-use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{TopicId, TopicPartition};
-use mirrorlog_segment::io::PwriteStorage;
 use std::sync::Arc;
-
-struct NoGroups;
-
-impl TxnOffsetsSink for NoGroups {
-    fn partition_for(&self, _group_id: &str) -> i32 {
-        0
-    }
-    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
-}
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -51,14 +42,7 @@ fn list(txn: &TxnCoordinator, states: &[&str]) -> (Vec<String>, Vec<String>) {
 #[test]
 fn only_unknown_state_filters_list_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_700_000_000_000);
-    let (logs, _) = LogManager::open(
-        LogManagerConfig::new(dir.path()),
-        Arc::new(PwriteStorage::new()),
-        clock.clone(),
-    )
-    .unwrap();
-    let logs = Arc::new(logs);
+    let (logs, clock) = manual_logs(dir.path(), 1_700_000_000_000);
     let tp = TopicPartition {
         topic: "orders".into(),
         partition: 0,

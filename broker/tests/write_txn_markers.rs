@@ -4,34 +4,25 @@
 //! older producer epoch is refused with the engine's epoch error, an unknown partition is
 //! UNKNOWN_TOPIC_OR_PARTITION, a mirror partition READ_ONLY_TOPIC (nothing written).
 
+mod common;
+
+use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
-use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{
     LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
 };
 use mirrorlog_segment::BatchBuilder;
-use mirrorlog_segment::io::PwriteStorage;
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
-
-struct NoGroups;
-
-impl TxnOffsetsSink for NoGroups {
-    fn partition_for(&self, _group_id: &str) -> i32 {
-        0
-    }
-    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
-}
 
 fn abort(txn: &TxnCoordinator, topic: &str, producer_id: i64, epoch: i16) -> i16 {
     let r = WriteTxnMarkersRequest::default().with_markers(vec![
@@ -55,14 +46,7 @@ fn abort(txn: &TxnCoordinator, topic: &str, producer_id: i64, epoch: i16) -> i16
 #[test]
 fn write_txn_markers_aborts_a_hanging_transaction() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(T0);
-    let (logs, _) = LogManager::open(
-        LogManagerConfig::new(dir.path()),
-        Arc::new(PwriteStorage::new()),
-        clock.clone(),
-    )
-    .unwrap();
-    let logs = Arc::new(logs);
+    let (logs, clock) = manual_logs(dir.path(), T0);
     let tp = TopicPartition {
         topic: "orders".into(),
         partition: 0,

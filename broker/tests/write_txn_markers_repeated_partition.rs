@@ -3,27 +3,18 @@
 //! append and sync that many control batches, and answered the partition as often. Kafka
 //! collects a marker's partitions into a map: each is written and answered once. Now so here.
 
+mod common;
+
+use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
-use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{Offset, TopicId, TopicPartition};
-use mirrorlog_segment::io::PwriteStorage;
 use std::sync::Arc;
-
-struct NoGroups;
-
-impl TxnOffsetsSink for NoGroups {
-    fn partition_for(&self, _group_id: &str) -> i32 {
-        0
-    }
-    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
-}
 
 fn topic(name: &str, partitions: Vec<i32>) -> WritableTxnMarkerTopic {
     WritableTxnMarkerTopic::default()
@@ -34,14 +25,7 @@ fn topic(name: &str, partitions: Vec<i32>) -> WritableTxnMarkerTopic {
 #[test]
 fn a_partition_named_twice_in_a_marker_gets_one_marker() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_700_000_000_000);
-    let (logs, _) = LogManager::open(
-        LogManagerConfig::new(dir.path()),
-        Arc::new(PwriteStorage::new()),
-        clock.clone(),
-    )
-    .unwrap();
-    let logs = Arc::new(logs);
+    let (logs, clock) = manual_logs(dir.path(), 1_700_000_000_000);
     let mut handles = vec![];
     for p in 0..2 {
         let tp = TopicPartition {

@@ -4,13 +4,16 @@
 //! Fetch and ListOffsets do, and the Admin client's `abortTransaction` reports the disk, not a
 //! missing topic.
 
+mod common;
+
+use common::txn::NoGroups;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
@@ -18,15 +21,6 @@ use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::path::Path;
 use std::sync::Arc;
-
-struct NoGroups;
-
-impl TxnOffsetsSink for NoGroups {
-    fn partition_for(&self, _group_id: &str) -> i32 {
-        0
-    }
-    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
-}
 
 fn open(dirs: &[&Path], sim: &SimStorage, clock: &Arc<ManualClock>) -> Arc<LogManager> {
     let mut config = LogManagerConfig::new(dirs[0]);

@@ -3,29 +3,20 @@
 //! the marker took an offset among the store's records and set a producer's state in it. It is
 //! now refused the same way and nothing is written.
 
+mod common;
+
+use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
-use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
-use mirrorlog_segment::io::PwriteStorage;
 use std::sync::Arc;
-
-struct NoGroups;
-
-impl TxnOffsetsSink for NoGroups {
-    fn partition_for(&self, _group_id: &str) -> i32 {
-        0
-    }
-    fn complete_txn(&self, _: i64, _: i16, _: bool, _: &[i32]) {}
-}
 
 fn abort(txn: &TxnCoordinator, topic: &str) -> i16 {
     let r = WriteTxnMarkersRequest::default().with_markers(vec![
@@ -49,14 +40,7 @@ fn abort(txn: &TxnCoordinator, topic: &str) -> i16 {
 #[test]
 fn a_marker_for_mirror_state_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(1_700_000_000_000);
-    let (logs, _) = LogManager::open(
-        LogManagerConfig::new(dir.path()),
-        Arc::new(PwriteStorage::new()),
-        clock.clone(),
-    )
-    .unwrap();
-    let logs = Arc::new(logs);
+    let (logs, clock) = manual_logs(dir.path(), 1_700_000_000_000);
     let tp = TopicPartition {
         topic: MIRROR_STATE_TOPIC.into(),
         partition: 0,

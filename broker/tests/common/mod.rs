@@ -5,6 +5,7 @@ pub mod internal_topics;
 pub mod long_poll;
 pub mod mirror;
 pub mod two_dir_broker;
+pub mod txn;
 
 /// Runs `f` with the process's open-file limit set so that only `spare` more descriptors can be
 /// opened, then restores the limit (the limit is process-wide: use it in a test binary of one

@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::two_dir_broker::{call, close, open, s};
+use common::two_dir_broker::{add_partition, call, close, open, s, state_tp};
 use kafka_protocol::ResponseError as E;
-use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::*;
 use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::txn::TxnConfig;
@@ -32,25 +31,6 @@ fn init(b: &Broker, txn_id: &str) -> (i64, i16) {
     (resp.producer_id.0, resp.producer_epoch)
 }
 
-fn add_partition(b: &Broker, txn_id: &str, pid: i64, epoch: i16, tp: &TopicPartition) {
-    let mut r = AddPartitionsToTxnRequest::default();
-    r.v3_and_below_transactional_id = TransactionalId(s(txn_id));
-    r.v3_and_below_producer_id = ProducerId(pid);
-    r.v3_and_below_producer_epoch = epoch;
-    let mut t = AddPartitionsToTxnTopic::default();
-    t.name = TopicName(s(&tp.topic));
-    t.partitions = vec![tp.partition];
-    r.v3_and_below_topics = vec![t];
-    let ResponseKind::AddPartitionsToTxn(resp) = call(b, ApiKey::AddPartitionsToTxn, 3, r.into())
-    else {
-        panic!("not an AddPartitionsToTxn response");
-    };
-    assert_eq!(
-        resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
-        0
-    );
-}
-
 /// DescribeTransactions v0 of one id: (error, state).
 fn describe(b: &Broker, txn_id: &str) -> (i16, String) {
     let r = DescribeTransactionsRequest::default()
@@ -62,13 +42,6 @@ fn describe(b: &Broker, txn_id: &str) -> (i16, String) {
     };
     let t = &resp.transaction_states[0];
     (t.error_code, t.transaction_state.to_string())
-}
-
-fn state_tp(p: i32) -> TopicPartition {
-    TopicPartition {
-        topic: "__transaction_state".into(),
-        partition: p,
-    }
 }
 
 #[test]
@@ -110,7 +83,7 @@ fn describe_transactions_of_an_id_in_an_offline_state_partition_is_not_coordinat
     // A transaction left open in the partition that goes offline, another in a healthy one.
     for id in [&off_id, &on_id] {
         let (pid, epoch) = init(&b, id);
-        add_partition(&b, id, pid, epoch, &t_good);
+        assert_eq!(add_partition(&b, id, pid, epoch, &t_good), 0);
         assert_eq!(describe(&b, id), (0, "Ongoing".to_string()));
     }
     close(b);

@@ -10,10 +10,8 @@
 
 mod common;
 
-use common::two_dir_broker::{call, close, init, open, s};
+use common::two_dir_broker::{add_partition, call, close, end_txn, find, init, open, s, state_tp};
 use kafka_protocol::ResponseError as E;
-use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use mirrorlog_broker::broker::Broker;
@@ -29,23 +27,6 @@ use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
 
-fn add_partition(b: &Broker, txn_id: &str, pid: i64, epoch: i16, tp: &TopicPartition) -> i16 {
-    let mut r = AddPartitionsToTxnRequest::default();
-    r.v3_and_below_transactional_id = TransactionalId(s(txn_id));
-    r.v3_and_below_producer_id = ProducerId(pid);
-    r.v3_and_below_producer_epoch = epoch;
-    r.v3_and_below_topics = vec![
-        AddPartitionsToTxnTopic::default()
-            .with_name(TopicName(s(&tp.topic)))
-            .with_partitions(vec![tp.partition]),
-    ];
-    let ResponseKind::AddPartitionsToTxn(resp) = call(b, ApiKey::AddPartitionsToTxn, 3, r.into())
-    else {
-        panic!("not an AddPartitionsToTxn response");
-    };
-    resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
-}
-
 fn add_offsets(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
     let mut r = AddOffsetsToTxnRequest::default();
     r.transactional_id = TransactionalId(s(txn_id));
@@ -56,49 +37,6 @@ fn add_offsets(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
         panic!("not an AddOffsetsToTxn response");
     };
     resp.error_code
-}
-
-fn end_txn(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
-    let mut r = EndTxnRequest::default();
-    r.transactional_id = TransactionalId(s(txn_id));
-    r.producer_id = ProducerId(pid);
-    r.producer_epoch = epoch;
-    r.committed = true;
-    let ResponseKind::EndTxn(resp) = call(b, ApiKey::EndTxn, 3, r.into()) else {
-        panic!("not an EndTxn response");
-    };
-    resp.error_code
-}
-
-/// FindCoordinator(TRANSACTION): v3 for one key, v4 for several; the error of each key.
-fn find(b: &Broker, keys: &[&str]) -> Vec<i16> {
-    find_of(b, 1, keys)
-}
-
-/// FindCoordinator of `key_type` (0 GROUP, 1 TRANSACTION), as [`find`].
-fn find_of(b: &Broker, key_type: i8, keys: &[&str]) -> Vec<i16> {
-    if let [key] = keys {
-        let mut r = FindCoordinatorRequest::default();
-        r.key = s(key);
-        r.key_type = key_type;
-        let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 3, r.into())
-        else {
-            panic!("not a FindCoordinator response");
-        };
-        if resp.error_code == 0 {
-            assert_eq!(resp.node_id.0, b.config.node_id, "this broker coordinates");
-        } else {
-            assert_eq!(resp.node_id.0, -1, "no coordinator");
-        }
-        return vec![resp.error_code];
-    }
-    let mut r = FindCoordinatorRequest::default();
-    r.key_type = key_type;
-    r.coordinator_keys = keys.iter().map(|k| s(k)).collect();
-    let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 4, r.into()) else {
-        panic!("not a FindCoordinator response");
-    };
-    resp.coordinators.iter().map(|c| c.error_code).collect()
 }
 
 /// A transactional Produce v9 of one batch of (`pid`, `epoch`) to `tp`: its error.
@@ -122,13 +60,6 @@ fn produce_txn(b: &Broker, txn_id: &str, pid: i64, epoch: i16, tp: &TopicPartiti
         panic!("not a Produce response");
     };
     resp.responses[0].partition_responses[0].error_code
-}
-
-fn state_tp(p: i32) -> TopicPartition {
-    TopicPartition {
-        topic: "__transaction_state".into(),
-        partition: p,
-    }
 }
 
 #[test]
@@ -187,11 +118,11 @@ fn a_transaction_state_partition_in_an_offline_dir_leaves_only_its_ids_unavailab
 
     // The unloaded partition's ids: no coordinator.
     assert_eq!(
-        find(&b, &[&off_id]),
+        find(&b, 1, &[&off_id]),
         vec![E::CoordinatorNotAvailable.code()]
     );
     assert_eq!(
-        find(&b, &[&off_id, &on_id]),
+        find(&b, 1, &[&off_id, &on_id]),
         vec![E::CoordinatorNotAvailable.code(), 0]
     );
     assert_eq!(init(&b, Some(&off_id)).0, E::NotCoordinator.code());
@@ -240,16 +171,16 @@ fn a_transaction_state_partition_in_an_offline_dir_leaves_only_its_ids_unavailab
     };
     let (off_group, on_group) = (group_in(&bad), group_in(&good));
     assert_eq!(
-        find_of(&b, 0, &[&off_group, &on_group]),
+        find(&b, 0, &[&off_group, &on_group]),
         vec![E::CoordinatorNotAvailable.code(), 0]
     );
     assert_eq!(
-        find_of(&b, 0, &[&off_group]),
+        find(&b, 0, &[&off_group]),
         vec![E::CoordinatorNotAvailable.code()]
     );
 
     // Everything else works.
-    assert_eq!(find(&b, &[&on_id]), vec![0]);
+    assert_eq!(find(&b, 1, &[&on_id]), vec![0]);
     let (err, idempotent_pid, epoch) = init(&b, None);
     assert_eq!((err, epoch), (0, 0));
     assert!(idempotent_pid > on_pid.max(off_pid), "a fresh producer id");
@@ -269,7 +200,7 @@ fn a_transaction_state_partition_in_an_offline_dir_leaves_only_its_ids_unavailab
     // transactional id, its open transaction fenced and aborted by the new incarnation.
     let b = open(d1.path(), d2.path(), &sim, &clock);
     assert!(b.logs.offline_dirs().is_empty());
-    assert_eq!(find(&b, &[&off_id]), vec![0]);
+    assert_eq!(find(&b, 1, &[&off_id]), vec![0]);
     let (err, pid, epoch) = init(&b, Some(&off_id));
     assert_eq!(err, 0);
     assert_eq!(

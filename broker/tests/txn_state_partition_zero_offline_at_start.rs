@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::two_dir_broker::{call, close, init, open, s};
+use common::two_dir_broker::{call, close, end_txn, find, init, open, s, state_tp};
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::*;
@@ -23,51 +23,6 @@ use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
-
-fn end_txn(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
-    let mut r = EndTxnRequest::default();
-    r.transactional_id = TransactionalId(s(txn_id));
-    r.producer_id = ProducerId(pid);
-    r.producer_epoch = epoch;
-    r.committed = true;
-    let ResponseKind::EndTxn(resp) = call(b, ApiKey::EndTxn, 3, r.into()) else {
-        panic!("not an EndTxn response");
-    };
-    resp.error_code
-}
-
-/// FindCoordinator(TRANSACTION): v3 for one key, v4 for several; the error of each key.
-fn find(b: &Broker, keys: &[&str]) -> Vec<i16> {
-    if let [key] = keys {
-        let mut r = FindCoordinatorRequest::default();
-        r.key = s(key);
-        r.key_type = 1;
-        let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 3, r.into())
-        else {
-            panic!("not a FindCoordinator response");
-        };
-        if resp.error_code == 0 {
-            assert_eq!(resp.node_id.0, b.config.node_id, "this broker coordinates");
-        } else {
-            assert_eq!(resp.node_id.0, -1, "no coordinator");
-        }
-        return vec![resp.error_code];
-    }
-    let mut r = FindCoordinatorRequest::default();
-    r.key_type = 1;
-    r.coordinator_keys = keys.iter().map(|k| s(k)).collect();
-    let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 4, r.into()) else {
-        panic!("not a FindCoordinator response");
-    };
-    resp.coordinators.iter().map(|c| c.error_code).collect()
-}
-
-fn state_tp(p: i32) -> TopicPartition {
-    TopicPartition {
-        topic: "__transaction_state".into(),
-        partition: p,
-    }
-}
 
 #[test]
 fn with_transaction_state_partition_zero_offline_the_broker_starts_without_transactions() {
@@ -105,7 +60,10 @@ fn with_transaction_state_partition_zero_offline_the_broker_starts_without_trans
     let end_before = b.logs.get(&on_tp).unwrap().read().log_end_offset();
 
     // Even an id whose own partition is online: its markers would need the coordinator epoch.
-    assert_eq!(find(&b, &[&on_id]), vec![E::CoordinatorNotAvailable.code()]);
+    assert_eq!(
+        find(&b, 1, &[&on_id]),
+        vec![E::CoordinatorNotAvailable.code()]
+    );
     assert_eq!(init(&b, Some(&on_id)).0, E::NotCoordinator.code());
     assert_eq!(
         end_txn(&b, &on_id, on_pid, on_epoch),

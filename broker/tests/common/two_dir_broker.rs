@@ -2,13 +2,17 @@
 //! tests put a coordinator's internal partition in a directory that goes offline at a restart.
 //! Requests go through the broker's dispatcher as a connection's would.
 
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_protocol::messages::{
-    ApiKey, InitProducerIdRequest, RequestHeader, RequestKind, ResponseKind, TransactionalId,
+    AddPartitionsToTxnRequest, ApiKey, EndTxnRequest, InitProducerIdRequest, ProducerId,
+    RequestHeader, RequestKind, ResponseKind, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::server::{Handler, RequestContext};
 use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_index::TopicPartition;
 use mirrorlog_segment::io::SimStorage;
 use std::path::Path;
 use std::sync::Arc;
@@ -66,4 +70,70 @@ pub fn init(b: &Broker, txn_id: Option<&str>) -> (i16, i64, i16) {
         panic!("not an InitProducerId response");
     };
     (resp.error_code, resp.producer_id.0, resp.producer_epoch)
+}
+
+/// Partition `p` of `__transaction_state`.
+pub fn state_tp(p: i32) -> TopicPartition {
+    TopicPartition {
+        topic: "__transaction_state".into(),
+        partition: p,
+    }
+}
+
+/// AddPartitionsToTxn v3 of `tp` to the transaction of (`pid`, `epoch`): the partition's error.
+pub fn add_partition(b: &Broker, txn_id: &str, pid: i64, epoch: i16, tp: &TopicPartition) -> i16 {
+    let mut r = AddPartitionsToTxnRequest::default();
+    r.v3_and_below_transactional_id = TransactionalId(s(txn_id));
+    r.v3_and_below_producer_id = ProducerId(pid);
+    r.v3_and_below_producer_epoch = epoch;
+    r.v3_and_below_topics = vec![
+        AddPartitionsToTxnTopic::default()
+            .with_name(TopicName(s(&tp.topic)))
+            .with_partitions(vec![tp.partition]),
+    ];
+    let ResponseKind::AddPartitionsToTxn(resp) = call(b, ApiKey::AddPartitionsToTxn, 3, r.into())
+    else {
+        panic!("not an AddPartitionsToTxn response");
+    };
+    resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+}
+
+/// EndTxn v3 committing the transaction of (`pid`, `epoch`): its error.
+pub fn end_txn(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
+    let mut r = EndTxnRequest::default();
+    r.transactional_id = TransactionalId(s(txn_id));
+    r.producer_id = ProducerId(pid);
+    r.producer_epoch = epoch;
+    r.committed = true;
+    let ResponseKind::EndTxn(resp) = call(b, ApiKey::EndTxn, 3, r.into()) else {
+        panic!("not an EndTxn response");
+    };
+    resp.error_code
+}
+
+/// FindCoordinator of `key_type` (0 GROUP, 1 TRANSACTION): v3 for one key (checking the node
+/// it names), v4 for several; the error of each key.
+pub fn find(b: &Broker, key_type: i8, keys: &[&str]) -> Vec<i16> {
+    if let [key] = keys {
+        let mut r = FindCoordinatorRequest::default();
+        r.key = s(key);
+        r.key_type = key_type;
+        let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 3, r.into())
+        else {
+            panic!("not a FindCoordinator response");
+        };
+        if resp.error_code == 0 {
+            assert_eq!(resp.node_id.0, b.config.node_id, "this broker coordinates");
+        } else {
+            assert_eq!(resp.node_id.0, -1, "no coordinator");
+        }
+        return vec![resp.error_code];
+    }
+    let mut r = FindCoordinatorRequest::default();
+    r.key_type = key_type;
+    r.coordinator_keys = keys.iter().map(|k| s(k)).collect();
+    let ResponseKind::FindCoordinator(resp) = call(b, ApiKey::FindCoordinator, 4, r.into()) else {
+        panic!("not a FindCoordinator response");
+    };
+    resp.coordinators.iter().map(|c| c.error_code).collect()
 }

@@ -6,13 +6,8 @@
 
 mod common;
 
-use common::txn::{NoGroups, manual_logs};
+use common::txn::{NoGroups, abort_marker, manual_logs};
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::write_txn_markers_request::{
-    WritableTxnMarker, WritableTxnMarkerTopic,
-};
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::LeaderOrigin;
@@ -23,25 +18,6 @@ use mirrorlog_segment::BatchBuilder;
 use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
-
-fn abort(txn: &TxnCoordinator, topic: &str, producer_id: i64, epoch: i16) -> i16 {
-    let r = WriteTxnMarkersRequest::default().with_markers(vec![
-        WritableTxnMarker::default()
-            .with_producer_id(producer_id.into())
-            .with_producer_epoch(epoch)
-            .with_transaction_result(false)
-            .with_coordinator_epoch(0)
-            .with_topics(vec![
-                WritableTxnMarkerTopic::default()
-                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-                    .with_partition_indexes(vec![0]),
-            ]),
-    ]);
-    match txn.handle(1, RequestKind::WriteTxnMarkers(r)) {
-        ResponseKind::WriteTxnMarkers(x) => x.markers[0].topics[0].partitions[0].error_code,
-        other => panic!("{other:?}"),
-    }
-}
 
 #[test]
 fn write_txn_markers_aborts_a_hanging_transaction() {
@@ -87,19 +63,19 @@ fn write_txn_markers_aborts_a_hanging_transaction() {
     let txn = TxnCoordinator::open(logs, Arc::new(NoGroups), clock, TxnConfig::default()).unwrap();
 
     assert_eq!(
-        abort(&txn, "orders", 42, 2),
+        abort_marker(&txn, "orders", 42, 2),
         ResponseError::InvalidProducerEpoch.code(),
         "an older epoch cannot end the transaction"
     );
     assert_eq!(h.read().last_stable_offset(), Offset(0));
-    assert_eq!(abort(&txn, "orders", 42, 3), 0);
+    assert_eq!(abort_marker(&txn, "orders", 42, 3), 0);
     assert_eq!(
         (h.read().last_stable_offset(), h.read().log_end_offset()),
         (Offset(3), Offset(3)),
         "the ABORT marker at offset 2 ends the transaction"
     );
     assert_eq!(
-        abort(&txn, "nope", 42, 3),
+        abort_marker(&txn, "nope", 42, 3),
         ResponseError::UnknownTopicOrPartition.code()
     );
 
@@ -108,7 +84,7 @@ fn write_txn_markers_aborts_a_hanging_transaction() {
     // transactions itself, with the source's markers or its stop's ABORTs).
     let end = m.read().log_end_offset();
     assert_eq!(
-        abort(&txn, "mirrored", 42, 3),
+        abort_marker(&txn, "mirrored", 42, 3),
         mirrorlog_broker::errors::READ_ONLY_TOPIC
     );
     assert_eq!(m.read().log_end_offset(), end, "nothing written");

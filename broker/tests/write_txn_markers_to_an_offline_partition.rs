@@ -6,13 +6,8 @@
 
 mod common;
 
-use common::txn::NoGroups;
+use common::txn::{NoGroups, abort_marker};
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::write_txn_markers_request::{
-    WritableTxnMarker, WritableTxnMarkerTopic,
-};
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
@@ -36,25 +31,6 @@ fn close(logs: Arc<LogManager>) {
         .unwrap()
         .shutdown()
         .unwrap();
-}
-
-fn abort(txn: &TxnCoordinator, topic: &str) -> i16 {
-    let r = WriteTxnMarkersRequest::default().with_markers(vec![
-        WritableTxnMarker::default()
-            .with_producer_id(42.into())
-            .with_producer_epoch(0)
-            .with_transaction_result(false)
-            .with_coordinator_epoch(0)
-            .with_topics(vec![
-                WritableTxnMarkerTopic::default()
-                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-                    .with_partition_indexes(vec![0]),
-            ]),
-    ]);
-    match txn.handle(1, RequestKind::WriteTxnMarkers(r)) {
-        ResponseKind::WriteTxnMarkers(x) => x.markers[0].topics[0].partitions[0].error_code,
-        other => panic!("{other:?}"),
-    }
 }
 
 #[test]
@@ -93,11 +69,11 @@ fn a_marker_for_a_partition_of_an_offline_dir_is_a_storage_error() {
     assert!(logs.get(&tp).is_none(), "its load failed");
     let txn = TxnCoordinator::open(logs, Arc::new(NoGroups), clock, TxnConfig::default()).unwrap();
     assert_eq!(
-        abort(&txn, "orders"),
+        abort_marker(&txn, "orders", 42, 0),
         ResponseError::KafkaStorageError.code()
     );
     assert_eq!(
-        abort(&txn, "nope"),
+        abort_marker(&txn, "nope", 42, 0),
         ResponseError::UnknownTopicOrPartition.code(),
         "a partition no directory holds is still unknown"
     );

@@ -5,37 +5,13 @@
 
 mod common;
 
-use common::txn::{NoGroups, manual_logs};
+use common::txn::{NoGroups, abort_marker, manual_logs};
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::write_txn_markers_request::{
-    WritableTxnMarker, WritableTxnMarkerTopic,
-};
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
 use std::sync::Arc;
-
-fn abort(txn: &TxnCoordinator, topic: &str) -> i16 {
-    let r = WriteTxnMarkersRequest::default().with_markers(vec![
-        WritableTxnMarker::default()
-            .with_producer_id(42.into())
-            .with_producer_epoch(0)
-            .with_transaction_result(false)
-            .with_coordinator_epoch(0)
-            .with_topics(vec![
-                WritableTxnMarkerTopic::default()
-                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-                    .with_partition_indexes(vec![0]),
-            ]),
-    ]);
-    match txn.handle(1, RequestKind::WriteTxnMarkers(r)) {
-        ResponseKind::WriteTxnMarkers(x) => x.markers[0].topics[0].partitions[0].error_code,
-        other => panic!("{other:?}"),
-    }
-}
 
 #[test]
 fn a_marker_for_mirror_state_is_refused() {
@@ -52,7 +28,7 @@ fn a_marker_for_mirror_state_is_refused() {
 
     let end = h.read().log_end_offset();
     assert_eq!(
-        abort(&txn, MIRROR_STATE_TOPIC),
+        abort_marker(&txn, MIRROR_STATE_TOPIC, 42, 0),
         ResponseError::InvalidTopicException.code()
     );
     assert_eq!(h.read().log_end_offset(), end, "nothing written");

@@ -1,7 +1,12 @@
 //! A transaction coordinator on its own: a log manager on the pwrite backend and a manual clock,
 //! and no group coordinator behind it.
 
-use mirrorlog_broker::txn::TxnOffsetsSink;
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::{RequestKind, ResponseKind, TopicName, WriteTxnMarkersRequest};
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::txn::{TxnCoordinator, TxnOffsetsSink};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_segment::io::PwriteStorage;
@@ -28,4 +33,25 @@ pub fn manual_logs(dir: &Path, now_ms: i64) -> (Arc<LogManager>, Arc<ManualClock
     )
     .unwrap();
     (Arc::new(logs), clock)
+}
+
+/// WriteTxnMarkers v1 of one ABORT marker for (`producer_id`, `epoch`), coordinator epoch 0, to
+/// partition 0 of `topic`: the partition's error.
+pub fn abort_marker(txn: &TxnCoordinator, topic: &str, producer_id: i64, epoch: i16) -> i16 {
+    let r = WriteTxnMarkersRequest::default().with_markers(vec![
+        WritableTxnMarker::default()
+            .with_producer_id(producer_id.into())
+            .with_producer_epoch(epoch)
+            .with_transaction_result(false)
+            .with_coordinator_epoch(0)
+            .with_topics(vec![
+                WritableTxnMarkerTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_partition_indexes(vec![0]),
+            ]),
+    ]);
+    match txn.handle(1, RequestKind::WriteTxnMarkers(r)) {
+        ResponseKind::WriteTxnMarkers(x) => x.markers[0].topics[0].partitions[0].error_code,
+        other => panic!("{other:?}"),
+    }
 }

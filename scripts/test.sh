@@ -5,6 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The build of every test binary needs about 8 GB under target/ (Cargo.toml keeps debug info to
+# line tables for that reason). Say how much room there is first: a linker that runs out of disk
+# dies with a bus error, which reads like a toolchain bug.
+free_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
+echo "disk: $((free_kb / 1024 / 1024)) GiB free for target/ (the test build needs about 8 GiB)"
+if [ "$free_kb" -lt $((10 * 1024 * 1024)) ]; then
+  echo "warning: less than 10 GiB free; the build may fail with a linker bus error" >&2
+fi
+
 # 1. The Kafka oracle: regenerate the segment written by Apache Kafka's own client library and
 #    check it is byte-identical to the golden copy the Rust tests read; the fresh copy is then
 #    checked by tests/dump_kafka_java.rs as well.

@@ -13,7 +13,7 @@ fn validate(c: &mut Criterion) {
     let mut g = c.benchmark_group("batch_16k");
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("raw_crc32c", |b| {
-        b.iter(|| crc32c::crc32c(black_box(&bytes[21..])))
+        b.iter(|| mirrorlog_index::crc32c(black_box(&bytes[21..])))
     });
     g.bench_function("validate", |b| {
         b.iter(|| black_box(&batch).validate().unwrap())

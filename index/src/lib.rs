@@ -28,6 +28,7 @@
 //! leaves the old or the new file.
 
 pub mod checkpoint;
+pub mod crc;
 pub mod error;
 pub mod files;
 pub mod mmap_index;
@@ -42,6 +43,7 @@ pub use checkpoint::{
     CheckpointEntry, CheckpointFile, EpochEntry, LeaderEpochCheckpoint, OffsetCheckpoint,
     PartitionOffset, TopicPartition,
 };
+pub use crc::{crc32c, crc32c_append};
 pub use error::{Error, Result};
 pub use files::{filename_prefix_from_offset, offset_from_file_name, segment_file};
 pub use mmap_index::{IndexEntry, MmapIndex};

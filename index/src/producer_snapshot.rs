@@ -117,7 +117,7 @@ pub fn encode_producer_snapshot(entries: &[ProducerSnapshotEntry]) -> Vec<u8> {
     for entry in entries {
         entry.encode(&mut out);
     }
-    let crc = crc32c::crc32c(&out[CRC_COVERAGE_START..]);
+    let crc = crate::crc::crc32c(&out[CRC_COVERAGE_START..]);
     out[CRC_POSITION..CRC_COVERAGE_START].copy_from_slice(&crc.to_be_bytes());
     out
 }
@@ -149,7 +149,7 @@ pub fn decode_producer_snapshot(path: &Path, bytes: &[u8]) -> Result<Vec<Produce
             .try_into()
             .expect("4 bytes"),
     );
-    let computed = crc32c::crc32c(&bytes[CRC_COVERAGE_START..]);
+    let computed = crate::crc::crc32c(&bytes[CRC_COVERAGE_START..]);
     if stored != computed {
         return Err(Error::corrupt(
             path,
@@ -296,7 +296,7 @@ mod tests {
         );
         let mut bytes = encode_producer_snapshot(&[foo_0_entry()]);
         bytes[48..56].copy_from_slice(&(-5i64).to_be_bytes());
-        let crc = crc32c::crc32c(&bytes[6..]);
+        let crc = crate::crc::crc32c(&bytes[6..]);
         bytes[2..6].copy_from_slice(&crc.to_be_bytes());
         let decoded = decode_producer_snapshot(Path::new("s"), &bytes).unwrap();
         assert_eq!(decoded[0].current_txn_first_offset, None);
@@ -332,7 +332,7 @@ mod tests {
         for count in [0i32, 2, -1, i32::MAX] {
             let mut bytes = KAFKA_FOO_0_SNAPSHOT.to_vec();
             bytes[6..10].copy_from_slice(&count.to_be_bytes());
-            let crc = crc32c::crc32c(&bytes[6..]);
+            let crc = crate::crc::crc32c(&bytes[6..]);
             bytes[2..6].copy_from_slice(&crc.to_be_bytes());
             let err = decode_producer_snapshot(Path::new("s"), &bytes).unwrap_err();
             assert!(

@@ -1,5 +1,7 @@
 //! `batch-validate`: `RecordBatch::validate()` on 16 KiB batches beside a raw CRC32C pass over
 //! the same bytes. Target ratio ≥ 0.9: the header checks must be negligible next to the CRC.
+//! Both sides use the workspace's one CRC-32C (`mirrorlog_index::crc`); `"crc32c_kernel"` names
+//! the kernel it picked on this CPU.
 
 use crate::fixtures::batch_16k;
 use crate::harness::{Opts, Report, alternate, time};
@@ -24,7 +26,7 @@ pub fn run(opts: Opts) -> Vec<Report> {
         || {
             time(|| {
                 for _ in 0..iters {
-                    black_box(crc32c::crc32c(black_box(&bytes[21..])));
+                    black_box(mirrorlog_index::crc32c(black_box(&bytes[21..])));
                 }
             })
         },
@@ -36,6 +38,10 @@ pub fn run(opts: Opts) -> Vec<Report> {
         bytes: bytes.len() as u64 * iters,
         ours,
         base,
-        extra: vec![],
+        // Which CRC-32C kernel both sides ran (`mirrorlog_index::crc`): it differs by CPU.
+        extra: vec![(
+            "crc32c_kernel",
+            serde_json::json!(mirrorlog_index::crc::kernel()),
+        )],
     }]
 }

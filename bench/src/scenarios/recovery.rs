@@ -160,7 +160,7 @@ fn raw_read_crc32c(paths: &[PathBuf]) -> Duration {
             if n == 0 {
                 break;
             }
-            crc = crc32c::crc32c_append(crc, &buf[..n]);
+            crc = mirrorlog_index::crc32c_append(crc, &buf[..n]);
             pos += n as u64;
         }
     }

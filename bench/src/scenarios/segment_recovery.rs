@@ -109,7 +109,7 @@ fn raw_read_crc32c(path: &Path) -> Duration {
         if n == 0 {
             break;
         }
-        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        crc = mirrorlog_index::crc32c_append(crc, &buf[..n]);
         pos += n as u64;
     }
     black_box(crc);

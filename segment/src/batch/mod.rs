@@ -118,7 +118,7 @@ pub(crate) fn be_i64(b: &[u8], at: usize) -> i64 {
 /// The CRC32C Kafka stores in a batch: over attributes..end.
 #[inline]
 pub fn compute_crc(batch: &[u8]) -> u32 {
-    crc32c::crc32c(&batch[field::ATTRIBUTES..])
+    mirrorlog_index::crc32c(&batch[field::ATTRIBUTES..])
 }
 
 /// A zero-copy view of one RecordBatch v2.

@@ -946,6 +946,19 @@ impl MirrorManager {
         &self.config
     }
 
+    /// Whether topic config `key` of this mirror's topics is the source's: the config sync
+    /// copies it (when the source sets it) or resets it to the destination's default (when the
+    /// source does not), so a local value would not last. The keys matching
+    /// `mirror.topic.properties.exclude` are the destination's own.
+    pub fn copies_topic_config(&self, key: &str) -> bool {
+        !self
+            .filters
+            .lock()
+            .properties_exclude_re
+            .iter()
+            .any(|r| r.is_match(key))
+    }
+
     /// The current `mirror.topics.include` and `mirror.topics.exclude` (they grow with
     /// [`add_patterns`](Self::add_patterns)).
     pub fn patterns(&self) -> (Vec<String>, Vec<String>) {

@@ -27,6 +27,12 @@
 //! - There is no authorizer: authorized-operation bit fields, when asked for, hold every
 //!   operation the resource type supports, as Kafka answers without an authorizer.
 //! - A topic holds at most [`MAX_PARTITIONS_PER_TOPIC`] partitions.
+//! - On a mirror topic, a change to a key its cluster mirror copies from the source (every key
+//!   but those in `mirror.topic.properties.exclude`) is refused with `INVALID_CONFIG`, by
+//!   IncrementalAlterConfigs and AlterConfigs alike, and AlterConfigs keeps the copied keys it
+//!   leaves out. KIP-1279's prototype accepts the change and its next sync, which compares the
+//!   source's values with the destination's at every refresh, overwrites it; the sync here
+//!   writes only when the source's configs changed, so an accepted change would last until then.
 
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
@@ -1256,7 +1262,8 @@ fn config_result(
 /// IncrementalAlterConfigs v0–1: TOPIC resources only. SET a topic config, DELETE it (back to the
 /// broker default), APPEND/SUBTRACT list items (`cleanup.policy` is the only list); the result
 /// is validated as a whole and, unless `validate_only`, stored for every partition. BROKER
-/// resources are refused: this broker has no dynamic broker configs.
+/// resources are refused: this broker has no dynamic broker configs. On a mirror topic the keys
+/// its cluster mirror copies cannot change (`INVALID_CONFIG`, see `mirrored_keys`).
 pub fn incremental_alter_configs(
     b: &Broker,
     r: IncrementalAlterConfigsRequest,
@@ -1286,7 +1293,9 @@ pub fn incremental_alter_configs(
 /// goes back to the broker default, as Kafka's controller does for this request
 /// (`legacyAlterConfigResource`). A null value is INVALID_REQUEST, a key named twice too; BROKER
 /// resources are refused. Clients without IncrementalAlterConfigs (kafkajs 2.2, aiokafka 0.14)
-/// alter topic configs only through this request.
+/// alter topic configs only through this request. On a mirror topic the keys its cluster mirror
+/// copies are not the client's: left out they are kept, named they must keep their value
+/// (else `INVALID_CONFIG`, as IncrementalAlterConfigs; see `mirrored_keys`).
 pub fn alter_configs(b: &Broker, r: AlterConfigsRequest, _v: i16) -> AlterConfigsResponse {
     use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse as Out;
     use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
@@ -1387,6 +1396,10 @@ fn alter_one(
             format!("The configs of {name} are managed by mirrorlog and cannot be altered."),
         ));
     }
+    // A mirror topic's keys that its cluster mirror copies from the source (decided before the
+    // lock: the claims and the mirror's filters are never taken under it; a start racing this
+    // request copies the source's configs after it, a stop makes the keys local a moment late).
+    let mirrored = mirrored_keys(b, &name);
     let _serialised = b.topics.config_change_lock();
     let meta = b.topics.get(&name).ok_or_else(unknown)?;
     let current = topic_config(b, &meta).ok_or_else(unknown)?;
@@ -1401,8 +1414,11 @@ fn alter_one(
     // Deleted keys go back to the broker default and stop being topic overrides.
     let mut deleted: Vec<String> = vec![];
     if replace {
+        // The copied keys of a mirror topic are kept: left out, they are not the client's to
+        // reset (kafkajs and aiokafka can only send the whole set).
         for key in &current.overrides {
             if !keys.contains(key)
+                && !mirrored.as_ref().is_some_and(|(_, m)| m.contains(key))
                 && let Some(d) = defaults.get(key)
             {
                 deleted.push(key.to_string());
@@ -1474,6 +1490,38 @@ fn alter_one(
     }
     let mut new = apply_topic_configs(&current, &pairs)?;
     new.overrides.retain(|k| !deleted.iter().any(|d| d == k));
+    if let Some((owner, copied)) = &mirrored {
+        let after: BTreeMap<&str, String> = new.to_kafka_pairs().into_iter().collect();
+        let changed: Vec<&str> = copied
+            .iter()
+            .copied()
+            .filter(|k| now.get(k) != after.get(k))
+            .collect();
+        if !changed.is_empty() {
+            return Err(error(
+                ResponseError::InvalidConfig,
+                format!(
+                    "{} of mirror topic {name} cannot be altered: cluster mirror {owner} copies \
+                     {it} from the source topic. Change {it} on the source, or stop the mirror \
+                     topic first (only the keys in mirror.topic.properties.exclude are the \
+                     destination's own).",
+                    changed.join(", "),
+                    it = if changed.len() == 1 { "it" } else { "them" },
+                ),
+            ));
+        }
+        // Naming a copied key with its value (or deleting one whose value is the default)
+        // changes nothing: whether it is a topic override stays the mirror's decision.
+        new.overrides
+            .retain(|k| !copied.contains(k) || current.overrides.contains(k));
+        new.overrides.extend(
+            current
+                .overrides
+                .iter()
+                .copied()
+                .filter(|k| copied.contains(k)),
+        );
+    }
     if is_internal(&name) && (new.retention_ms >= 0 || new.retention_bytes >= 0) {
         // Kafka keeps these topics compacted, so their retention settings never delete live
         // state; mirrorlog has no compaction and their owners reload state from every record.
@@ -1502,6 +1550,25 @@ fn alter_one(
     }
     tracing::info!(topic = name, "altered topic configs");
     Ok(())
+}
+
+/// For a mirror topic (one a cluster mirror owns: not STOPPED), the mirror's name and the topic
+/// keys it copies from the source — every supported key but those matching its
+/// `mirror.topic.properties.exclude`. Its config sync owns them: it sets them to the source's
+/// values, resets the ones the source stops setting (after a restart, every one the source does
+/// not set), and writes only when the source's configs changed — so a local change to one would
+/// last until then and be lost after, and clients may change only the other keys (KIP-1279
+/// §12: only the excluded keys are not copied). After a stop (failover) every key is the
+/// topic's own again. `None` for any other topic.
+fn mirrored_keys(b: &Broker, topic: &str) -> Option<(String, HashSet<&'static str>)> {
+    let owner = b.mirrors.topic_owner(topic)?;
+    let mirror = b.mirrors.get(&owner)?;
+    let copied = LogConfig::SUPPORTED_TOPIC_KEYS
+        .iter()
+        .copied()
+        .filter(|k| mirror.copies_topic_config(k))
+        .collect();
+    Some((owner, copied))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,10 +17,20 @@ use std::sync::Arc;
 /// A source broker (node 1) holding topic `orders` with one partition, and a destination
 /// (node 2) with one durable cluster mirror of it per name in `mirrors`.
 pub fn source_and_destination(dir: &Path, mirrors: &[&str]) -> (RunningBroker, RunningBroker) {
+    source_and_destination_with(dir, mirrors, &[])
+}
+
+/// [`source_and_destination`] with `orders` created on the source with topic configs
+/// `configs`.
+pub fn source_and_destination_with(
+    dir: &Path,
+    mirrors: &[&str],
+    configs: &[(&str, &str)],
+) -> (RunningBroker, RunningBroker) {
     let src = RunningBroker::start_local(&dir.join("src"), 1).unwrap();
     Client::connect(&src.addr.to_string())
         .unwrap()
-        .create_topic("orders", 1, &[])
+        .create_topic("orders", 1, configs)
         .unwrap();
     let dst = RunningBroker::start_local(&dir.join("dst"), 2).unwrap();
     let b = dst.broker.clone();

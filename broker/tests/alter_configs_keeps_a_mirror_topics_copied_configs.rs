@@ -9,8 +9,8 @@
 //! source's. A change to one is refused with INVALID_CONFIG (validate_only too), the whole
 //! resource with it; naming one with its current value changes nothing; AlterConfigs keeps the
 //! copied keys it leaves out. The excluded keys are the destination's own: clients set them,
-//! AlterConfigs replaces them, and the config sync never touches them. After a stop (failover)
-//! every key is the topic's own again.
+//! AlterConfigs replaces them, and the config sync never touches them, a restart's first sync
+//! included. After a stop (failover) every key is the topic's own again.
 
 mod common;
 
@@ -21,6 +21,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::handlers::admin::{self, *};
+use mirrorlog_broker::running::RunningBroker;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -239,6 +240,23 @@ fn the_config_sync_keeps_local_keys_and_a_stop_makes_every_key_local() {
     assert_eq!(
         describe(&b, "message.timestamp.type"),
         copied("LogAppendTime")
+    );
+
+    // A restart: the first sync resets every copied key the source no longer sets, never the
+    // local one, and the rule holds again at once.
+    drop(b);
+    dst.shutdown().unwrap();
+    let dst = RunningBroker::start_local(&dir.path().join("dst"), 2).unwrap();
+    let b = dst.broker.clone();
+    b.mirrors.get("east").unwrap().sync().unwrap();
+    assert_eq!(describe(&b, "retention.ms"), copied("172800000"));
+    assert_eq!(
+        describe(&b, "message.timestamp.type"),
+        copied("LogAppendTime")
+    );
+    assert_eq!(
+        incremental(&b, "retention.ms", OP_SET, Some(DAY)),
+        ResponseError::InvalidConfig.code()
     );
 
     // Failed over: the topic is the destination's, every key with it.

@@ -243,6 +243,10 @@ fn name_of(s: &StrBytes) -> String {
     s.as_str().to_string()
 }
 
+/// Kafka's KRaft metadata log (`Topic.CLUSTER_METADATA_TOPIC_NAME`): not a topic a client may
+/// create.
+const KAFKA_METADATA_TOPIC: &str = "__cluster_metadata";
+
 fn is_internal(name: &str) -> bool {
     INTERNAL_TOPICS.contains(&name)
 }
@@ -563,6 +567,14 @@ fn create_one(
     validate_only: bool,
 ) -> Result<(Uuid, i32, LogConfig), TopicError> {
     validate_topic_name(name)?;
+    if name == KAFKA_METADATA_TOPIC {
+        // Kafka's controller (`ControllerApis.createTopics`) refuses it before anything else is
+        // looked at, validate_only or not; the engine would refuse its directory anyway.
+        return Err(error(
+            ResponseError::InvalidRequest,
+            format!("Creation of internal topic {KAFKA_METADATA_TOPIC} is prohibited."),
+        ));
+    }
     if is_internal(name) {
         // Created by their owners only (a `__mirror_state` made by a client would carry another
         // topic id and partition count, and no mirror could start on this broker).

@@ -1260,13 +1260,40 @@ impl GroupCoordinator {
         DeleteGroupsResponse::default().with_results(results)
     }
 
+    /// OffsetDelete, as Kafka's `KafkaApis.handleOffsetDeleteRequest`: a partition the broker
+    /// does not have (an unknown topic, or an index beyond its partitions) is answered
+    /// UNKNOWN_TOPIC_OR_PARTITION and not handed to the group, whose offsets for it stay; the
+    /// rest go to the group (`Env::delete_offsets`), whose
+    /// error (no such group, a non-empty one) answers the whole request.
     fn offset_delete(&self, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
         let group_id = r.group_id.0.to_string();
-        let topics: Vec<(String, Vec<i32>)> = r
+        // Each asked partition with whether the broker has it. Kafka asks its metadata, which
+        // still lists a partition in an offline directory: only a partition no data directory
+        // holds is unknown.
+        let asked: Vec<Vec<(i32, bool)>> = r
             .topics
             .iter()
             .map(|t| {
-                let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
+                let mut tp = TopicPartition {
+                    topic: t.name.0.to_string(),
+                    partition: 0,
+                };
+                t.partitions
+                    .iter()
+                    .map(|p| {
+                        tp.partition = p.partition_index;
+                        let known = !matches!(self.logs.lookup(&tp), Ok(None));
+                        (p.partition_index, known)
+                    })
+                    .collect()
+            })
+            .collect();
+        let topics: Vec<(String, Vec<i32>)> = r
+            .topics
+            .iter()
+            .zip(&asked)
+            .map(|(t, parts)| {
+                let partitions = parts.iter().filter(|p| p.1).map(|p| p.0).collect();
                 (t.name.0.to_string(), partitions)
             })
             .collect();
@@ -1283,22 +1310,30 @@ impl GroupCoordinator {
             })
         };
         match result {
-            Ok(topics) => OffsetDeleteResponse::default().with_topics(
-                topics
+            // The group's answer per topic entry, its codes in the order of the entry's known
+            // partitions: merged back into the request's order.
+            Ok(answered) => OffsetDeleteResponse::default().with_topics(
+                answered
                     .into_iter()
-                    .map(|(name, partitions)| {
+                    .zip(asked)
+                    .map(|((name, codes), parts)| {
+                        let mut codes = codes.into_iter();
+                        let partitions = parts
+                            .into_iter()
+                            .map(|(p, known)| {
+                                let code = if known {
+                                    codes.next().map_or(0, |(_, code)| code)
+                                } else {
+                                    E::UnknownTopicOrPartition.code()
+                                };
+                                OffsetDeleteResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_error_code(code)
+                            })
+                            .collect();
                         OffsetDeleteResponseTopic::default()
                             .with_name(TopicName(StrBytes::from_string(name)))
-                            .with_partitions(
-                                partitions
-                                    .into_iter()
-                                    .map(|(p, code)| {
-                                        OffsetDeleteResponsePartition::default()
-                                            .with_partition_index(p)
-                                            .with_error_code(code)
-                                    })
-                                    .collect(),
-                            )
+                            .with_partitions(partitions)
                     })
                     .collect(),
             ),

@@ -1,0 +1,141 @@
+//! Offset requests on a group coordinator over a real engine, answered by its own handler:
+//! the OffsetDelete tests share them.
+
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_delete_request::{
+    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+};
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::group::GroupCoordinator;
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_index::{TopicId, TopicPartition};
+use mirrorlog_segment::io::default_storage;
+use std::path::Path;
+use std::sync::Arc;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// A log manager on `dir` holding `topics` (name, partition count, topic id byte).
+pub fn logs_with(
+    dir: &Path,
+    clock: Arc<ManualClock>,
+    topics: &[(&str, i32, u8)],
+) -> Arc<LogManager> {
+    let (logs, _) = LogManager::open(LogManagerConfig::new(dir), default_storage(), clock).unwrap();
+    for &(topic, n, id) in topics {
+        for partition in 0..n {
+            let tp = TopicPartition {
+                topic: topic.into(),
+                partition,
+            };
+            logs.create(&tp, TopicId([id; 16]), LogConfig::default())
+                .unwrap();
+        }
+    }
+    Arc::new(logs)
+}
+
+/// An admin-style commit (generation −1, no member), as `alterConsumerGroupOffsets` sends.
+pub fn commit(c: &GroupCoordinator, group: &str, offsets: &[(&str, i32, i64)]) {
+    let topics = offsets
+        .iter()
+        .map(|(t, p, o)| {
+            OffsetCommitRequestTopic::default()
+                .with_name(TopicName(s(t)))
+                .with_partitions(vec![
+                    OffsetCommitRequestPartition::default()
+                        .with_partition_index(*p)
+                        .with_committed_offset(*o),
+                ])
+        })
+        .collect();
+    let req = OffsetCommitRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(topics);
+    match c.handle(9, RequestKind::OffsetCommit(req)) {
+        ResponseKind::OffsetCommit(r) => {
+            for t in &r.topics {
+                for p in &t.partitions {
+                    assert_eq!(p.error_code, 0, "{r:?}");
+                }
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The group's committed offsets of `parts` (−1: none).
+pub fn fetch(c: &GroupCoordinator, group: &str, parts: &[(&str, i32)]) -> Vec<i64> {
+    let topics = parts
+        .iter()
+        .map(|(t, p)| {
+            OffsetFetchRequestTopics::default()
+                .with_name(TopicName(s(t)))
+                .with_partition_indexes(vec![*p])
+        })
+        .collect();
+    let req = OffsetFetchRequest::default().with_groups(vec![
+        OffsetFetchRequestGroup::default()
+            .with_group_id(GroupId(s(group)))
+            .with_topics(Some(topics)),
+    ]);
+    match c.handle(8, RequestKind::OffsetFetch(req)) {
+        ResponseKind::OffsetFetch(r) => r.groups[0]
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.committed_offset))
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// OffsetDelete: (top-level error, [(topic, partition, error)]).
+pub fn delete(
+    c: &GroupCoordinator,
+    group: &str,
+    topics: &[(&str, &[i32])],
+) -> (i16, Vec<(String, i32, i16)>) {
+    let req = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_topics(
+            topics
+                .iter()
+                .map(|(t, ps)| {
+                    OffsetDeleteRequestTopic::default()
+                        .with_name(TopicName(s(t)))
+                        .with_partitions(
+                            ps.iter()
+                                .map(|p| {
+                                    OffsetDeleteRequestPartition::default().with_partition_index(*p)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
+    match c.handle(0, RequestKind::OffsetDelete(req)) {
+        ResponseKind::OffsetDelete(r) => (
+            r.error_code,
+            r.topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions
+                        .iter()
+                        .map(|p| (t.name.0.to_string(), p.partition_index, p.error_code))
+                })
+                .collect(),
+        ),
+        other => panic!("{other:?}"),
+    }
+}

@@ -55,7 +55,10 @@
 //! in it then refuses appends with [`EngineError::LogDirOffline`] (`KAFKA_STORAGE_ERROR`), the
 //! manager stops writing checkpoints there and a shutdown leaves no clean-shutdown marker, so the
 //! next start recovers it. Running out of space while writing is not such a failure: the segment
-//! cuts the partial write off again and the append can be retried once space returns.
+//! cuts the partial write off again and the append can be retried once space returns. The
+//! exception is the transaction index: its entry is written after the ABORT marker is in the
+//! log, so any failure there, a full disk included, takes the directory offline (as in Kafka)
+//! and the next start's recovery writes the entry.
 //!
 //! # I/O mode (`log.io.mode`)
 //!
@@ -387,13 +390,17 @@ impl LogStartListener for LogStartCheckpointer {
 /// That includes the files beside the segments a log writes through the storage (the
 /// leader-epoch checkpoint, producer snapshots), whose failures come as the index crate's
 /// [`Io`](mirrorlog_index::Error::Io) errors: a failed sync there is a failed sync all the same
-/// (as Kafka's `LogDirFailureChannel` takes any `IOException` of a checkpoint).
+/// (as Kafka's `LogDirFailureChannel` takes any `IOException` of a checkpoint). A failed
+/// transaction-index entry always does, out of space included: its ABORT marker is already in the
+/// log, which nothing undoes.
 fn takes_dir_offline(e: &EngineError) -> bool {
     use mirrorlog_segment::io::IoOp;
     use mirrorlog_segment::segment::SegmentError;
     match e {
         EngineError::Segment(SegmentError::Io(io)) => !(io.op == IoOp::WriteAt && io.is_no_space()),
-        EngineError::Segment(SegmentError::Failed { .. }) => true,
+        EngineError::Segment(SegmentError::Failed { .. } | SegmentError::TxnIndexAppend { .. }) => {
+            true
+        }
         EngineError::Index(mirrorlog_index::Error::Io { source, .. }) => {
             source.kind() != std::io::ErrorKind::StorageFull
         }

@@ -21,7 +21,8 @@ use crate::io::{IoError, IoOp, OpenMode, Storage, StorageFile};
 use crate::scan::{FileBatches, ScanError};
 use bytes::Bytes;
 use mirrorlog_index::{
-    FilePosition, Offset, OffsetIndex, TimeIndex, TimestampMs, TransactionIndex, segment_file,
+    AbortedTxn, FilePosition, Offset, OffsetIndex, TimeIndex, TimestampMs, TransactionIndex,
+    segment_file,
 };
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -72,6 +73,22 @@ pub enum SegmentError {
         path: PathBuf,
         /// The first failure.
         cause: String,
+    },
+    /// Recording an aborted transaction in the transaction index failed after its ABORT marker
+    /// was written to the log: the index now misses a transaction the log holds, so the segment
+    /// is poisoned as by [`Failed`](Self::Failed) — no further append, flush, truncation or seal —
+    /// and this is a storage failure of the data directory even when the disk is full (Kafka
+    /// takes the log directory offline on any `IOException` of `updateTxnIndex`). Reopening
+    /// recovers the segment, which rebuilds the entry from the marker.
+    #[error(
+        "recording the aborted transaction of the ABORT marker at offset {marker_offset} failed: {source}"
+    )]
+    TxnIndexAppend {
+        /// The marker's offset (the entry's last offset).
+        marker_offset: Offset,
+        /// The transaction index's failure, naming the file.
+        #[source]
+        source: mirrorlog_index::Error,
     },
     /// The segment's files do not agree with each other.
     #[error("{}: {reason}", path.display())]
@@ -803,9 +820,25 @@ impl ActiveSegment {
         )
     }
 
-    /// The transaction index, for the engine to record aborted transactions.
-    pub fn txn_index_mut(&mut self) -> &mut TransactionIndex {
-        &mut self.r.txn_index
+    /// Records an aborted transaction whose ABORT marker this segment holds (Kafka's
+    /// `LogSegment.updateTxnIndex`).
+    ///
+    /// The marker is already in the log when this runs, so a failure cannot be undone: the
+    /// segment is poisoned (see [`SegmentError::TxnIndexAppend`]) — nothing more is appended or
+    /// flushed, so a recovery point taken from a flush never passes the marker and the next
+    /// open's recovery rebuilds the entry. Running out of space is no exception here, unlike a
+    /// failed `.log` write, which the segment cuts off again.
+    pub fn append_aborted_txn(&mut self, txn: AbortedTxn) -> SegmentResult<()> {
+        self.check_usable()?;
+        if let Err(source) = self.r.txn_index.append(txn) {
+            let e = SegmentError::TxnIndexAppend {
+                marker_offset: txn.last_offset,
+                source,
+            };
+            self.failed.get_or_insert_with(|| e.to_string());
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Kafka's `shouldRoll`: whether appending `incoming_bytes` whose largest offset is
@@ -879,7 +912,12 @@ impl ActiveSegment {
         self.append_inner(batches, true)
     }
 
-    fn check_usable(&self) -> SegmentResult<()> {
+    /// Fails with [`SegmentError::Failed`] once an earlier write or sync of the segment failed
+    /// (or recording an aborted transaction did): what its files hold is then unknown.
+    ///
+    /// # Errors
+    /// The segment is poisoned.
+    pub fn check_usable(&self) -> SegmentResult<()> {
         match &self.failed {
             None => Ok(()),
             Some(cause) => Err(SegmentError::Failed {

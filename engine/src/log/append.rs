@@ -556,6 +556,9 @@ impl PartitionLog {
     /// # Errors
     /// Storage failures.
     pub fn roll(&mut self, new_base: Offset) -> EngineResult<()> {
+        // A poisoned active segment cannot be sealed: refuse before it is swapped out, or the
+        // log would drop it from its segments and take appends into the new one.
+        self.active.check_usable()?;
         let leo = self.log_end_offset();
         assert!(
             new_base >= leo,

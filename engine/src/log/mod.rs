@@ -691,6 +691,12 @@ fn recover_batch(
 
 /// Records a completed transaction: an aborted one gets a transaction-index entry in the
 /// segment holding its marker; both leave the ongoing set.
+///
+/// The marker is in the segment already: a failed entry write poisons the segment and is a
+/// storage failure of the data directory, a full disk included
+/// ([`SegmentError::TxnIndexAppend`](mirrorlog_segment::segment::SegmentError::TxnIndexAppend)),
+/// as Kafka's `updateTxnIndex` failure is. The recovery point stays below the marker (the
+/// segment refuses to flush) and the next open's recovery writes the entry.
 fn record_completed_txn(
     producers: &mut ProducerStateManager,
     seg: &mut ActiveSegment,
@@ -698,7 +704,7 @@ fn record_completed_txn(
 ) -> EngineResult<()> {
     let lso = producers.last_stable_offset(c);
     if c.is_aborted {
-        seg.txn_index_mut().append(AbortedTxn {
+        seg.append_aborted_txn(AbortedTxn {
             producer_id: c.producer_id,
             first_offset: c.first_offset,
             last_offset: c.last_offset,

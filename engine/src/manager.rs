@@ -1501,8 +1501,12 @@ fn is_io_failure(e: &EngineError) -> bool {
     use mirrorlog_segment::segment::SegmentError;
     matches!(
         e,
-        EngineError::Segment(SegmentError::Io(_) | SegmentError::Failed { .. })
-            | EngineError::Index(mirrorlog_index::Error::Io { .. })
+        EngineError::Segment(
+            SegmentError::Io(_)
+                | SegmentError::Failed { .. }
+                | SegmentError::TxnIndexAppend { .. }
+                | SegmentError::Index(mirrorlog_index::Error::Io { .. })
+        ) | EngineError::Index(mirrorlog_index::Error::Io { .. })
     )
 }
 

@@ -389,9 +389,17 @@ impl PartitionLog {
                 ActiveSegment::open_for_recovery(storage.clone(), dir, base, seg_config, now)?;
             let r = seg.recover(|seg, batch| {
                 recover_batch(&mut producers, &mut epochs, seg, batch).map_err(|e| {
-                    mirrorlog_segment::segment::SegmentError::Inconsistent {
-                        path: seg.log_path().to_path_buf(),
-                        reason: e.to_string(),
+                    use mirrorlog_segment::segment::SegmentError;
+                    match e {
+                        // A storage failure stays one (an entry or checkpoint write that failed
+                        // takes the directory offline, as Kafka's `loadLogs` does with an
+                        // `IOException`; it does not stop the other directories' start).
+                        EngineError::Segment(e) => e,
+                        EngineError::Index(e) => SegmentError::Index(e),
+                        e => SegmentError::Inconsistent {
+                            path: seg.log_path().to_path_buf(),
+                            reason: e.to_string(),
+                        },
                     }
                 })
             })?;

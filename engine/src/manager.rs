@@ -401,9 +401,12 @@ fn takes_dir_offline(e: &EngineError) -> bool {
         EngineError::Segment(SegmentError::Failed { .. } | SegmentError::TxnIndexAppend { .. }) => {
             true
         }
-        EngineError::Index(mirrorlog_index::Error::Io { source, .. }) => {
-            source.kind() != std::io::ErrorKind::StorageFull
-        }
+        // An index file's failure inside a segment operation (a sync of its indexes when it is
+        // sealed) is one all the same.
+        EngineError::Index(mirrorlog_index::Error::Io { source, .. })
+        | EngineError::Segment(SegmentError::Index(mirrorlog_index::Error::Io {
+            source, ..
+        })) => source.kind() != std::io::ErrorKind::StorageFull,
         _ => false,
     }
 }

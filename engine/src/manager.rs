@@ -424,11 +424,12 @@ pub struct PartitionHandle {
 }
 
 /// Exclusive access to a managed log ([`PartitionHandle::write`]): derefs to the
-/// [`PartitionLog`]; on release it publishes the log's offsets for the data dir's checkpoints.
+/// [`PartitionLog`]; on release it publishes the log's offsets for the data dir's checkpoints,
+/// and takes the data dir offline if a storage failure under it poisoned the log.
 #[derive(Debug)]
 pub struct PartitionLogWriteGuard<'a> {
     guard: parking_lot::RwLockWriteGuard<'a, PartitionLog>,
-    published: &'a PublishedOffsets,
+    handle: &'a PartitionHandle,
 }
 
 impl std::ops::Deref for PartitionLogWriteGuard<'_> {
@@ -447,7 +448,19 @@ impl std::ops::DerefMut for PartitionLogWriteGuard<'_> {
 impl Drop for PartitionLogWriteGuard<'_> {
     fn drop(&mut self) {
         // Still under the lock: publications follow the order of the log's writers.
-        self.published.publish(&self.guard);
+        self.handle.published.publish(&self.guard);
+        // A storage failure that poisoned the log under this guard (a failed write or sync, a
+        // failed transaction-index entry) takes the directory offline before anyone else gets
+        // the lock, whichever path wrote: the mirror appends through the guard, not through the
+        // handle's append methods, and a poisoned log must not be fetched or checkpointed as if
+        // whole (Kafka handles an `IOException` inside `UnifiedLog` itself).
+        if self.handle.dir.offline_reason().is_none()
+            && let Err(e) = self.guard.check_usable()
+        {
+            self.handle
+                .dir
+                .take_offline(format!("{}: {e}", self.handle.tp));
+        }
     }
 }
 
@@ -495,7 +508,7 @@ impl PartitionHandle {
     pub fn write(&self) -> PartitionLogWriteGuard<'_> {
         PartitionLogWriteGuard {
             guard: self.log.write(),
-            published: &self.published,
+            handle: self,
         }
     }
 

@@ -172,3 +172,32 @@ fn a_bare_log_refuses_appends_flushes_and_rolls_after_a_failed_txn_index_write()
     assert_eq!(log.log_end_offset(), Offset(3));
     assert_eq!(aborted_read_committed(&mut log), vec![the_aborted_txn()]);
 }
+
+/// The mirror appends under the partition's write guard rather than through the handle's append
+/// methods (the source's ABORT markers, a stop's own): the poisoned segment takes the directory
+/// offline when the guard is released, before a fetch can read the log without the entry.
+#[test]
+fn a_failed_txn_index_write_under_the_write_guard_takes_the_dir_offline() {
+    let d = tempfile::tempdir().unwrap();
+    let mgr = manager(d.path());
+    let h = mgr
+        .create(&orders(0), TopicId([7; 16]), small_config())
+        .unwrap();
+    let e = LeaderEpoch(0);
+    h.append_as_leader_durable(
+        producer_batch(1, 0, 0, 2, true, T0),
+        e,
+        LeaderOrigin::Client,
+    )
+    .unwrap();
+    fill_txn_index_disk(&d.path().join("orders-0"));
+    let err = h
+        .write()
+        .append_as_leader(marker(1, 0, false, T0), e, LeaderOrigin::Coordinator)
+        .unwrap_err();
+    assert!(is_txn_index_failure(&err), "{err:?}");
+    assert!(
+        h.check_online().is_err(),
+        "the data dir stayed online after a failed entry write under the write guard"
+    );
+}

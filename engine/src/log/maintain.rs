@@ -322,6 +322,16 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Fails once a storage failure poisoned the active segment (a failed write or sync, a
+    /// failed transaction-index entry): the log then takes no append, flush or roll, and must be
+    /// reopened, which recovers it.
+    ///
+    /// # Errors
+    /// The active segment's first failure.
+    pub fn check_usable(&self) -> EngineResult<()> {
+        Ok(self.active.check_usable()?)
+    }
+
     /// Flushes when `flush.ms` has passed since the last flush. Returns whether it flushed.
     ///
     /// # Errors

@@ -155,7 +155,10 @@ impl TransactionIndex {
     ///
     /// Panics when `txn.last_offset` is not greater than the previous entry's (index order is an
     /// invariant). A failed write is rolled back to the previous length (best effort) so that
-    /// later entries stay aligned.
+    /// later entries stay aligned. Nothing is reserved ahead, so a full disk fails it too: an
+    /// entry is written after its ABORT marker is in the log, so the caller must treat any
+    /// failure as a storage failure of the log, as Kafka does (the segment poisons itself and
+    /// the engine takes the data directory offline; recovery writes the entry again).
     pub fn append(&mut self, txn: AbortedTxn) -> Result<()> {
         if let Some(last) = self.last_offset {
             assert!(

@@ -11,9 +11,15 @@
 //! Every change is written to the checkpoint before it is visible in memory, synchronously. Kafka
 //! flushes truncations asynchronously and lets recovery truncate the stale entries again after a
 //! crash; epoch changes and truncations are rare, so writing through costs little and a crash
-//! never leaves the file ahead of or behind what was acknowledged. When the write fails the cache
-//! is left as it was and the error is returned (the file then holds the old or the new entries;
-//! the caller should treat the log directory as failed, as Kafka does). The file is written,
+//! never leaves the file ahead of or behind what was acknowledged. When the write of a new entry
+//! fails the cache is left as it was and the error is returned (the file then holds the old or
+//! the new entries; the caller should treat the log directory as failed, as Kafka does). A
+//! removal (a truncation at either end, a clear) is the exception: it is applied in memory even
+//! when its write fails, as Kafka's `LeaderEpochFileCache` removes before it writes, because the
+//! entries it removes describe records the log no longer has, and answering from them would
+//! point past the log end (`OffsetForLeaderEpoch`, a follower's divergence check). The file then
+//! holds a superset of the cache — entries past the log end or below the log start — which the
+//! log's open trims again. The file is written,
 //! read and replaced through the log's `Storage` (`.tmp` written and synced, renamed over the
 //! file, the partition directory synced, as Kafka's `CheckpointFile`), so its durability is the
 //! storage's; a deleted partition's file goes with the storage's files of its directory.
@@ -231,6 +237,7 @@ impl LeaderEpochCache {
 
     /// Removes the entries starting at or after `end_offset` (the log was truncated to it), and
     /// persists the change. A negative `end_offset` (UNDEFINED) changes nothing, as in Kafka.
+    /// The entries are gone from memory even when the write fails (see the module docs).
     pub fn truncate_from_end(&mut self, end_offset: Offset) -> Result<(), Error> {
         if end_offset.get() < 0 {
             return Ok(());
@@ -241,13 +248,14 @@ impl LeaderEpochCache {
         if keep == self.entries.len() {
             return Ok(());
         }
-        self.replace(self.entries[..keep].to_vec())
+        self.remove(self.entries[..keep].to_vec())
     }
 
     /// Removes the entries starting at or before `start_offset` (the log start moved up to it)
     /// and puts back the last removed epoch starting at `start_offset`, so the epoch the new log
     /// start was written in survives; persists the change. Nothing changes when every entry starts
-    /// after `start_offset`.
+    /// after `start_offset`. The entries are gone from memory even when the write fails (see the
+    /// module docs).
     pub fn truncate_from_start(&mut self, start_offset: Offset) -> Result<(), Error> {
         let removed = self
             .entries
@@ -271,12 +279,29 @@ impl LeaderEpochCache {
         let mut entries = Vec::with_capacity(self.entries.len() - removed + 1);
         entries.push(survivor);
         entries.extend_from_slice(&self.entries[removed..]);
-        self.replace(entries)
+        self.remove(entries)
     }
 
-    /// Removes every entry and persists an empty checkpoint (the log was truncated fully).
+    /// Removes every entry and persists an empty checkpoint (the log was truncated fully). The
+    /// entries are gone from memory even when the write fails (see the module docs).
     pub fn clear(&mut self) -> Result<(), Error> {
-        self.replace(Vec::new())
+        self.remove(Vec::new())
+    }
+
+    /// Makes `entries` (what a removal leaves) the cache's, then persists them: on error the
+    /// cache holds them all the same, and the file the entries before.
+    fn remove(&mut self, entries: Vec<EpochEntry>) -> Result<(), Error> {
+        let before = std::mem::replace(&mut self.entries, entries);
+        let r = self.persist(&self.entries);
+        if let Err(e) = &r {
+            tracing::error!(
+                checkpoint = ?self.checkpoint.as_ref().map(|c| &c.path),
+                ?before,
+                after = ?self.entries,
+                "leader epoch entries removed in memory only, the checkpoint write failed: {e}"
+            );
+        }
+        r
     }
 
     /// Persists `entries`, then makes them the cache's: on error the cache is unchanged.
@@ -287,11 +312,17 @@ impl LeaderEpochCache {
                 .all(|w| w[0].epoch < w[1].epoch && w[0].start_offset < w[1].start_offset),
             "epoch entries not strictly increasing: {entries:?}"
         );
+        self.persist(&entries)?;
+        self.entries = entries;
+        Ok(())
+    }
+
+    /// Writes `entries` to the checkpoint file, if the cache has one.
+    fn persist(&self, entries: &[EpochEntry]) -> Result<(), Error> {
         if let Some(c) = &self.checkpoint {
-            let text = encode_checkpoint(CHECKPOINT_VERSION, &entries);
+            let text = encode_checkpoint(CHECKPOINT_VERSION, entries);
             replace_durably(&*c.storage, &c.path, text.into_bytes()).map_err(index_io)?;
         }
-        self.entries = entries;
         Ok(())
     }
 }
@@ -836,6 +867,53 @@ mod tests {
     }
 
     #[test]
+    fn a_removal_whose_checkpoint_write_fails_still_leaves_memory() {
+        use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
+        let sim = SimStorage::new();
+        let dir = Path::new("/data/orders-0");
+        sim.create_dir_all(dir).unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        let mut cache = LeaderEpochCache::with_storage(storage.clone(), dir).unwrap();
+        for (epoch, start) in [(0, 0), (3, 100), (5, 200)] {
+            cache.assign(e(epoch), o(start)).unwrap();
+        }
+        let reopened = || {
+            LeaderEpochCache::with_storage(storage.clone(), dir)
+                .unwrap()
+                .entries()
+                .to_vec()
+        };
+        let full = |kind: FaultKind| {
+            sim.inject(Fault::new(IoOp::WriteAt, kind).on_path("leader-epoch-checkpoint"));
+        };
+
+        // The log was truncated to 150, but the disk is full: the cache must not go on
+        // answering that epoch 3 runs to 200 (past the log end).
+        full(FaultKind::NoSpace);
+        assert!(cache.truncate_from_end(o(150)).is_err());
+        assert_eq!(sim.pending_faults(), 0);
+        assert_eq!(cache.entries(), entries(&[(0, 0), (3, 100)]));
+        assert_eq!(cache.end_offset_for(e(3), o(150)), (e(3), o(150)));
+        assert_eq!(reopened(), entries(&[(0, 0), (3, 100), (5, 200)]));
+
+        full(FaultKind::Eio);
+        assert!(cache.truncate_from_start(o(120)).is_err());
+        assert_eq!(cache.entries(), entries(&[(3, 120)]));
+
+        full(FaultKind::NoSpace);
+        assert!(cache.clear().is_err());
+        assert!(cache.is_empty());
+        assert_eq!(cache.end_offset_for(e(3), o(120)), (e(-1), o(-1)));
+
+        // A new entry is still written before it is visible.
+        full(FaultKind::NoSpace);
+        assert!(cache.assign(e(7), o(120)).is_err());
+        assert!(cache.is_empty());
+        cache.assign(e(7), o(120)).unwrap();
+        assert_eq!(reopened(), entries(&[(7, 120)]));
+    }
+
+    #[test]
     fn truncations_are_written_to_the_checkpoint() {
         let dir = tempfile::tempdir().unwrap();
         let mut cache = LeaderEpochCache::open(dir.path()).unwrap();
@@ -975,7 +1053,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_write_leaves_the_cache_unchanged() {
+    fn a_failed_write_of_a_new_entry_leaves_the_cache_unchanged_and_removals_apply() {
         let dir = tempfile::tempdir().unwrap();
         let partition = dir.path().join("foo-0");
         fs::create_dir(&partition).unwrap();
@@ -984,16 +1062,20 @@ mod tests {
         cache.assign(e(2), o(10)).unwrap();
         fs::remove_dir_all(&partition).unwrap();
         assert!(matches!(cache.assign(e(3), o(20)), Err(Error::Io { .. })));
+        assert_eq!(cache.entries(), entries(&[(1, 0), (2, 10)]));
+        // Removals describe records the log no longer has: gone from memory all the same.
         assert!(matches!(
             cache.truncate_from_end(o(5)),
             Err(Error::Io { .. })
         ));
+        assert_eq!(cache.entries(), entries(&[(1, 0)]));
         assert!(matches!(
-            cache.truncate_from_start(o(12)),
+            cache.truncate_from_start(o(2)),
             Err(Error::Io { .. })
         ));
+        assert_eq!(cache.entries(), entries(&[(1, 2)]));
         assert!(matches!(cache.clear(), Err(Error::Io { .. })));
-        assert_eq!(cache.entries(), entries(&[(1, 0), (2, 10)]));
+        assert!(cache.is_empty());
     }
 
     // ---- truncation_for_leader_answer, branch by branch ----

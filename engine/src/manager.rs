@@ -55,10 +55,12 @@
 //! in it then refuses appends with [`EngineError::LogDirOffline`] (`KAFKA_STORAGE_ERROR`), the
 //! manager stops writing checkpoints there and a shutdown leaves no clean-shutdown marker, so the
 //! next start recovers it. Running out of space while writing is not such a failure: the segment
-//! cuts the partial write off again and the append can be retried once space returns. The
-//! exception is the transaction index: its entry is written after the ABORT marker is in the
-//! log, so any failure there, a full disk included, takes the directory offline (as in Kafka)
-//! and the next start's recovery writes the entry.
+//! cuts the partial write off again and the append can be retried once space returns. Two
+//! exceptions, out of space included: the transaction index, whose entry is written after the
+//! ABORT marker is in the log (any failure there takes the directory offline, as in Kafka, and
+//! the next start's recovery writes the entry); and a truncation that fails part-way: the log
+//! itself fails and tells the manager ([`LogFailureListener`]), whoever held its lock — a broker
+//! handler, the mirror — so the directory goes offline without every caller having to see to it.
 //!
 //! # I/O mode (`log.io.mode`)
 //!
@@ -83,8 +85,8 @@ use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
 use crate::group_commit::{GroupCommit, GroupCommitConfig};
 use crate::log::{
-    LeaderOrigin, LogAppendInfo, LogStartListener, OpenOffsets, PartitionLog, ReplicaOrigin,
-    Shutdown,
+    LeaderOrigin, LogAppendInfo, LogFailureListener, LogStartListener, OpenOffsets, PartitionLog,
+    ReplicaOrigin, Shutdown,
 };
 use bytes::Bytes;
 use mirrorlog_index::checkpoint::{decode_offset_checkpoint, encode_offset_checkpoint};
@@ -360,7 +362,8 @@ impl LogDir {
 /// A managed log's [`LogStartListener`]: a log start going down is written to the data dir's
 /// log-start checkpoint at once, with the log's write lock still held, so no append can land
 /// after the truncation before the lowered value is durable. A failed write takes the directory
-/// offline (appends through the handle are refused from then on).
+/// offline (appends through the handle are refused from then on). It is the log's
+/// [`LogFailureListener`] too.
 #[derive(Debug)]
 struct LogStartCheckpointer {
     tp: TopicPartition,
@@ -385,6 +388,15 @@ impl LogStartListener for LogStartCheckpointer {
     }
 }
 
+/// A failed log (a truncation or log-start move left part-way by a storage failure) takes its
+/// data directory offline, whoever called it: the log manager, a broker handler or the mirror
+/// holding the log's write guard.
+impl LogFailureListener for LogStartCheckpointer {
+    fn log_failed(&self, reason: &str) {
+        self.dir.take_offline(reason.to_string());
+    }
+}
+
 /// Whether `e` leaves a file in an unknown state, so that its data directory must go offline:
 /// any storage failure except running out of space while writing, which the segment undoes.
 /// That includes the files beside the segments a log writes through the storage (the
@@ -393,7 +405,7 @@ impl LogStartListener for LogStartCheckpointer {
 /// (as Kafka's `LogDirFailureChannel` takes any `IOException` of a checkpoint). A failed
 /// transaction-index entry always does, out of space included: its ABORT marker is already in the
 /// log, which nothing undoes.
-fn takes_dir_offline(e: &EngineError) -> bool {
+pub(crate) fn takes_dir_offline(e: &EngineError) -> bool {
     use mirrorlog_segment::io::IoOp;
     use mirrorlog_segment::segment::SegmentError;
     match e {
@@ -522,11 +534,13 @@ impl PartitionHandle {
         group_commit: Arc<GroupCommit>,
     ) -> PartitionHandle {
         let published = PublishedOffsets::of(&log);
-        log.set_log_start_listener(Some(Arc::new(LogStartCheckpointer {
+        let listener = Arc::new(LogStartCheckpointer {
             tp: tp.clone(),
             dir: dir.clone(),
             published: published.clone(),
-        })));
+        });
+        log.set_log_start_listener(Some(listener.clone()));
+        log.set_failure_listener(Some(listener));
         dir.published.lock().insert(tp.clone(), published.clone());
         PartitionHandle {
             tp,

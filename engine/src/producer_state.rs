@@ -702,7 +702,7 @@ impl ProducerStateManager {
     }
 
     /// Forget everything and start at `offset` (Kafka's `truncateFullyAndStartAt`): snapshots are
-    /// deleted.
+    /// deleted. The state in memory starts at `offset` even when a deletion fails.
     pub fn truncate_fully_and_start_at(
         &mut self,
         offset: Offset,
@@ -710,11 +710,11 @@ impl ProducerStateManager {
         self.producers.clear();
         self.ongoing_txns.clear();
         self.unreplicated_txns.clear();
+        self.map_end_offset = offset;
+        self.last_snapshot_offset = offset;
         for s in self.snapshots()? {
             self.remove_snapshot(&s.path)?;
         }
-        self.map_end_offset = offset;
-        self.last_snapshot_offset = offset;
         Ok(())
     }
 

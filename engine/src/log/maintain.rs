@@ -1,6 +1,6 @@
 //! Offsets (high watermark, log start), truncation, retention, flushing and closing.
 
-use super::{FlushPoint, LogStartListener, PartitionLog, replay_segment};
+use super::{FlushPoint, LogFailureListener, LogStartListener, PartitionLog, replay_segment};
 use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
 use mirrorlog_index::{LeaderEpoch, Offset};
@@ -34,9 +34,16 @@ impl PartitionLog {
     /// never above the high watermark, never down. Whole segments below it are deleted; the epoch
     /// cache and producer state are trimmed. Returns whether it moved.
     ///
+    /// A storage failure leaves the log start moved in memory (the epoch cache and producer
+    /// state trimmed to it too), and one that leaves a file in an unknown state (anything but
+    /// running out of space writing the epoch checkpoint, whose stale entries below the log start
+    /// the next open trims) fails the log ([`LogFailureListener`]).
+    ///
     /// # Errors
-    /// [`EngineError::OffsetOutOfRange`] when `new_start` is above the high watermark.
+    /// [`EngineError::OffsetOutOfRange`] when `new_start` is above the high watermark; storage
+    /// failures; [`EngineError::LogDirOffline`] when the log failed before.
     pub fn maybe_increment_log_start_offset(&mut self, new_start: Offset) -> EngineResult<bool> {
+        self.check_not_failed()?;
         if new_start > self.high_watermark {
             return Err(EngineError::OffsetOutOfRange {
                 requested: new_start,
@@ -47,16 +54,25 @@ impl PartitionLog {
         if new_start <= self.log_start_offset {
             return Ok(false);
         }
-        self.set_log_start(new_start)?;
-        self.delete_segments_below_log_start()?;
+        let r = self
+            .set_log_start(new_start)
+            .and_then(|()| self.delete_segments_below_log_start());
+        if let Err(e) = r {
+            if crate::manager::takes_dir_offline(&e) {
+                self.fail(&format!("moving the log start to {new_start}"), &e);
+            }
+            return Err(e);
+        }
         Ok(true)
     }
 
+    /// Moves the log start up to `new_start`, in memory whatever the epoch checkpoint's write
+    /// does (its error is returned after).
     fn set_log_start(&mut self, new_start: Offset) -> EngineResult<()> {
         self.log_start_offset = new_start;
-        self.epochs.truncate_from_start(new_start)?;
+        let trimmed = self.epochs.truncate_from_start(new_start);
         self.producers.on_log_start_offset_incremented(new_start);
-        Ok(())
+        Ok(trimmed?)
     }
 
     fn delete_segments_below_log_start(&mut self) -> EngineResult<usize> {
@@ -150,10 +166,19 @@ impl PartitionLog {
     /// checkpoint) is told before this returns; a bare log without a listener only lowers it in
     /// memory, and its embedder must persist it before appending.
     ///
+    /// A storage failure once records may have been removed (out of space included) fails the
+    /// log ([`LogFailureListener`]: it refuses all use, and the log manager takes its data
+    /// directory offline, as Kafka does for an `IOException` in a truncation): the log's files
+    /// are then in an unknown state. Its offsets in memory never claim anything at or past
+    /// `target` all the same: the log start, high watermark and recovery point are lowered to
+    /// at most `target` and the log end, and the epoch cache loses its entries from there on
+    /// even when its checkpoint cannot be written.
+    ///
     /// # Errors
-    /// Storage failures, or the listener's.
+    /// Storage failures, or the listener's; [`EngineError::LogDirOffline`] when the log failed
+    /// before.
     pub fn truncate_to(&mut self, target: Offset) -> EngineResult<bool> {
-        self.check_not_deleted()?;
+        self.check_usable()?;
         assert!(
             target.get() >= 0,
             "{}: truncating to negative offset {target}",
@@ -161,7 +186,13 @@ impl PartitionLog {
         );
         let leo = self.log_end_offset();
         if target >= leo {
-            self.epochs.truncate_from_end(leo)?;
+            // Nothing to remove but an epoch entry starting at the log end (an epoch assigned
+            // with nothing written in it yet), in memory even when its write fails.
+            if let Err(e) = self.epochs.truncate_from_end(leo) {
+                let e = e.into();
+                self.fail(&format!("trimming the epoch cache to {leo}"), &e);
+                return Err(e);
+            }
             return Ok(false);
         }
         // The partition's leader epoch is the controller's, not the data's: trimming the cache
@@ -174,6 +205,44 @@ impl PartitionLog {
             self.truncate_fully_and_start_at(target)?;
             return Ok(true);
         }
+        let removed = self.remove_records_from(target);
+        // From here on nothing at or past `target` is claimed, whatever the removal managed.
+        let end = self.log_end_offset().min(target);
+        let lowered = end < self.log_start_offset;
+        self.log_start_offset = self.log_start_offset.min(end);
+        self.high_watermark = self.high_watermark.min(end);
+        self.recovery_point = self.recovery_point.min(end);
+        let trimmed = self
+            .epochs
+            .truncate_from_end(end)
+            .map_err(EngineError::from);
+        let rebuilt = match (&removed, &trimmed) {
+            (Ok(()), Ok(())) => self.rebuild_producer_state(end),
+            // The log fails below; its producer state is not served any more.
+            _ => Ok(()),
+        };
+        self.producers
+            .on_high_watermark_updated(self.high_watermark);
+        if let Err(e) = removed.and(trimmed).and(rebuilt) {
+            self.fail(&format!("truncating to {target}"), &e);
+            return Err(e);
+        }
+        if lowered {
+            // Told once the log is consistent again: the listener failing leaves it truncated,
+            // its new log start not durable, so the log fails (and the log manager's listener
+            // has taken the data dir offline).
+            if let Err(e) = self.notify_log_start_lowered(end) {
+                self.fail(&format!("recording the log start {end}"), &e);
+                return Err(e);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The removal part of [`truncate_to`](Self::truncate_to) for a `target` at or above the
+    /// first segment's base offset: the segments after the one holding `target` go, that one
+    /// becomes the active segment and is cut at `target`.
+    fn remove_records_from(&mut self, target: Offset) -> EngineResult<()> {
         let now = self.clock.now_ms();
         if target < self.active.base_offset() {
             // The segment holding `target` becomes the active one; everything after it goes.
@@ -198,27 +267,38 @@ impl PartitionLog {
             old.delete()?;
         }
         self.active.truncate_to(target)?;
-        let end = self.log_end_offset();
-        self.epochs.truncate_from_end(end)?;
-        let lowered = end < self.log_start_offset;
-        self.log_start_offset = self.log_start_offset.min(end);
-        self.rebuild_producer_state(end)?;
-        self.high_watermark = self.high_watermark.min(end);
-        self.producers
-            .on_high_watermark_updated(self.high_watermark);
-        self.recovery_point = self.recovery_point.min(end);
-        if lowered {
-            // Told once the log is consistent again: the listener failing leaves it truncated
-            // (the log manager's takes the data dir offline then, so nothing is appended after).
-            self.notify_log_start_lowered(end)?;
-        }
-        Ok(true)
+        Ok(())
     }
 
     /// Installs (or removes) the [`LogStartListener`] told whenever the log start goes down.
     /// The log manager installs one on every log it holds.
     pub fn set_log_start_listener(&mut self, listener: Option<Arc<dyn LogStartListener>>) {
         self.log_start_listener = listener;
+    }
+
+    /// Installs (or removes) the [`LogFailureListener`] told when the log fails. The log manager
+    /// installs one on every log it holds.
+    pub fn set_failure_listener(&mut self, listener: Option<Arc<dyn LogFailureListener>>) {
+        self.failure_listener = listener;
+    }
+
+    /// Why the log refuses all use, if it failed (see [`LogFailureListener`]). Set once, never
+    /// cleared: a reopen recovers the log from its files.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// Fails the log: `what` was left part-way by `e`. The first reason is kept; the listener is
+    /// told every time (it keeps the first too).
+    fn fail(&mut self, what: &str, e: &EngineError) {
+        let reason = format!("{}: {what} failed: {e}", self.name);
+        if self.failed.is_none() {
+            tracing::error!(log = %self.name, "log failed, refusing all use until reopened: {reason}");
+            self.failed = Some(reason.clone());
+        }
+        if let Some(l) = &self.failure_listener {
+            l.log_failed(&reason);
+        }
     }
 
     fn notify_log_start_lowered(&self, new_start: Offset) -> EngineResult<()> {
@@ -260,21 +340,58 @@ impl PartitionLog {
     /// `new_offset`; a bare log without a listener only lowers it in memory, and its embedder
     /// must persist it before appending.
     ///
+    /// Any failure fails the log ([`LogFailureListener`]), as in
+    /// [`truncate_to`](Self::truncate_to); the epoch cache and producer state are cleared in
+    /// memory all the same, and the log start, high watermark and recovery point lowered to at
+    /// most `new_offset` and the log end.
+    ///
     /// # Errors
-    /// Storage failures, or the listener's (nothing is truncated then).
+    /// Storage failures, or the listener's (nothing is truncated then);
+    /// [`EngineError::LogDirOffline`] when the log failed before.
     pub fn truncate_fully_and_start_at(&mut self, new_offset: Offset) -> EngineResult<()> {
-        self.check_not_deleted()?;
+        self.check_usable()?;
         assert!(
             new_offset.get() >= 0,
             "{}: starting at negative offset {new_offset}",
             self.name
         );
-        if new_offset < self.log_start_offset {
-            self.notify_log_start_lowered(new_offset)?;
+        if new_offset < self.log_start_offset
+            && let Err(e) = self.notify_log_start_lowered(new_offset)
+        {
+            self.fail(&format!("recording the log start {new_offset}"), &e);
+            return Err(e);
         }
         let epoch = self.leader_epoch();
         self.raise_leader_epoch(epoch);
         self.truncations += 1;
+        let removed = self.remove_all_records_and_start_at(new_offset);
+        let cleared = self.epochs.clear().map_err(EngineError::from);
+        let reset = self
+            .producers
+            .truncate_fully_and_start_at(new_offset)
+            .map_err(EngineError::from);
+        if removed.is_ok() {
+            self.log_start_offset = new_offset;
+            self.high_watermark = new_offset;
+            self.recovery_point = new_offset;
+        } else {
+            let end = self.log_end_offset().min(new_offset);
+            self.log_start_offset = self.log_start_offset.min(end);
+            self.high_watermark = self.high_watermark.min(end);
+            self.recovery_point = self.recovery_point.min(end);
+        }
+        self.producers
+            .on_high_watermark_updated(self.high_watermark);
+        if let Err(e) = removed.and(cleared).and(reset) {
+            self.fail(&format!("truncating fully to start at {new_offset}"), &e);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The removal part of [`truncate_fully_and_start_at`](Self::truncate_fully_and_start_at):
+    /// every segment goes, an empty active one starts at `new_offset`.
+    fn remove_all_records_and_start_at(&mut self, new_offset: Offset) -> EngineResult<()> {
         let now = self.clock.now_ms();
         let seg_config = super::segment_config(&self.config, &self.name);
         for (_, s) in std::mem::take(&mut self.sealed) {
@@ -293,11 +410,6 @@ impl PartitionLog {
             )?;
             std::mem::replace(&mut self.active, fresh).delete()?;
         }
-        self.epochs.clear()?;
-        self.producers.truncate_fully_and_start_at(new_offset)?;
-        self.log_start_offset = new_offset;
-        self.high_watermark = new_offset;
-        self.recovery_point = new_offset;
         Ok(())
     }
 
@@ -417,11 +529,24 @@ impl PartitionLog {
         self.deleted
     }
 
-    pub(super) fn check_not_deleted(&self) -> EngineResult<()> {
+    /// Refuses a write to a deleted or failed log.
+    pub(super) fn check_usable(&self) -> EngineResult<()> {
         if self.deleted {
             return Err(EngineError::PartitionDeleted(self.name.clone()));
         }
-        Ok(())
+        self.check_not_failed()
+    }
+
+    /// Refuses any use of a failed log: [`EngineError::LogDirOffline`] naming its data
+    /// directory, as a log in a directory the log manager took offline answers.
+    pub(super) fn check_not_failed(&self) -> EngineResult<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(reason) => Err(EngineError::LogDirOffline {
+                path: self.dir.parent().unwrap_or(&self.dir).to_path_buf(),
+                reason: reason.clone(),
+            }),
+        }
     }
 
     /// Marks the partition read-only (a mirror topic) or writable.

@@ -110,6 +110,16 @@ pub trait LogStartListener: Send + Sync + std::fmt::Debug {
     fn log_start_lowered(&self, new_start: Offset) -> EngineResult<()>;
 }
 
+/// Told by a [`PartitionLog`] when a storage failure left it in a state it cannot vouch for (a
+/// truncation that failed part-way, a log-start move whose files failed): the log refuses every
+/// write and read from then on ([`PartitionLog::failure`]), and the log manager's listener takes
+/// the log's data directory offline, as Kafka's `LogDirFailureChannel` does for any
+/// `IOException` of a log. See [`PartitionLog::set_failure_listener`].
+pub trait LogFailureListener: Send + Sync + std::fmt::Debug {
+    /// The log failed; `reason` names it, what it was doing and the storage error.
+    fn log_failed(&self, reason: &str);
+}
+
 /// One partition's log. See the module docs.
 #[derive(Debug)]
 pub struct PartitionLog {
@@ -139,6 +149,11 @@ pub struct PartitionLog {
     last_flush_ms: i64,
     /// Told when the log start goes down; see [`LogStartListener`].
     log_start_listener: Option<Arc<dyn LogStartListener>>,
+    /// Why the log refuses all use, once a storage failure left it inconsistent (in memory; a
+    /// reopen recovers it from its files); see [`LogFailureListener`].
+    failed: Option<String>,
+    /// Told when the log fails; see [`LogFailureListener`].
+    failure_listener: Option<Arc<dyn LogFailureListener>>,
 }
 
 /// The segment settings for this log: the topic's, plus this log's share of `segment.jitter.ms`
@@ -298,6 +313,8 @@ impl PartitionLog {
                 unflushed_messages: 0,
                 last_flush_ms: now,
                 log_start_listener: None,
+                failed: None,
+                failure_listener: None,
             };
             report.segments = 1;
             return Ok((log, report));
@@ -496,6 +513,8 @@ impl PartitionLog {
             unflushed_messages: 0,
             last_flush_ms: now,
             log_start_listener: None,
+            failed: None,
+            failure_listener: None,
         };
         if let Some(start) = restart_at {
             tracing::warn!(

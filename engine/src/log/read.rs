@@ -74,7 +74,8 @@ impl PartitionLog {
     /// never past the isolation bound. Returns a file slice, ready for `sendfile`.
     ///
     /// # Errors
-    /// [`EngineError::OffsetOutOfRange`] when `start` is below the log start or above the log end.
+    /// [`EngineError::OffsetOutOfRange`] when `start` is below the log start or above the log end;
+    /// [`EngineError::LogDirOffline`] when the log failed ([`failure`](Self::failure)).
     pub fn read(
         &self,
         start: Offset,
@@ -82,6 +83,7 @@ impl PartitionLog {
         isolation: FetchIsolation,
         min_one_batch: bool,
     ) -> EngineResult<FetchDataInfo> {
+        self.check_not_failed()?;
         let leo = self.log_end_offset();
         if start < self.log_start_offset || start > leo {
             return Err(EngineError::OffsetOutOfRange {

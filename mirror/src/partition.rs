@@ -164,12 +164,14 @@ pub enum FetchOutcome {
 /// source's.
 ///
 /// # Errors
-/// Storage failures of the destination (the caller fails the partition).
+/// Storage failures of the destination (the caller fails the partition), its data directory
+/// offline included: nothing is written into a directory a storage failure took offline.
 pub fn apply_fetched(
     dest: &PartitionHandle,
     fetch_offset: Offset,
     data: &PartitionData,
 ) -> Result<FetchOutcome, EngineError> {
+    dest.check_online()?;
     if let Some((epoch, end)) = data.diverging_epoch {
         if end.get() < 0 {
             // Not an end offset (a source bug or a hostile answer): never a truncation target.
@@ -460,12 +462,17 @@ pub fn stop_partition_after(
 /// in the local epoch cache (OffsetForLeaderEpoch-style), or to empty when there is none (−1:
 /// a one-way mirror, or a source that does not know us).
 ///
+/// A storage failure of the truncation fails the log and takes its data directory offline
+/// (the engine sees to it, see `mirrorlog_engine::log::LogFailureListener`); a directory already
+/// offline is not written.
+///
 /// # Errors
-/// Storage failures.
+/// Storage failures, the data directory offline.
 pub fn align_to_last_mirror_epoch(
     dest: &PartitionHandle,
     lme: LeaderEpoch,
 ) -> Result<Offset, EngineError> {
+    dest.check_online()?;
     let mut log = dest.write();
     if lme == LeaderEpoch::NONE {
         let start = Offset(0);

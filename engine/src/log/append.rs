@@ -103,7 +103,7 @@ impl PartitionLog {
         leader_epoch: LeaderEpoch,
         origin: LeaderOrigin,
     ) -> EngineResult<LogAppendInfo> {
-        self.check_usable()?;
+        self.check_writable()?;
         let now = self.clock.now_ms();
         if (origin.is_client() || origin == LeaderOrigin::TxnMarker) && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
@@ -335,7 +335,7 @@ impl PartitionLog {
         records: Bytes,
         origin: ReplicaOrigin,
     ) -> EngineResult<LogAppendInfo> {
-        self.check_usable()?;
+        self.check_writable()?;
         let producer_origin = match origin {
             ReplicaOrigin::Replication => AppendOrigin::Replication,
             ReplicaOrigin::Mirror => AppendOrigin::Mirror,

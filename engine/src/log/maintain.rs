@@ -178,7 +178,7 @@ impl PartitionLog {
     /// Storage failures, or the listener's; [`EngineError::LogDirOffline`] when the log failed
     /// before.
     pub fn truncate_to(&mut self, target: Offset) -> EngineResult<bool> {
-        self.check_usable()?;
+        self.check_writable()?;
         assert!(
             target.get() >= 0,
             "{}: truncating to negative offset {target}",
@@ -349,7 +349,7 @@ impl PartitionLog {
     /// Storage failures, or the listener's (nothing is truncated then);
     /// [`EngineError::LogDirOffline`] when the log failed before.
     pub fn truncate_fully_and_start_at(&mut self, new_offset: Offset) -> EngineResult<()> {
-        self.check_usable()?;
+        self.check_writable()?;
         assert!(
             new_offset.get() >= 0,
             "{}: starting at negative offset {new_offset}",
@@ -434,13 +434,15 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Fails once a storage failure poisoned the active segment (a failed write or sync, a
-    /// failed transaction-index entry): the log then takes no append, flush or roll, and must be
+    /// Fails once a storage failure poisoned the log: its active segment (a failed write or
+    /// sync, a failed transaction-index entry: no append, flush or roll) or the log itself (a
+    /// truncation or log-start move that failed part-way: no use at all). It must then be
     /// reopened, which recovers it.
     ///
     /// # Errors
-    /// The active segment's first failure.
+    /// The log's failure ([`EngineError::LogDirOffline`]) or the active segment's first one.
     pub fn check_usable(&self) -> EngineResult<()> {
+        self.check_not_failed()?;
         Ok(self.active.check_usable()?)
     }
 
@@ -530,7 +532,7 @@ impl PartitionLog {
     }
 
     /// Refuses a write to a deleted or failed log.
-    pub(super) fn check_usable(&self) -> EngineResult<()> {
+    pub(super) fn check_writable(&self) -> EngineResult<()> {
         if self.deleted {
             return Err(EngineError::PartitionDeleted(self.name.clone()));
         }

@@ -386,7 +386,12 @@ fn topic_by_name(
     if validate_topic_name(name).is_err() {
         return failed(ResponseError::InvalidTopicException.code());
     }
-    if !auto_create || is_internal(name) {
+    // Kafka's KRaft metadata log is a valid name that no metadata cache holds: Kafka's
+    // `AutoTopicCreationManager` forwards a CreateTopics for it to the controller, which refuses
+    // it (logged at debug only), and answers the Metadata request at once
+    // UNKNOWN_TOPIC_OR_PARTITION, not internal. Creating it here would reach the engine, which
+    // refuses its directory (a storage error and a warning).
+    if !auto_create || is_internal(name) || name == KAFKA_METADATA_TOPIC {
         return failed(ResponseError::UnknownTopicOrPartition.code());
     }
     let config = b.logs.default_log_config().clone();

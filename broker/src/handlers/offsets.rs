@@ -9,7 +9,7 @@
 
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
-use crate::topics::INTERNAL_TOPICS;
+use crate::topics::{INTERNAL_TOPICS, validate_topic_name};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -28,6 +28,7 @@ use kafka_protocol::messages::{
     DescribeProducersResponse, ListOffsetsRequest, ListOffsetsResponse,
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProducerId, TopicName,
 };
+use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::log::{FetchIsolation, OffsetLookup, PartitionLog};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
 use std::collections::{HashMap, HashSet};
@@ -331,8 +332,9 @@ fn delete_one(b: &Broker, topic: &str, partition: i32, offset: i64) -> Result<(i
 /// DescribeProducers v0 (what the Java AdminClient's `describeProducers` sends): per partition,
 /// the producers its producer state holds (Kafka's `UnifiedLog.activeProducers`): id, epoch,
 /// last sequence (−1 when only markers were seen), last timestamp, coordinator epoch of its
-/// last marker and the first offset of its open transaction (−1 for none). An unknown
-/// partition is UNKNOWN_TOPIC_OR_PARTITION, one in an offline log dir KAFKA_STORAGE_ERROR.
+/// last marker and the first offset of its open transaction (−1 for none). An invalid topic
+/// name is INVALID_TOPIC_EXCEPTION, an unknown partition UNKNOWN_TOPIC_OR_PARTITION, one in an
+/// offline log dir KAFKA_STORAGE_ERROR.
 pub fn describe_producers(
     b: &Broker,
     r: DescribeProducersRequest,
@@ -361,10 +363,18 @@ pub fn describe_producers(
         .into_iter()
         .map(|(name, partitions)| {
             let topic = name.0.as_str();
+            // As Kafka's `handleDescribeProducersRequest` (`checkValidTopic`): a name no topic
+            // could have is INVALID_TOPIC_EXCEPTION with the reason, for each partition asked.
+            let invalid = validate_topic_name(topic).err();
             let partitions = partitions
                 .into_iter()
                 .map(|p| {
                     let part = PartitionResponse::default().with_partition_index(p);
+                    if let Some(e) = &invalid {
+                        return part
+                            .with_error_code(e.code)
+                            .with_error_message(Some(StrBytes::from_string(e.message.clone())));
+                    }
                     match active_producers(b, topic, p) {
                         Ok(producers) => part.with_active_producers(producers),
                         Err(code) => part.with_error_code(code),

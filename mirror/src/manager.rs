@@ -878,6 +878,21 @@ impl MirrorManager {
         self.unavailable_state(&self.topic_entries(topic).ok()?)
     }
 
+    /// Why the states this mirror would keep for the topic with `topic_id` and `partitions`
+    /// partitions may be unavailable, if one's is ([`MirrorStateStore::unavailable`]): for a
+    /// read-only topic this mirror does not know it holds (every state of it in an offline
+    /// `__mirror_state` partition at start), whether this mirror holds it is unknown.
+    pub fn states_unavailable_for(
+        &self,
+        topic_id: [u8; 16],
+        partitions: i32,
+    ) -> Option<EngineError> {
+        (0..partitions).find_map(|p| {
+            let key = PartitionMirrorState::new(&self.config.name, topic_id, p).key();
+            self.store.unavailable(&key)
+        })
+    }
+
     fn unavailable_state(&self, entries: &[(TopicPartition, EntryRef)]) -> Option<EngineError> {
         entries.iter().find_map(|(_, entry)| {
             let key = entry.lock().state.key();
@@ -1554,15 +1569,40 @@ impl MirrorManager {
         }
     }
 
+    /// Moves `entry` to FAILED and persists it. When the state cannot be persisted because its
+    /// `__mirror_state` partition is unavailable ([`MirrorStateStore::unavailable`]: its data
+    /// directory went offline, often in the very failure being recorded), the partition is
+    /// FAILED all the same, in memory only and not retryable, naming the directory — as a
+    /// restore leaves such a partition: no retry could record its progress, and a partition
+    /// left in its state would be driven, and refused, on every pass.
     fn fail(&self, key: &TopicPartition, entry: &mut Entry, reason: &str, retryable: bool) {
         let e = entry.state.state_epoch;
         let mut next = entry.state.clone();
         if next
             .fail(reason, retryable, e, self.now(), &self.config.retry)
-            .is_ok()
-            && self.store.put_if_epoch(&next, e).is_ok()
+            .is_err()
         {
+            return;
+        }
+        if self.store.put_if_epoch(&next, e).is_ok() {
             tracing::warn!(mirror = %self.config.name, partition = %key, retryable, "mirror partition FAILED: {reason}");
+            entry.state = next;
+            return;
+        }
+        let Some(offline) = self.store.unavailable(&entry.state.key()) else {
+            return;
+        };
+        let reason = format!(
+            "{reason}; this FAILED state could not be persisted, so it is held in memory only \
+             and not retried (the mirror neither fetches nor appends to the partition, nor \
+             writes its state): {offline}; repair the data directory and restart"
+        );
+        let mut next = entry.state.clone();
+        if next
+            .fail(&reason, false, e, self.now(), &self.config.retry)
+            .is_ok()
+        {
+            tracing::error!(mirror = %self.config.name, partition = %key, "mirror partition FAILED: {reason}");
             entry.state = next;
         }
     }
@@ -1595,9 +1635,21 @@ impl MirrorManager {
             }
             if let Some(target) = e.state.due_retry(self.now()) {
                 let was_paused = was_paused(&e.state);
-                if self.move_to(&mut e, target).is_ok() {
-                    self.ensure_leader_epoch(&key, &mut e);
-                    self.pause_again(&key, &mut e, was_paused);
+                match self.move_to(&mut e, target) {
+                    Ok(()) => {
+                        self.ensure_leader_epoch(&key, &mut e);
+                        self.pause_again(&key, &mut e, was_paused);
+                    }
+                    // Its state partition went offline after the failure was recorded: no
+                    // retry can be recorded, so none is made again.
+                    Err(_) if self.store.unavailable(&e.state.key()).is_some() => {
+                        let reason = e.state.failure.as_ref().map_or_else(
+                            || "its retry could not be recorded".to_string(),
+                            |f| format!("{} (its retry could not be recorded)", f.reason),
+                        );
+                        self.fail(&key, &mut e, &reason, false);
+                    }
+                    Err(_) => {}
                 }
             }
             // A stop that did not finish: a retry of a failed one, or one a crash interrupted

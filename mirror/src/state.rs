@@ -118,7 +118,9 @@
 //! are unknown ([`MirrorStateStore::unavailable`] says which keys), and writes to its keys are
 //! refused with `LogDirOffline`, so nothing is written over them; the mirror manager leaves the
 //! partitions whose state is there FAILED and untouched. A restart with the directory repaired
-//! loads it as it was.
+//! loads it as it was. A partition whose directory goes offline later keeps the states it
+//! loaded, and its keys are unavailable from then on in the same way (the mirror manager fails
+//! a partition whose FAILED state it cannot write in memory only, not retried).
 //!
 //! **The stand-in for compaction**: every transition, retry and epoch bump appends a record, so a
 //! long-lived mirror would grow the topic (and the load at every start) without bound. Once a
@@ -1162,19 +1164,25 @@ impl MirrorStateStore {
 
     /// Why the state of `key` is unavailable, if it is: its `__mirror_state` partition was not
     /// loaded (its data directory was offline at open), so the stored state of `key` is
-    /// unknown and no write to it is allowed. The error is [`EngineError::LogDirOffline`],
-    /// naming the directory.
+    /// unknown, or its data directory went offline since, so the stored state is the last one
+    /// written; either way no write to it is allowed until a restart with the directory
+    /// repaired. The error is [`EngineError::LogDirOffline`], naming the directory.
     pub fn unavailable(&self, key: &StateKey) -> Option<EngineError> {
         let p = self.partition_index(key);
-        let Err(o) = &self.partitions[p as usize].0 else {
-            return None;
+        let (path, reason) = match &self.partitions[p as usize].0 {
+            Err(o) => (o.dir.clone(), format!("is not loaded: {}", o.reason)),
+            Ok(h) => match h.check_online() {
+                Ok(()) => return None,
+                Err(EngineError::LogDirOffline { path, reason }) => {
+                    (path, format!("is in an offline data dir: {reason}"))
+                }
+                Err(e) => return Some(e),
+            },
         };
         Some(EngineError::LogDirOffline {
-            path: o.dir.clone(),
+            path,
             reason: format!(
-                "{MIRROR_STATE_TOPIC}-{p}, which holds this mirror partition's state, is not \
-                 loaded: {}",
-                o.reason
+                "{MIRROR_STATE_TOPIC}-{p}, which holds this mirror partition's state, {reason}"
             ),
         })
     }

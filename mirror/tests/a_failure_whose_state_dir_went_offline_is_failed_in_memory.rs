@@ -1,0 +1,155 @@
+//! A storage failure that takes a data directory offline while the `__mirror_state` partition
+//! holding a mirror partition's state lives in that same directory: the FAILED state cannot be
+//! written. The partition is FAILED all the same — in memory only, not retried, naming the
+//! directory and saying the state could not be persisted — as a restart leaves a partition whose
+//! state partition is offline; operator actions on its topic answer the storage error.
+//!
+//! It used to stay in LOG_ALIGNMENT (the failure was recorded only if persisted), and every
+//! `drive` pass tried the alignment again, each time refused.
+
+mod common;
+
+use common::{Dest, T0, manager};
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::error::EngineError;
+use mirrorlog_engine::log::LeaderOrigin;
+use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_index::{LeaderEpoch, TimestampMs, TopicId, TopicPartition};
+use mirrorlog_mirror::engine_source::EngineSource;
+use mirrorlog_mirror::manager::{MirrorConfig, MirrorError, MirrorManager, PartitionStatus};
+use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
+use mirrorlog_segment::{BatchBuilder, Compression};
+use std::sync::Arc;
+
+fn tp(p: i32) -> TopicPartition {
+    TopicPartition {
+        topic: "orders".into(),
+        partition: p,
+    }
+}
+
+fn produce(m: &LogManager, p: i32, n: usize) {
+    let mut b = BatchBuilder::new().compression(Compression::None);
+    for i in 0..n {
+        b.append(TimestampMs(T0 + i as i64), None, Some(b"v"), &[]);
+    }
+    let h = m.get(&tp(p)).unwrap();
+    let mut log = h.write();
+    log.append_as_leader(b.build().into_bytes(), LeaderEpoch(0), LeaderOrigin::Client)
+        .unwrap();
+    let leo = log.log_end_offset();
+    log.update_high_watermark(leo);
+}
+
+fn sorted(mut v: Vec<PartitionStatus>) -> Vec<PartitionStatus> {
+    v.sort_by_key(|s| s.partition);
+    v
+}
+
+#[test]
+fn a_failure_whose_state_dir_went_offline_is_failed_in_memory() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let src = manager(a.path());
+    let sim = SimStorage::new();
+    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+    // One data dir: every `__mirror_state` partition lives beside the mirrored ones.
+    let dst = Arc::new(
+        LogManager::open(
+            LogManagerConfig::new(b.path()),
+            storage,
+            ManualClock::new(T0),
+        )
+        .unwrap()
+        .0,
+    );
+    for p in 0..2 {
+        src.create(&tp(p), TopicId([1; 16]), LogConfig::default())
+            .unwrap();
+        produce(&src, p, 5);
+    }
+    let store = Arc::new(MirrorStateStore::open(dst.clone(), 4).unwrap());
+    let clock = ManualClock::new(T0);
+    let mirror = MirrorManager::new(
+        MirrorConfig::new("m"),
+        EngineSource::new(src.clone(), "source-cluster", 1),
+        dst.clone(),
+        Arc::new(Dest(dst.clone())),
+        store.clone(),
+        clock.clone(),
+    )
+    .unwrap();
+    mirror.start_topics(&["orders".to_string()]).unwrap();
+    common::catch_up(&mirror);
+    // Failed over, then mirrored again: LOG_ALIGNMENT truncates each partition fully.
+    mirror.stop_topic("orders").unwrap();
+    mirror.start_topics(&["orders".to_string()]).unwrap();
+    assert!(mirror.describe().iter().all(|p| p.state == S::LogAlignment));
+
+    // Partition 0's truncation fails writing its emptied epoch cache: the dir goes offline,
+    // and with it every `__mirror_state` partition.
+    sim.inject(
+        Fault::new(IoOp::WriteAt, FaultKind::Eio).on_path("orders-0/leader-epoch-checkpoint"),
+    );
+    mirror.drive();
+    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    assert!(dst.get(&tp(0)).unwrap().check_online().is_err());
+    // Partition 1 either was aligned before (MIRRORING: its next fetch cannot be appended) or
+    // failed its own alignment in the offline dir.
+    mirror.fetch_round(0);
+
+    let dir = b.path().display().to_string();
+    let failed = sorted(mirror.describe());
+    for s in &failed {
+        assert_eq!(
+            s.state,
+            S::Failed,
+            "partition {} is not FAILED: {s:?}",
+            s.partition
+        );
+        let reason = s.failure.as_deref().unwrap();
+        assert!(
+            reason.contains(&dir) && reason.contains("could not be persisted"),
+            "the reason names neither the offline dir nor the lost write: {reason}"
+        );
+        assert_eq!(s.retry_attempt, -1, "retried automatically: {s:?}");
+    }
+    // The store still holds what it last wrote: FAILED is in memory only.
+    let stored = store
+        .get(&PartitionMirrorState::new("m", [1; 16], 0).key())
+        .unwrap();
+    assert_ne!(stored.state, S::Failed);
+
+    // No pass tries again, however long it waits.
+    for hour in 1..=3 {
+        clock.set(T0 + hour * 3_600_000);
+        mirror.drive();
+        mirror.fetch_round(0);
+    }
+    let later = sorted(mirror.describe());
+    for (before, after) in failed.iter().zip(&later) {
+        assert_eq!(after.state, S::Failed);
+        assert_eq!(
+            after.state_epoch, before.state_epoch,
+            "partition {} was driven again",
+            before.partition
+        );
+    }
+
+    // Operator actions on the topic answer the storage error, as for a state partition
+    // offline at start.
+    for r in [
+        mirror.stop_topic("orders"),
+        mirror.recover_topic("orders").map(|_| ()),
+    ] {
+        assert!(
+            matches!(
+                r,
+                Err(MirrorError::Engine(EngineError::LogDirOffline { .. }))
+            ),
+            "{r:?}"
+        );
+    }
+    mirror.shutdown();
+}

@@ -33,6 +33,9 @@
 //!   leaves out. KIP-1279's prototype accepts the change and its next sync, which compares the
 //!   source's values with the destination's at every refresh, overwrites it; the sync here
 //!   writes only when the source's configs changed, so an accepted change would last until then.
+//!   A read-only topic no mirror owns whose mirror state is in an unavailable `__mirror_state`
+//!   partition (offline data directory) may be a mirror topic nobody restored: a change to those
+//!   keys answers `KAFKA_STORAGE_ERROR`, as a start of the topic does.
 
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
@@ -65,7 +68,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::config::LogConfig;
+use mirrorlog_engine::error::EngineError;
 use mirrorlog_index::TopicPartition;
+use mirrorlog_mirror::manager::MirrorManager;
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use uuid::Uuid;
@@ -1435,7 +1440,7 @@ fn alter_one(
         // reset (kafkajs and aiokafka can only send the whole set).
         for key in &current.overrides {
             if !keys.contains(key)
-                && !mirrored.as_ref().is_some_and(|(_, m)| m.contains(key))
+                && !mirrored.as_ref().is_some_and(|(_, m, _)| m.contains(key))
                 && let Some(d) = defaults.get(key)
             {
                 deleted.push(key.to_string());
@@ -1507,13 +1512,25 @@ fn alter_one(
     }
     let mut new = apply_topic_configs(&current, &pairs)?;
     new.overrides.retain(|k| !deleted.iter().any(|d| d == k));
-    if let Some((owner, copied)) = &mirrored {
+    if let Some((owner, copied, unavailable)) = &mirrored {
         let after: BTreeMap<&str, String> = new.to_kafka_pairs().into_iter().collect();
         let changed: Vec<&str> = copied
             .iter()
             .copied()
             .filter(|k| now.get(k) != after.get(k))
             .collect();
+        if let Some(e) = unavailable.as_ref().filter(|_| !changed.is_empty()) {
+            return Err(TopicError {
+                code: engine_error_code(e),
+                message: format!(
+                    "{} of read-only topic {name} cannot be altered: cluster mirror {owner} may \
+                     mirror it and copy {it} from the source, but its mirror state is \
+                     unavailable: {e}",
+                    changed.join(", "),
+                    it = if changed.len() == 1 { "it" } else { "them" },
+                ),
+            });
+        }
         if !changed.is_empty() {
             return Err(error(
                 ResponseError::InvalidConfig,
@@ -1576,16 +1593,35 @@ fn alter_one(
 /// not set), and writes only when the source's configs changed — so a local change to one would
 /// last until then and be lost after, and clients may change only the other keys (KIP-1279
 /// §12: only the excluded keys are not copied). After a stop (failover) every key is the
-/// topic's own again. `None` for any other topic.
-fn mirrored_keys(b: &Broker, topic: &str) -> Option<(String, HashSet<&'static str>)> {
-    let owner = b.mirrors.topic_owner(topic)?;
-    let mirror = b.mirrors.get(&owner)?;
-    let copied = LogConfig::SUPPORTED_TOPIC_KEYS
-        .iter()
-        .copied()
-        .filter(|k| mirror.copies_topic_config(k))
-        .collect();
-    Some((owner, copied))
+/// topic's own again.
+///
+/// A read-only topic no mirror owns, whose states a mirror would keep in a `__mirror_state`
+/// partition that is unavailable (offline data directory): that mirror may hold it without
+/// knowing (it was not restored), so its copied keys are refused too, with the storage error
+/// (the third field), as a start of the topic is. `None` for any other topic.
+fn mirrored_keys(
+    b: &Broker,
+    topic: &str,
+) -> Option<(String, HashSet<&'static str>, Option<EngineError>)> {
+    let copied_by = |m: &MirrorManager| -> HashSet<&'static str> {
+        LogConfig::SUPPORTED_TOPIC_KEYS
+            .iter()
+            .copied()
+            .filter(|k| m.copies_topic_config(k))
+            .collect()
+    };
+    if let Some(owner) = b.mirrors.topic_owner(topic) {
+        let mirror = b.mirrors.get(&owner)?;
+        return Some((owner, copied_by(&mirror), None));
+    }
+    let meta = b.topics.get(topic)?;
+    if !topic_config(b, &meta)?.read_only {
+        return None;
+    }
+    b.mirrors.all().into_iter().find_map(|m| {
+        let e = m.states_unavailable_for(*meta.id.as_bytes(), meta.partitions)?;
+        Some((m.name().to_string(), copied_by(&m), Some(e)))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

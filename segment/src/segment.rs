@@ -1074,12 +1074,29 @@ impl ActiveSegment {
     }
 
     /// Makes everything appended so far durable: `fdatasync` of the log, `msync` of the indexes.
+    ///
+    /// Any failure poisons the segment (see [`SegmentError::Failed`]), an index's as much as the
+    /// log's: after a failed `msync` or `fsync` the kernel may have dropped the dirty pages, so a
+    /// later successful one would prove nothing (Kafka's `LogSegment.flush` reports any
+    /// `IOException` to the `LogDirFailureChannel`).
     pub fn flush(&mut self) -> SegmentResult<()> {
         self.sync_log()?;
-        self.r.offset_index.flush()?;
-        self.r.time_index.flush()?;
-        self.r.txn_index.flush()?;
-        Ok(())
+        let r = &mut self.r;
+        let synced = r
+            .offset_index
+            .flush()
+            .and_then(|()| r.time_index.flush())
+            .and_then(|()| r.txn_index.flush());
+        self.poisoning(synced)
+    }
+
+    /// Passes `r` through; an error poisons the segment.
+    fn poisoning<T, E: Into<SegmentError>>(&mut self, r: Result<T, E>) -> SegmentResult<T> {
+        r.map_err(|e| {
+            let e = e.into();
+            self.failed.get_or_insert_with(|| e.to_string());
+            e
+        })
     }
 
     /// Makes the appended batches durable (`fdatasync` of the `.log`) but not the indexes: enough
@@ -1247,21 +1264,51 @@ impl ActiveSegment {
 
     /// Stops appends: the final max-timestamp entry goes into the time index, both indexes are
     /// trimmed to their entries, and everything is made durable.
+    ///
+    /// [`prepare_seal`](Self::prepare_seal) then [`into_sealed`](Self::into_sealed): a caller
+    /// that must keep the segment when sealing fails (the engine's roll) calls the two itself.
     pub fn seal(mut self) -> SegmentResult<SealedSegment> {
-        self.r.time_index.maybe_append(
+        self.prepare_seal()?;
+        Ok(self.into_sealed())
+    }
+
+    /// Everything of [`seal`](Self::seal) that can fail, in place: the final max-timestamp
+    /// entry, a [`flush`](Self::flush), the end of appends to the `.log` and the indexes trimmed
+    /// to their entries. A failure poisons the segment (see [`SegmentError::Failed`]): it is
+    /// then neither sealed nor usable, and the caller still holds it, to refuse its use until it
+    /// is reopened and recovered. On success only [`into_sealed`](Self::into_sealed) may follow.
+    pub fn prepare_seal(&mut self) -> SegmentResult<()> {
+        self.check_usable()?;
+        let r = &mut self.r;
+        let appended = r.time_index.maybe_append(
             self.max_timestamp_so_far,
             self.offset_of_max_timestamp_so_far,
             true,
-        )?;
+        );
+        self.poisoning(appended)?;
         self.flush()?;
         self.io(|r| r.log.finish_appends())?;
-        self.r.offset_index.trim_to_valid_size()?;
-        self.r.time_index.trim_to_valid_size()?;
-        Ok(SealedSegment {
+        let r = &mut self.r;
+        let trimmed = r
+            .offset_index
+            .trim_to_valid_size()
+            .and_then(|()| r.time_index.trim_to_valid_size());
+        self.poisoning(trimmed)
+    }
+
+    /// Turns a segment that [`prepare_seal`](Self::prepare_seal) readied into the sealed one;
+    /// cannot fail.
+    pub fn into_sealed(self) -> SealedSegment {
+        assert!(
+            self.failed.is_none(),
+            "{}: sealing a poisoned segment",
+            self.r.log.path().display()
+        );
+        SealedSegment {
             r: self.r,
             storage: self.storage,
             next_offset: self.next_offset,
-        })
+        }
     }
 }
 

@@ -553,9 +553,15 @@ impl PartitionLog {
     /// active segment is replaced instead of sealed. Takes a producer snapshot at the roll point,
     /// as Kafka does.
     ///
+    /// The old segment is sealed before it is swapped out: a sealing that fails (an index's
+    /// sync, say) leaves it the active segment, poisoned, and fails the log
+    /// ([`LogFailureListener`](super::LogFailureListener)), so that no bare log serves or takes
+    /// appends after a segment it dropped.
+    ///
     /// # Errors
-    /// Storage failures.
+    /// Storage failures; [`EngineError::LogDirOffline`] when the log failed before.
     pub fn roll(&mut self, new_base: Offset) -> EngineResult<()> {
+        self.check_not_failed()?;
         // A poisoned active segment cannot be sealed: refuse before it is swapped out, or the
         // log would drop it from its segments and take appends into the new one.
         self.active.check_usable()?;
@@ -578,11 +584,19 @@ impl PartitionLog {
             seg_config,
             now,
         )?;
-        let old = std::mem::replace(&mut self.active, fresh);
-        if old.size_bytes() == 0 {
-            old.delete()?;
+        if self.active.size_bytes() == 0 {
+            std::mem::replace(&mut self.active, fresh).delete()?;
         } else {
-            let sealed = old.seal()?;
+            if let Err(e) = self.active.prepare_seal() {
+                // The old segment stays (poisoned) where it was; the new one was never used.
+                if let Err(d) = fresh.delete() {
+                    tracing::warn!(log = %self.name, "removing the unused segment {new_base}: {d}");
+                }
+                let e = e.into();
+                self.fail(&format!("sealing the segment before {new_base}"), &e);
+                return Err(e);
+            }
+            let sealed = std::mem::replace(&mut self.active, fresh).into_sealed();
             self.sealed.insert(sealed.base_offset(), sealed);
         }
         self.producers.take_snapshot()?;

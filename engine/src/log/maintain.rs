@@ -290,7 +290,7 @@ impl PartitionLog {
 
     /// Fails the log: `what` was left part-way by `e`. The first reason is kept; the listener is
     /// told every time (it keeps the first too).
-    fn fail(&mut self, what: &str, e: &EngineError) {
+    pub(super) fn fail(&mut self, what: &str, e: &EngineError) {
         let reason = format!("{}: {what} failed: {e}", self.name);
         if self.failed.is_none() {
             tracing::error!(log = %self.name, "log failed, refusing all use until reopened: {reason}");

@@ -41,9 +41,10 @@ impl PartitionLog {
     ///
     /// # Errors
     /// [`EngineError::OffsetOutOfRange`] when `new_start` is above the high watermark; storage
-    /// failures; [`EngineError::LogDirOffline`] when the log failed before.
+    /// failures; [`EngineError::LogDirOffline`] when the log failed before;
+    /// [`EngineError::PartitionDeleted`] once the log was deleted.
     pub fn maybe_increment_log_start_offset(&mut self, new_start: Offset) -> EngineResult<bool> {
-        self.check_not_failed()?;
+        self.check_writable()?;
         if new_start > self.high_watermark {
             return Err(EngineError::OffsetOutOfRange {
                 requested: new_start,
@@ -101,9 +102,28 @@ impl PartitionLog {
     /// ([`CleanupPolicy::Retain`](crate::config::CleanupPolicy::Retain)) only segments below the
     /// log start go. Returns how many segments were deleted.
     ///
+    /// A segment is unlisted before its files go, and the log start follows it at once, so a
+    /// storage failure part-way leaves the log consistent in memory: no segment listed whose
+    /// deletion began, and the log start at the first one still listed (or above it, where it
+    /// was). One that leaves a file in an unknown state (anything but running out of space
+    /// writing the epoch checkpoint) fails the log ([`LogFailureListener`]), as a failed
+    /// truncation does.
+    ///
     /// # Errors
-    /// Storage failures.
+    /// Storage failures; [`EngineError::LogDirOffline`] when the log failed before;
+    /// [`EngineError::PartitionDeleted`] once the log was deleted.
     pub fn delete_old_segments(&mut self) -> EngineResult<usize> {
+        self.check_writable()?;
+        let r = self.delete_old_segments_inner();
+        if let Err(e) = &r
+            && crate::manager::takes_dir_offline(e)
+        {
+            self.fail("deleting segments by retention", e);
+        }
+        r
+    }
+
+    fn delete_old_segments_inner(&mut self) -> EngineResult<usize> {
         let mut deleted = self.delete_segments_below_log_start()?;
         if self.config.cleanup_policy == crate::config::CleanupPolicy::Retain {
             // Kafka 4.2's empty `cleanup.policy`: infinite retention, only DeleteRecords trims.
@@ -141,11 +161,17 @@ impl PartitionLog {
             if let Some(x) = &mut excess {
                 *x -= seg.size_bytes() as i64;
             }
-            self.sealed.remove(&first).expect("present").delete()?;
+            // Unlisted first, and the log start moved past it whatever its deletion does: a
+            // segment whose files may be half gone is never served again.
+            let removed = self.sealed.remove(&first).expect("present").delete();
             deleted += 1;
-            if next_base > self.log_start_offset {
-                self.set_log_start(next_base)?;
-            }
+            let moved = if next_base > self.log_start_offset {
+                self.set_log_start(next_base)
+            } else {
+                Ok(())
+            };
+            removed?;
+            moved?;
         }
         if deleted > 0 {
             let first = self.segments().next().expect("active").base_offset();

@@ -111,7 +111,8 @@ pub trait LogStartListener: Send + Sync + std::fmt::Debug {
 }
 
 /// Told by a [`PartitionLog`] when a storage failure left it in a state it cannot vouch for (a
-/// truncation that failed part-way, a log-start move whose files failed): the log refuses every
+/// truncation that failed part-way, a log-start move or retention whose files failed, a roll
+/// that could not seal the old segment): the log refuses every
 /// write and read from then on ([`PartitionLog::failure`]), and the log manager's listener takes
 /// the log's data directory offline, as Kafka's `LogDirFailureChannel` does for any
 /// `IOException` of a log. See [`PartitionLog::set_failure_listener`].

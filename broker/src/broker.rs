@@ -45,6 +45,12 @@ pub struct BrokerConfig {
     pub fetch_max_bytes: i32,
     /// The log manager's settings (`log.dirs` and the topic defaults).
     pub logs: LogManagerConfig,
+    /// The group coordinator's settings (`group.*`, `offsets.*`; each field gives its Kafka
+    /// key, default and range).
+    pub group: crate::group::GroupConfig,
+    /// The transaction coordinator's settings (`transaction.*`, `transactional.id.*`; each
+    /// field gives its Kafka key, default and range).
+    pub txn: crate::txn::TxnConfig,
 }
 
 impl BrokerConfig {
@@ -59,6 +65,8 @@ impl BrokerConfig {
             num_partitions: 1,
             fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             logs: LogManagerConfig::new(data_dir),
+            group: crate::group::GroupConfig::default(),
+            txn: crate::txn::TxnConfig::default(),
         }
     }
 
@@ -88,6 +96,8 @@ impl BrokerConfig {
                 self.advertised_port
             ));
         }
+        self.group.validate()?;
+        self.txn.validate()?;
         self.logs.validate()
     }
 }

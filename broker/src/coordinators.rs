@@ -3,9 +3,9 @@
 //! transaction coordinator's sink for transactional offset commits.
 
 use crate::broker::{Broker, Coordinator, Wakes};
-use crate::group::{ClientInfo, GroupConfig, GroupCoordinator};
+use crate::group::{ClientInfo, GroupCoordinator};
 use crate::server::RequestContext;
-use crate::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};
+use crate::txn::{TxnCoordinator, TxnOffsetsSink};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use std::sync::Arc;
 
@@ -235,8 +235,11 @@ impl mirrorlog_mirror::group_sync::GroupOffsetsSink for MirrorGroupSink {
 /// A coordinator failed to load its internal topic.
 pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
     let clock = broker.clock().clone();
-    let groups =
-        GroupCoordinator::open(broker.logs.clone(), GroupConfig::default(), clock.clone())?;
+    let groups = GroupCoordinator::open(
+        broker.logs.clone(),
+        broker.config.group.clone(),
+        clock.clone(),
+    )?;
     // KIP-1279 invariant 6: a commit to a mirror (read-only) partition is clamped into
     // [log start, high watermark], whoever sends it, so no path stores an offset outside the
     // log. The closure holds the log manager weakly: it must not keep it alive at shutdown.
@@ -268,7 +271,7 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
         broker.logs.clone(),
         Arc::new(GroupSink(groups.clone())),
         clock,
-        TxnConfig::default(),
+        broker.config.txn.clone(),
     )?;
     // A marker wakes the long polls on its partition (READ_COMMITTED ones wait for the LSO).
     let notifier = broker.appends.clone();

@@ -12,24 +12,25 @@ pub struct GroupConfig {
     /// different count, since groups would move to other partitions and lose their offsets.
     pub offsets_topic_partitions: i32,
     /// `offsets.topic.segment.bytes`: segment size of `__consumer_offsets`. Default 104857600
-    /// (100 MiB, as Kafka); range 1 MiB ..= 1 GiB.
+    /// (100 MiB, as Kafka); range 1 MiB ..= 1 GiB (Kafka: ≥ 1).
     pub offsets_topic_segment_bytes: u32,
     /// `group.min.session.timeout.ms`: the smallest session timeout a member may ask for.
-    /// Default 6000; range 1 ..= `group_max_session_timeout_ms`.
+    /// Default 6000; range 1 ..= `group_max_session_timeout_ms` (Kafka checks neither bound).
     pub group_min_session_timeout_ms: i32,
     /// `group.max.session.timeout.ms`: the largest session timeout a member may ask for.
-    /// Default 1800000 (30 minutes); range `group_min_session_timeout_ms` ..= i32::MAX.
+    /// Default 1800000 (30 minutes); range `group_min_session_timeout_ms` ..= i32::MAX (Kafka
+    /// checks no bound; below the minimum it would refuse every JoinGroup).
     pub group_max_session_timeout_ms: i32,
     /// `group.initial.rebalance.delay.ms`: how long the first rebalance of an empty group waits
     /// for more members (extended by the same delay, up to the rebalance timeout, while members
     /// keep arriving). Default 0 here so that a lone consumer starts at once (and tests stay
     /// fast); Kafka's default is 3000, which spares a group starting many consumers a rebalance
-    /// per consumer — set it for production. Range 0 ..= i32::MAX.
+    /// per consumer — set it for production. Range 0 ..= i32::MAX (Kafka checks no bound).
     pub group_initial_rebalance_delay_ms: i32,
     /// `group.max.size`: the most members one group may have; a JoinGroup beyond it gets
     /// GROUP_MAX_SIZE_REACHED. Also bounds a group's members waiting for their member id
     /// (MEMBER_ID_REQUIRED). Default 10000 (Kafka: i32::MAX, i.e. unbounded; we keep every
-    /// in-memory structure bounded); range 1 ..= 1000000.
+    /// in-memory structure bounded); range 1 ..= 1000000 (Kafka: ≥ 1).
     pub group_max_size: i32,
     /// Kafka's `classicGroupNewMemberJoinTimeoutMs` (an internal constant there): how long a new
     /// member's first JoinGroup may stay parked before the member is dropped. Default 300000;
@@ -43,7 +44,8 @@ pub struct GroupConfig {
     /// looks for expired offsets and dead groups. Default 600000; range 1 ..= i64::MAX.
     pub offsets_retention_check_interval_ms: i64,
     /// `offset.metadata.max.bytes`: the largest metadata string a commit may carry
-    /// (OFFSET_METADATA_TOO_LARGE beyond). Default 4096; range 0 ..= i32::MAX, though the
+    /// (OFFSET_METADATA_TOO_LARGE beyond). Default 4096; range 0 ..= i32::MAX (Kafka checks no
+    /// bound; a negative value there refuses every commit), though the
     /// record stores it with an `int16` length, so 32767 bytes is the effective ceiling.
     pub offset_metadata_max_bytes: i32,
     /// `offsets.load.buffer.size`: bytes read at a time while loading `__consumer_offsets`.
@@ -102,8 +104,8 @@ impl GroupConfig {
         check(
             "offsets.topic.segment.bytes",
             self.offsets_topic_segment_bytes,
-            1 << 20,
-            1 << 30,
+            Self::OFFSETS_TOPIC_SEGMENT_BYTES_MIN,
+            Self::OFFSETS_TOPIC_SEGMENT_BYTES_MAX,
         )?;
         check(
             "group.min.session.timeout.ms",
@@ -162,6 +164,70 @@ impl GroupConfig {
         )
     }
 
+    /// The Kafka broker keys (`server.properties`) that [`set`](Self::set) takes: every one of
+    /// Kafka's classic-group and offsets settings whose behaviour this coordinator has.
+    pub const KAFKA_KEYS: &'static [&'static str] = &[
+        "offsets.topic.num.partitions",
+        "offsets.topic.segment.bytes",
+        "group.min.session.timeout.ms",
+        "group.max.session.timeout.ms",
+        "group.initial.rebalance.delay.ms",
+        "group.max.size",
+        "offsets.retention.minutes",
+        "offsets.retention.check.interval.ms",
+        "offset.metadata.max.bytes",
+        "offsets.load.buffer.size",
+    ];
+
+    /// Sets the field of Kafka broker key `key` from its `server.properties` value, parsed as
+    /// Kafka parses it (an `INT` key as a 32-bit, a `LONG` key as a 64-bit decimal). Returns
+    /// whether `key` is one of [`KAFKA_KEYS`](Self::KAFKA_KEYS). The range is checked by
+    /// [`validate`](Self::validate), which sees every key at once (the session-timeout bounds
+    /// depend on each other).
+    ///
+    /// # Errors
+    /// The value is not a number of the key's type.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        let int = || {
+            value
+                .trim()
+                .parse::<i32>()
+                .map_err(|_| format!("{key}={value}: not a 32-bit integer"))
+        };
+        match key {
+            "offsets.topic.num.partitions" => self.offsets_topic_partitions = int()?,
+            "offsets.topic.segment.bytes" => {
+                // Unsigned here: a negative value is out of range, said as `validate` says it.
+                let v = int()?;
+                self.offsets_topic_segment_bytes = u32::try_from(v).map_err(|_| {
+                    format!(
+                        "{key}={v} is outside {} ..= {}",
+                        Self::OFFSETS_TOPIC_SEGMENT_BYTES_MIN,
+                        Self::OFFSETS_TOPIC_SEGMENT_BYTES_MAX
+                    )
+                })?;
+            }
+            "group.min.session.timeout.ms" => self.group_min_session_timeout_ms = int()?,
+            "group.max.session.timeout.ms" => self.group_max_session_timeout_ms = int()?,
+            "group.initial.rebalance.delay.ms" => self.group_initial_rebalance_delay_ms = int()?,
+            "group.max.size" => self.group_max_size = int()?,
+            "offsets.retention.minutes" => self.offsets_retention_minutes = int()?,
+            "offsets.retention.check.interval.ms" => {
+                self.offsets_retention_check_interval_ms = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{key}={value}: not a 64-bit integer"))?
+            }
+            "offset.metadata.max.bytes" => self.offset_metadata_max_bytes = int()?,
+            "offsets.load.buffer.size" => self.offsets_load_buffer_bytes = int()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    const OFFSETS_TOPIC_SEGMENT_BYTES_MIN: u32 = 1 << 20;
+    const OFFSETS_TOPIC_SEGMENT_BYTES_MAX: u32 = 1 << 30;
+
     /// `offsets.retention.minutes` in milliseconds.
     pub fn offsets_retention_ms(&self) -> i64 {
         i64::from(self.offsets_retention_minutes) * 60_000
@@ -200,5 +266,61 @@ mod tests {
             ..GroupConfig::default()
         };
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn set_takes_each_kafka_key_and_validate_bounds_it() {
+        let mut c = GroupConfig::default();
+        for (k, v) in [
+            ("offsets.topic.num.partitions", "3"),
+            ("offsets.topic.segment.bytes", "2097152"),
+            ("group.min.session.timeout.ms", "1000"),
+            ("group.max.session.timeout.ms", "20000"),
+            ("group.initial.rebalance.delay.ms", "3000"),
+            ("group.max.size", "7"),
+            ("offsets.retention.minutes", "60"),
+            ("offsets.retention.check.interval.ms", "4294967296"),
+            ("offset.metadata.max.bytes", "100"),
+            ("offsets.load.buffer.size", "65536"),
+        ] {
+            assert_eq!(c.set(k, v), Ok(true), "{k}");
+        }
+        assert_eq!(
+            c,
+            GroupConfig {
+                offsets_topic_partitions: 3,
+                offsets_topic_segment_bytes: 2 << 20,
+                group_min_session_timeout_ms: 1000,
+                group_max_session_timeout_ms: 20_000,
+                group_initial_rebalance_delay_ms: 3000,
+                group_max_size: 7,
+                offsets_retention_minutes: 60,
+                offsets_retention_check_interval_ms: 1 << 32,
+                offset_metadata_max_bytes: 100,
+                offsets_load_buffer_bytes: 65_536,
+                ..GroupConfig::default()
+            }
+        );
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.set("offsets.commit.timeout.ms", "5000"), Ok(false));
+        let e = c.set("group.max.size", "2147483648").unwrap_err();
+        assert!(e.contains("group.max.size=2147483648"), "{e}");
+        let e = c.set("offsets.topic.segment.bytes", "-1").unwrap_err();
+        assert!(
+            e.contains("offsets.topic.segment.bytes=-1 is outside"),
+            "{e}"
+        );
+        for (k, v) in [
+            ("group.max.size", "0"),
+            ("offsets.retention.minutes", "0"),
+            ("offsets.retention.check.interval.ms", "0"),
+            ("group.max.session.timeout.ms", "999"),
+            ("offsets.topic.segment.bytes", "1048575"),
+        ] {
+            let mut c = c.clone();
+            c.set(k, v).unwrap();
+            let e = c.validate().unwrap_err();
+            assert!(e.starts_with(&format!("{k}={v} is outside")), "{e}");
+        }
     }
 }

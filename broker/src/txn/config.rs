@@ -10,7 +10,7 @@ pub struct TxnConfig {
     /// count, since changing it would move transactional ids to other partitions.
     pub transaction_state_partitions: i32,
     /// `transaction.state.log.segment.bytes`: segment size of `__transaction_state`. Default
-    /// 104857600 (100 MiB); range 1024 ..= i32::MAX.
+    /// 104857600 (100 MiB); range 1024 ..= i32::MAX (Kafka: ≥ 1).
     pub transaction_state_segment_bytes: u32,
     /// `transaction.max.timeout.ms`: the largest `transaction.timeout.ms` a producer may ask
     /// for. Default 900000 (15 min); range 1 ..= i32::MAX.
@@ -51,6 +51,53 @@ impl Default for TxnConfig {
 }
 
 impl TxnConfig {
+    /// The Kafka broker keys (`server.properties`) that [`set`](Self::set) takes: every one of
+    /// Kafka's transaction coordinator settings whose behaviour this coordinator has.
+    pub const KAFKA_KEYS: &'static [&'static str] = &[
+        "transaction.state.log.num.partitions",
+        "transaction.state.log.segment.bytes",
+        "transaction.max.timeout.ms",
+        "transactional.id.expiration.ms",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+    ];
+
+    /// Sets the field of Kafka broker key `key` from its `server.properties` value, parsed as
+    /// Kafka parses it (each is an `INT` there: a 32-bit decimal). Returns whether `key` is one
+    /// of [`KAFKA_KEYS`](Self::KAFKA_KEYS). The range is checked by [`validate`](Self::validate).
+    ///
+    /// # Errors
+    /// The value is not a 32-bit integer.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        let int = || {
+            value
+                .trim()
+                .parse::<i32>()
+                .map_err(|_| format!("{key}={value}: not a 32-bit integer"))
+        };
+        match key {
+            "transaction.state.log.num.partitions" => self.transaction_state_partitions = int()?,
+            "transaction.state.log.segment.bytes" => {
+                // Unsigned here: a negative value is out of range, said as `validate` says it.
+                let v = int()?;
+                self.transaction_state_segment_bytes = u32::try_from(v)
+                    .map_err(|_| format!("{key} = {v} is outside 1024..={}", i32::MAX))?;
+            }
+            "transaction.max.timeout.ms" => self.transaction_max_timeout_ms = int()?,
+            "transactional.id.expiration.ms" => {
+                self.transactional_id_expiration_ms = i64::from(int()?)
+            }
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
+                self.abort_timed_out_transaction_cleanup_interval_ms = i64::from(int()?)
+            }
+            "transaction.remove.expired.transaction.cleanup.interval.ms" => {
+                self.remove_expired_transaction_cleanup_interval_ms = i64::from(int()?)
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// Rejects out-of-range settings.
     ///
     /// # Errors
@@ -137,5 +184,54 @@ mod tests {
             ..TxnConfig::default()
         };
         assert!(c.validate().unwrap_err().contains("num.partitions"));
+    }
+
+    #[test]
+    fn set_takes_each_kafka_key_and_validate_bounds_it() {
+        let mut c = TxnConfig::default();
+        for (k, v) in [
+            ("transaction.state.log.num.partitions", "4"),
+            ("transaction.state.log.segment.bytes", "1048576"),
+            ("transaction.max.timeout.ms", "60000"),
+            ("transactional.id.expiration.ms", "86400000"),
+            (
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                "500",
+            ),
+            (
+                "transaction.remove.expired.transaction.cleanup.interval.ms",
+                "1000",
+            ),
+        ] {
+            assert_eq!(c.set(k, v), Ok(true), "{k}");
+        }
+        assert_eq!(
+            c,
+            TxnConfig {
+                transaction_state_partitions: 4,
+                transaction_state_segment_bytes: 1 << 20,
+                transaction_max_timeout_ms: 60_000,
+                transactional_id_expiration_ms: 86_400_000,
+                abort_timed_out_transaction_cleanup_interval_ms: 500,
+                remove_expired_transaction_cleanup_interval_ms: 1000,
+                ..TxnConfig::default()
+            }
+        );
+        c.validate().unwrap();
+        assert_eq!(c.set("producer.id.expiration.ms", "1"), Ok(false));
+        // Kafka's keys are all `INT`: a value past i32::MAX is refused by name.
+        let e = c
+            .set("transactional.id.expiration.ms", "2147483648")
+            .unwrap_err();
+        assert!(
+            e.contains("transactional.id.expiration.ms=2147483648"),
+            "{e}"
+        );
+        for k in TxnConfig::KAFKA_KEYS {
+            let mut c = c.clone();
+            c.set(k, "0").unwrap();
+            let e = c.validate().unwrap_err();
+            assert!(e.starts_with(&format!("{k} = 0 is outside")), "{e}");
+        }
     }
 }

@@ -21,13 +21,17 @@
 //! | `log.io.direct.durability` | `dsync` | `dsync`, `fdatasync` |
 //! | `log.preallocate` | true | true/false: written zeros ahead of synced active `.log` files (buffered mode; see README "Durable appends") |
 //! | `log.*`, `message.max.bytes`, `compression.type`, … | Kafka's | see README "Topic configuration" |
+//! | `group.*`, `offsets.*`, `offset.metadata.max.bytes` ([`GroupConfig::KAFKA_KEYS`]) | see [`GroupConfig`] | see [`GroupConfig`] |
+//! | `transaction.*`, `transactional.id.expiration.ms` ([`TxnConfig::KAFKA_KEYS`]) | see [`TxnConfig`] | see [`TxnConfig`] |
 //!
 //! Flags win over the file.
 
 use anyhow::{Context, Result, bail};
 use mirrorlog_broker::broker::BrokerConfig;
+use mirrorlog_broker::group::GroupConfig;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_broker::server::{ServerConfig, shutdown_on_signals};
+use mirrorlog_broker::txn::TxnConfig;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
@@ -76,6 +80,8 @@ pub const KAFKA_KEYS_WITHOUT_EFFECT: &[&str] = &[
     "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
     "log.retention.check.interval.ms",
+    // How long a commit waits for the offsets topic's replicas; one node has none to wait for.
+    "offsets.commit.timeout.ms",
 ];
 
 /// The listen address when neither `--listen` nor `listeners` gives one.
@@ -140,6 +146,8 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut preallocate = None;
     let mut direct_durability = None;
     let mut log_pairs = vec![];
+    let mut group = GroupConfig::default();
+    let mut txn = TxnConfig::default();
     let mut ignored: Vec<String> = vec![];
     let parse = |k: &str, v: &str| -> Result<i64> {
         v.parse().with_context(|| format!("{k}={v}: not a number"))
@@ -149,6 +157,12 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     };
     let dirs = |v: &str| Some(v.split(',').map(|d| PathBuf::from(d.trim())).collect());
     for (k, v) in &props {
+        // The coordinators' keys; their ranges are checked with the rest by `validate` below.
+        if group.set(k, v).map_err(anyhow::Error::msg)?
+            || txn.set(k, v).map_err(anyhow::Error::msg)?
+        {
+            continue;
+        }
         match k.as_str() {
             // As `java.util.Properties`, a repeated key's last value wins.
             "node.id" | "broker.id" => node_id = parse_i32(k, v)?,
@@ -202,14 +216,6 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                 )
             }
             k if KAFKA_KEYS_WITHOUT_EFFECT.contains(&k) => ignored.push(k.to_string()),
-            // Kafka 3.x's stock file sets it to 0, which is what the group coordinator does.
-            "group.initial.rebalance.delay.ms" => {
-                if parse(k, v)? != 0 {
-                    bail!(
-                        "{k}={v}: mirrorlog's groups rebalance without an initial delay (only 0)"
-                    );
-                }
-            }
             // Everything else must be a log setting the engine knows.
             _ => log_pairs.push((k.clone(), v.clone())),
         }
@@ -278,6 +284,8 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     cfg.num_partitions = num_partitions;
     cfg.fetch_max_bytes = fetch_max;
     cfg.auto_create_topics = auto_create;
+    cfg.group = group;
+    cfg.txn = txn;
     cfg.validate().map_err(anyhow::Error::msg)?;
     let server = ServerConfig {
         listen: listen_addr,
@@ -369,6 +377,151 @@ mod tests {
             let (args, _d) = args_with(&format!("fetch.max.bytes={bad}\n"));
             let e = format!("{:#}", settings(&args).unwrap_err());
             assert!(e.contains("fetch.max.bytes"), "{e}");
+        }
+    }
+
+    #[test]
+    fn coordinator_keys_default_to_kafkas_values() {
+        let (args, _d) = args_with("");
+        let (cfg, _) = settings(&args).unwrap();
+        assert_eq!(cfg.group, GroupConfig::default());
+        assert_eq!(cfg.txn, TxnConfig::default());
+        // Kafka's defaults (mirrorlog's own where README says why: 8 partitions, no initial
+        // rebalance delay, 10000 members).
+        let g = &cfg.group;
+        assert_eq!(
+            (
+                g.offsets_topic_partitions,
+                g.offsets_topic_segment_bytes,
+                g.group_min_session_timeout_ms,
+                g.group_max_session_timeout_ms,
+                g.group_initial_rebalance_delay_ms,
+                g.group_max_size,
+                g.offsets_retention_minutes,
+                g.offsets_retention_check_interval_ms,
+                g.offset_metadata_max_bytes,
+                g.offsets_load_buffer_bytes,
+            ),
+            (
+                8,
+                104_857_600,
+                6000,
+                1_800_000,
+                0,
+                10_000,
+                10_080,
+                600_000,
+                4096,
+                5_242_880
+            )
+        );
+        let t = &cfg.txn;
+        assert_eq!(
+            (
+                t.transaction_state_partitions,
+                t.transaction_state_segment_bytes,
+                t.transaction_max_timeout_ms,
+                t.transactional_id_expiration_ms,
+                t.abort_timed_out_transaction_cleanup_interval_ms,
+                t.remove_expired_transaction_cleanup_interval_ms,
+            ),
+            (8, 104_857_600, 900_000, 604_800_000, 10_000, 3_600_000)
+        );
+    }
+
+    #[test]
+    fn every_coordinator_key_is_set_from_the_file() {
+        let (args, _d) = args_with(
+            "offsets.topic.num.partitions=3\n\
+             offsets.topic.segment.bytes=2097152\n\
+             group.min.session.timeout.ms=1000\n\
+             group.max.session.timeout.ms=20000\n\
+             group.initial.rebalance.delay.ms=3000\n\
+             group.max.size=7\n\
+             offsets.retention.minutes=60\n\
+             offsets.retention.check.interval.ms=30000\n\
+             offset.metadata.max.bytes=100\n\
+             offsets.load.buffer.size=65536\n\
+             transaction.state.log.num.partitions=4\n\
+             transaction.state.log.segment.bytes=1048576\n\
+             transaction.max.timeout.ms=60000\n\
+             transactional.id.expiration.ms=86400000\n\
+             transaction.abort.timed.out.transaction.cleanup.interval.ms=500\n\
+             transaction.remove.expired.transaction.cleanup.interval.ms=1000\n\
+             offsets.commit.timeout.ms=5000\n",
+        );
+        let (cfg, _) = settings(&args).unwrap();
+        assert_eq!(
+            cfg.group,
+            GroupConfig {
+                offsets_topic_partitions: 3,
+                offsets_topic_segment_bytes: 2 << 20,
+                group_min_session_timeout_ms: 1000,
+                group_max_session_timeout_ms: 20_000,
+                group_initial_rebalance_delay_ms: 3000,
+                group_max_size: 7,
+                offsets_retention_minutes: 60,
+                offsets_retention_check_interval_ms: 30_000,
+                offset_metadata_max_bytes: 100,
+                offsets_load_buffer_bytes: 65_536,
+                ..GroupConfig::default()
+            }
+        );
+        assert_eq!(
+            cfg.txn,
+            TxnConfig {
+                transaction_state_partitions: 4,
+                transaction_state_segment_bytes: 1 << 20,
+                transaction_max_timeout_ms: 60_000,
+                transactional_id_expiration_ms: 86_400_000,
+                abort_timed_out_transaction_cleanup_interval_ms: 500,
+                remove_expired_transaction_cleanup_interval_ms: 1000,
+                ..TxnConfig::default()
+            }
+        );
+    }
+
+    /// As Kafka's `ConfigException`: the key, its value and the valid range, at startup.
+    #[test]
+    fn an_out_of_range_coordinator_key_is_refused_with_its_range() {
+        for (props, expected) in [
+            (
+                "group.max.size=0\n",
+                "group.max.size=0 is outside 1 ..= 1000000",
+            ),
+            (
+                "offsets.retention.minutes=0\n",
+                "offsets.retention.minutes=0 is outside 1 ..= 2147483647",
+            ),
+            (
+                "group.min.session.timeout.ms=7000\ngroup.max.session.timeout.ms=6500\n",
+                "group.max.session.timeout.ms=6500 is outside 7000 ..= 2147483647",
+            ),
+            (
+                "offsets.topic.segment.bytes=-5\n",
+                "offsets.topic.segment.bytes=-5 is outside 1048576 ..= 1073741824",
+            ),
+            (
+                "transaction.max.timeout.ms=0\n",
+                "transaction.max.timeout.ms = 0 is outside 1..=2147483647",
+            ),
+            (
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms=-1\n",
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms = -1 is outside \
+                 1..=2147483647",
+            ),
+            (
+                "transactional.id.expiration.ms=2147483648\n",
+                "transactional.id.expiration.ms=2147483648: not a 32-bit integer",
+            ),
+            (
+                "offsets.retention.check.interval.ms=soon\n",
+                "offsets.retention.check.interval.ms=soon: not a 64-bit integer",
+            ),
+        ] {
+            let (args, _d) = args_with(props);
+            let e = format!("{:#}", settings(&args).unwrap_err());
+            assert!(e.contains(expected), "{props}: {e}");
         }
     }
 

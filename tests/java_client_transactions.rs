@@ -46,7 +46,7 @@ fn consume_transform_produce_fencing_zombie_offsets_and_pending_offsets() {
 }
 
 /// Waits for the coordinator's abort of timed-out transactions, which runs every 10 s
-/// (`transaction.abort.timed.out.transaction.cleanup.interval.ms`, not settable in `serve`).
+/// (the default `transaction.abort.timed.out.transaction.cleanup.interval.ms`).
 #[test]
 fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
     run_clean("txn_timeout", &["ok txn_timeout"]);

@@ -345,7 +345,7 @@ impl DestinationTopics for BrokerTopics {
         })
     }
 
-    fn topic_overrides(&self, name: &str) -> Vec<String> {
+    fn topic_overrides(&self, name: &str) -> Vec<(String, String)> {
         let Ok(b) = self.broker() else {
             return Vec::new();
         };
@@ -363,7 +363,7 @@ impl DestinationTopics for BrokerTopics {
             .to_kafka_pairs()
             .into_iter()
             .filter(|(k, _)| config.is_topic_override(k, defaults))
-            .map(|(k, _)| k.to_string())
+            .map(|(k, v)| (k.to_string(), v))
             .collect()
     }
 

@@ -345,10 +345,11 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
         configs: &[(String, String)],
         removed: &[String],
     ) -> Result<(), String>;
-    /// The topic config keys topic `name` holds as its own (its topic overrides) — what a
-    /// mirror copied from the source before. A restarted mirror compares them with the source's
-    /// to reset the keys the source stopped setting while it was down. Default: none known.
-    fn topic_overrides(&self, _name: &str) -> Vec<String> {
+    /// The topic configs topic `name` holds as its own (its topic overrides), key and value —
+    /// what a mirror copied from the source before. A restarted mirror compares their keys with
+    /// the source's to reset the keys the source stopped setting while it was down; a start
+    /// that fails puts back the ones it replaced. Default: none known.
+    fn topic_overrides(&self, _name: &str) -> Vec<(String, String)> {
         Vec::new()
     }
     /// Makes the topic writable (after a stop) or read-only again.
@@ -567,6 +568,7 @@ impl Drop for AppliedAll<'_> {
     }
 }
 
+#[derive(Clone)]
 struct Entry {
     state: PartitionMirrorState,
     source_leader: i32,
@@ -582,6 +584,49 @@ struct TopicInfo {
     missing_syncs: u32,
     /// The source configs last applied (config sync skips the write when they did not change).
     synced_configs: Option<Vec<(String, String)>>,
+}
+
+/// What a start changed of one partition, for a start that fails later to put back.
+struct StartedPartition {
+    key: TopicPartition,
+    /// The stored state before the start (`None`: no record).
+    stored_before: Option<PartitionMirrorState>,
+    /// The entry before the start (`None`: the start added it).
+    entry_before: Option<Entry>,
+    /// The state the start wrote (`None`: it wrote none, and took the stored one).
+    written: Option<PartitionMirrorState>,
+    /// The state the start left the entry in.
+    now: PartitionMirrorState,
+}
+
+/// What a start of one topic changed, for a start that fails to put back.
+#[derive(Default)]
+struct StartUndo {
+    /// What the mirror knew of the topic before (`None`: the destination topic was not
+    /// touched; `Some(None)`: the mirror did not hold it).
+    info_before: Option<Option<TopicInfo>>,
+    /// The topic's own configs before the start copied the source's over them (`None`: the
+    /// start copied nothing).
+    configs_before: Option<Vec<(String, String)>>,
+    /// The partitions the start moved, in order.
+    partitions: Vec<StartedPartition>,
+}
+
+/// Marks a start of a topic in progress ([`MirrorManager::drive`] leaves the topic alone) for
+/// as long as it lives.
+struct StartInProgress<'a>(&'a Mutex<Option<String>>);
+
+impl<'a> StartInProgress<'a> {
+    fn new(slot: &'a Mutex<Option<String>>, topic: &str) -> Self {
+        *slot.lock() = Some(topic.to_string());
+        StartInProgress(slot)
+    }
+}
+
+impl Drop for StartInProgress<'_> {
+    fn drop(&mut self) {
+        *self.0.lock() = None;
+    }
 }
 
 /// The compiled `mirror.topics.include/exclude` and `mirror.topic.properties.exclude`.
@@ -635,6 +680,11 @@ pub struct MirrorManager {
     claim_lock: Mutex<()>,
     /// Set by [`MirrorManager::close_to_new_topics`] (DeleteClusterMirror): no topic starts.
     closed_to_new_topics: AtomicBool,
+    /// The topic a start is working through (set and cleared under `starting`): `drive`
+    /// leaves its partitions alone until the start has moved them all, so no LOG_ALIGNMENT
+    /// truncation runs before the start is complete, and a start failing part-way can put back
+    /// every partition it moved. A leaf lock.
+    starting_topic: Mutex<Option<String>>,
     group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
     last_group_sync: Mutex<Option<GroupSyncReport>>,
     topics: Mutex<BTreeMap<String, TopicInfo>>,
@@ -717,6 +767,7 @@ impl MirrorManager {
             claims,
             claim_lock: Mutex::new(()),
             closed_to_new_topics: AtomicBool::new(false),
+            starting_topic: Mutex::new(None),
             group_sink: Mutex::new(None),
             last_group_sync: Mutex::new(None),
             topics: Mutex::new(BTreeMap::new()),
@@ -1258,6 +1309,12 @@ impl MirrorManager {
     /// partition count, and moves its partitions to LOG_ALIGNMENT (persisted); the next
     /// [`drive`](Self::drive) aligns and starts fetching.
     ///
+    /// A start of a topic that fails leaves it as it was, as KIP-1279's controller applies a
+    /// start in one metadata write: the partitions it moved go back to their states (none of
+    /// them was aligned meanwhile), and when none of the topic is left running, its configs,
+    /// writability (or absence) and claim are put back. A partition whose undo cannot be
+    /// recorded is held FAILED, not retried, until the start is repeated (or recovered).
+    ///
     /// # Errors
     /// The source is unreachable, a topic is unknown on the source or internal, or the state
     /// cannot be persisted.
@@ -1323,36 +1380,153 @@ impl MirrorManager {
                 .logs
                 .get(&tp(&t.name, 0))
                 .map(|h| h.read().is_read_only());
-            let mut info_before = None;
-            let started = self.start_claimed_topic(t, &mut info_before);
+            let mut undo = StartUndo::default();
+            let started = {
+                let _in_progress = StartInProgress::new(&self.starting_topic, &t.name);
+                let r = self.start_claimed_topic(t, &mut undo);
+                if let Err(err) = &r {
+                    let partitions = std::mem::take(&mut undo.partitions);
+                    self.undo_started_partitions(&t.name, partitions, err);
+                }
+                r
+            };
             if let Err(err) = started {
-                self.abandon_start(&t.name, before, info_before);
+                self.abandon_start(&t.name, before, undo);
                 return Err(err);
             }
         }
         Ok(())
     }
 
-    /// A start of `topic` failed (the caller holds `claim_lock`). When no partition of it is
-    /// left running here (all STOPPED, or none started), it is left as it was before the start,
-    /// as KIP-1279's controller applies a start all at once or not at all: a topic the start
-    /// created is removed again ([`DestinationTopics::remove_mirror_topic`]), a failed-over
-    /// topic it made read-only again is writable again; then the claim is released and the
-    /// mirror forgets the topic unless it holds partitions of it (so discovery tries it again).
-    /// Read-only with no owner, nothing would write it and clients could not produce to it.
-    /// When some partitions did start, the mirror keeps the topic (claimed, read-only) and the
-    /// next sync or start starts the rest.
-    fn abandon_start(
+    /// A start of `topic` failed after moving the partitions of `started`: each goes back to
+    /// the state it had (its record rewritten as it was, with a new state epoch, or deleted
+    /// when the start wrote the first one; its entry put back, or removed when the start added
+    /// it). Nothing of these partitions was truncated: `drive` leaves a topic being started
+    /// alone. A partition whose undo cannot be recorded keeps the LOG_ALIGNMENT the start
+    /// wrote, so it is held FAILED, not retried automatically, with a reason that says the
+    /// start failed and that a repeated start (or a recover) completes it; the topic then stays
+    /// this mirror's and read-only. The caller holds `starting` and `claim_lock`, and `topic`
+    /// is the start in progress.
+    fn undo_started_partitions(
         &self,
         topic: &str,
-        before: Option<bool>,
-        info_before: Option<Option<TopicInfo>>,
+        started: Vec<StartedPartition>,
+        start_err: &MirrorError,
     ) {
+        for u in started.into_iter().rev() {
+            let Some(entry) = self.partitions.lock().get(&u.key).cloned() else {
+                continue;
+            };
+            let mut e = entry.lock();
+            if e.state != u.now {
+                // Moved since by another operator action: not the start's to undo.
+                continue;
+            }
+            let now = self.now();
+            let put_back = match (&u.written, &u.stored_before) {
+                (None, _) => Ok(None),
+                (Some(_), None) => self.store.delete(&u.now.key()).map(|_| None),
+                (Some(w), Some(prev)) => {
+                    let mut back = prev.clone();
+                    back.state_epoch = w.state_epoch.checked_add(1).expect("state epoch overflow");
+                    back.updated_ms = now;
+                    self.store
+                        .put_if_epoch(&back, w.state_epoch)
+                        .map(|()| Some(back))
+                }
+            };
+            match put_back {
+                Ok(back) => {
+                    match u.entry_before {
+                        Some(mut before) => {
+                            if let Some(back) = back {
+                                before.state = back;
+                            }
+                            *e = before;
+                        }
+                        None => {
+                            drop(e);
+                            self.partitions.lock().remove(&u.key);
+                        }
+                    }
+                    tracing::info!(mirror = %self.config.name, partition = %u.key, "the start failed: the partition is back in the state it had");
+                }
+                Err(undo_err) => {
+                    let reason = format!(
+                        "the start of topic {topic} failed ({start_err}), and putting this \
+                         partition back as it was could not be recorded ({undo_err}): its stored \
+                         state is the start's LOG_ALIGNMENT, so it is held here neither aligned \
+                         nor fetched; start the topic again (or recover it) to complete the \
+                         start, or stop it"
+                    );
+                    self.fail_unstarted(&u.key, &mut e, &reason);
+                }
+            }
+        }
+    }
+
+    /// Moves a partition a failed start could not put back to FAILED, not retryable, persisted
+    /// when possible and held in memory otherwise (so `drive` never aligns it on its own).
+    fn fail_unstarted(&self, key: &TopicPartition, entry: &mut Entry, reason: &str) {
+        let epoch = entry.state.state_epoch;
+        let mut next = entry.state.clone();
+        if next
+            .fail(reason, false, epoch, self.now(), &self.config.retry)
+            .is_err()
+        {
+            return;
+        }
+        if let Err(err) = self.store.put_if_epoch(&next, epoch) {
+            let reason = format!(
+                "{reason}; this FAILED state could not be persisted either ({err}), so it is \
+                 held in memory only (a restart resumes the start)"
+            );
+            next = entry.state.clone();
+            if next
+                .fail(&reason, false, epoch, self.now(), &self.config.retry)
+                .is_err()
+            {
+                return;
+            }
+        }
+        tracing::error!(mirror = %self.config.name, partition = %key, "mirror partition FAILED: {}", next.failure.as_ref().map_or("", |f| f.reason.as_str()));
+        entry.state = next;
+    }
+
+    /// A start of `topic` failed and [`undo_started_partitions`](Self::undo_started_partitions)
+    /// put its partitions back (the caller holds `claim_lock`). When no partition of it is left
+    /// running here (all STOPPED, or none held), it is left as it was before the start, as
+    /// KIP-1279's controller applies a start all at once or not at all: the topic configs the
+    /// start copied from the source are the topic's own again, a topic the start created is
+    /// removed again ([`DestinationTopics::remove_mirror_topic`]), a failed-over topic it made
+    /// read-only again is writable again; then the claim is released and the mirror forgets
+    /// the topic unless it holds partitions of it (so discovery tries it again). Read-only with
+    /// no owner, nothing would write it and clients could not produce to it. When a partition
+    /// is left running (it was before the start, or its undo could not be recorded and it is
+    /// FAILED), the mirror keeps the topic (claimed, read-only, with the source's configs).
+    fn abandon_start(&self, topic: &str, before: Option<bool>, undo: StartUndo) {
         if !self.topic_states(topic).iter().all(|s| *s == S::Stopped) {
             return;
         }
         // `info_before` is None when the destination topic was not touched (ensure failed).
-        if let Some(info_before) = info_before {
+        if let Some(info_before) = undo.info_before {
+            // The topic's own configs back before it is writable again (a removed topic takes
+            // its configs with it).
+            if let (Some(_), Some(configs)) = (before, undo.configs_before) {
+                let removed: Vec<String> = self
+                    .topics_api
+                    .topic_overrides(topic)
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .filter(|k| !configs.iter().any(|(c, _)| c == k))
+                    .collect();
+                if let Err(err) = self
+                    .topics_api
+                    .apply_topic_configs(topic, &configs, &removed)
+                {
+                    tracing::warn!(mirror = %self.config.name, topic, "putting back the topic configs the failed start replaced failed: {err}");
+                }
+            }
             let undone = match before {
                 None => self.topics_api.remove_mirror_topic(topic),
                 Some(false) => self.topics_api.set_read_only(topic, false),
@@ -1377,17 +1551,17 @@ impl MirrorManager {
     }
 
     /// Creates (or takes back) `t`'s destination topic and starts its partitions; the caller
-    /// holds `claim_lock` and `t`'s claim. Once the destination topic is ensured,
-    /// `info_before` holds what the mirror knew of the topic before.
+    /// holds `claim_lock` and `t`'s claim. `undo` collects what the start changed, for a
+    /// failure to put back.
     fn start_claimed_topic(
         &self,
         t: &crate::source::SourceTopic,
-        info_before: &mut Option<Option<TopicInfo>>,
+        undo: &mut StartUndo,
     ) -> Result<(), MirrorError> {
         self.topics_api
             .ensure_mirror_topic(&t.name, t.id, t.partitions.len() as i32)
             .map_err(MirrorError::Invalid)?;
-        *info_before = Some(self.topics.lock().get(&t.name).cloned());
+        undo.info_before = Some(self.topics.lock().get(&t.name).cloned());
         self.topics.lock().insert(
             t.name.clone(),
             TopicInfo {
@@ -1400,9 +1574,16 @@ impl MirrorManager {
         // Before the first fetch: a partition must never hold mirrored data under the
         // destination's defaults (a default `retention.ms` deletes old source data as it
         // lands; the periodic sync would only fix that a refresh interval later).
-        self.copy_topic_configs(&t.name);
+        let configs_before = self.topics_api.topic_overrides(&t.name);
+        if self.copy_topic_configs(&t.name) {
+            undo.configs_before = Some(configs_before);
+        }
         for p in &t.partitions {
-            self.start_partition(&t.name, t.id, p.partition, p.leader, p.leader_epoch)?;
+            if let Some(started) =
+                self.start_partition(&t.name, t.id, p.partition, p.leader, p.leader_epoch)?
+            {
+                undo.partitions.push(started);
+            }
         }
         Ok(())
     }
@@ -1420,6 +1601,8 @@ impl MirrorManager {
         }
     }
 
+    /// Moves one partition to LOG_ALIGNMENT (persisted) unless it is running already; returns
+    /// what it changed (`None`: nothing).
     fn start_partition(
         &self,
         topic: &str,
@@ -1427,7 +1610,7 @@ impl MirrorManager {
         partition: i32,
         leader: i32,
         epoch: LeaderEpoch,
-    ) -> Result<(), MirrorError> {
+    ) -> Result<Option<StartedPartition>, MirrorError> {
         let key = tp(topic, partition);
         // Already running (started by the sync thread while an operator's start of a big topic
         // was still working through its partitions, or started twice): nothing to do. Its state
@@ -1441,15 +1624,17 @@ impl MirrorManager {
         if let Some(e) = &guard
             && !matches!(e.state.state, S::Stopped | S::Failed | S::Stopping)
         {
-            return Ok(());
+            return Ok(None);
         }
-        let stored = self
+        let stored_before = self
             .store
             .get(&PartitionMirrorState::new(&self.config.name, id, partition).key());
         // The epoch the store holds for the key (−1: none), which fences this first write.
-        let stored_epoch = stored.as_ref().map_or(-1, |s| s.state_epoch);
-        let mut state =
-            stored.unwrap_or_else(|| PartitionMirrorState::new(&self.config.name, id, partition));
+        let stored_epoch = stored_before.as_ref().map_or(-1, |s| s.state_epoch);
+        let mut state = stored_before
+            .clone()
+            .unwrap_or_else(|| PartitionMirrorState::new(&self.config.name, id, partition));
+        let mut written = None;
         if !matches!(
             state.state,
             S::Mirroring | S::LogAlignment | S::Paused | S::Pausing
@@ -1457,22 +1642,30 @@ impl MirrorManager {
             let e = state.state_epoch;
             state.transition(S::LogAlignment, e, self.now())?;
             self.store.put_if_epoch(&state, stored_epoch)?;
+            written = Some(state.clone());
         }
         let fresh = Entry {
-            state,
+            state: state.clone(),
             source_leader: leader,
             source_epoch: epoch,
             source_hw: Offset(-1),
         };
-        match guard.as_deref_mut() {
-            Some(e) => *e = fresh,
+        let entry_before = match guard.as_deref_mut() {
+            Some(e) => Some(std::mem::replace(e, fresh)),
             None => {
                 self.partitions
                     .lock()
-                    .insert(key, Arc::new(Mutex::new(fresh)));
+                    .insert(key.clone(), Arc::new(Mutex::new(fresh)));
+                None
             }
-        }
-        Ok(())
+        };
+        Ok(Some(StartedPartition {
+            key,
+            stored_before,
+            entry_before,
+            written,
+            now: state,
+        }))
     }
 
     fn check_cluster_id(&self, id: &str) -> Result<(), MirrorError> {
@@ -1631,6 +1824,11 @@ impl MirrorManager {
                 .entry(key.topic.clone())
                 .or_insert_with(|| self.owns(&key.topic));
             if !mine {
+                continue;
+            }
+            // A start is moving this topic's partitions: none is aligned (truncated) before
+            // they all are, so a start that fails part-way can put every one of them back.
+            if self.starting_topic.lock().as_deref() == Some(key.topic.as_str()) {
                 continue;
             }
             if let Some(target) = e.state.due_retry(self.now()) {
@@ -1859,7 +2057,7 @@ impl MirrorManager {
                 }
             }
             for p in missing {
-                self.start_partition(&t.name, id, p.partition, p.leader, p.leader_epoch)?
+                self.start_partition(&t.name, id, p.partition, p.leader, p.leader_epoch)?;
             }
         }
         Ok(())
@@ -2019,13 +2217,13 @@ impl MirrorManager {
     }
 
     /// Copies the source topic's configs (less `mirror.topic.properties.exclude`) to the
-    /// destination topic when they changed since the last copy.
-    fn copy_topic_configs(&self, topic: &str) {
+    /// destination topic when they changed since the last copy. Returns whether it wrote them.
+    fn copy_topic_configs(&self, topic: &str) -> bool {
         let configs = match self.source.topic_configs(topic) {
             Ok(c) => c,
             Err(e) => {
                 tracing::debug!(mirror = %self.config.name, topic, "cannot read source topic configs: {e}");
-                return;
+                return false;
             }
         };
         let configs: Vec<(String, String)> = {
@@ -2041,7 +2239,7 @@ impl MirrorManager {
             .get(topic)
             .is_some_and(|t| t.synced_configs.as_ref() == Some(&configs))
         {
-            return;
+            return false;
         }
         // Keys copied last time that the source no longer sets (an override deleted there): the
         // destination goes back to its own default for them, or a deleted `retention.ms=60000`
@@ -2065,6 +2263,7 @@ impl MirrorManager {
                 self.topics_api
                     .topic_overrides(topic)
                     .into_iter()
+                    .map(|(k, _)| k)
                     .filter(|k| !configs.iter().any(|(c, _)| c == k))
                     .filter(|k| !f.properties_exclude_re.iter().any(|r| r.is_match(k)))
                     .collect()
@@ -2078,9 +2277,12 @@ impl MirrorManager {
                 if let Some(t) = self.topics.lock().get_mut(topic) {
                     t.synced_configs = Some(configs);
                 }
+                true
             }
             Err(e) => {
-                tracing::warn!(mirror = %self.config.name, topic, "cannot apply source topic configs: {e}")
+                tracing::warn!(mirror = %self.config.name, topic, "cannot apply source topic configs: {e}");
+                // A failed write may have changed some partitions' configs.
+                true
             }
         }
     }
@@ -2823,6 +3025,87 @@ fn was_paused(st: &PartitionMirrorState) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Destination topics straight on a log manager, created read-only.
+    #[derive(Debug)]
+    struct Topics(Arc<LogManager>);
+
+    impl DestinationTopics for Topics {
+        fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], n: i32) -> Result<(), String> {
+            for p in 0..n {
+                if self.0.get(&tp(name, p)).is_none() {
+                    let cfg = mirrorlog_engine::config::LogConfig {
+                        read_only: true,
+                        ..Default::default()
+                    };
+                    self.0
+                        .create(&tp(name, p), mirrorlog_index::TopicId(id), cfg)
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(())
+        }
+        fn topic_name_for_id(&self, _id: [u8; 16]) -> Option<String> {
+            None
+        }
+        fn apply_topic_configs(
+            &self,
+            _: &str,
+            _: &[(String, String)],
+            _: &[String],
+        ) -> Result<(), String> {
+            Ok(())
+        }
+        fn set_read_only(&self, _: &str, _: bool) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    /// `drive` aligns no partition of a topic a start is still moving (so a start that fails
+    /// part-way can put back every partition it moved, none of them truncated), and aligns it
+    /// once the start is over.
+    #[test]
+    fn drive_leaves_a_topic_being_started_alone() {
+        let dirs = [
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        ];
+        let logs = |d: &tempfile::TempDir| {
+            let (m, _) = LogManager::open(
+                mirrorlog_engine::manager::LogManagerConfig::new(d.path()),
+                Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
+                mirrorlog_engine::clock::ManualClock::new(0),
+            )
+            .unwrap();
+            Arc::new(m)
+        };
+        let (src, dst, state) = (logs(&dirs[0]), logs(&dirs[1]), logs(&dirs[2]));
+        src.create(
+            &tp("orders", 0),
+            mirrorlog_index::TopicId([7; 16]),
+            Default::default(),
+        )
+        .unwrap();
+        let m = MirrorManager::new(
+            MirrorConfig::new("m"),
+            crate::engine_source::EngineSource::new(src, "source", 1),
+            dst.clone(),
+            Arc::new(Topics(dst)),
+            Arc::new(MirrorStateStore::open(state, 1).unwrap()),
+            mirrorlog_engine::clock::ManualClock::new(0),
+        )
+        .unwrap();
+        m.start_topics(&["orders".into()]).unwrap();
+        assert_eq!(m.topic_states("orders"), vec![S::LogAlignment]);
+        {
+            let _in_progress = StartInProgress::new(&m.starting_topic, "orders");
+            m.drive();
+            assert_eq!(m.topic_states("orders"), vec![S::LogAlignment]);
+        }
+        m.drive();
+        assert_eq!(m.topic_states("orders"), vec![S::Mirroring]);
+    }
 
     /// Every out-of-range mirror setting is refused with a message naming its key (the
     /// CreateClusterMirror answer is all the operator sees); `fetch.wait.max.ms` was reported

@@ -113,6 +113,72 @@ impl DestinationTopics for Dest {
     }
 }
 
+/// Destination topics that also apply the source's topic configs (as the broker's do).
+#[derive(Debug)]
+pub struct ConfigDest(pub Dest);
+
+impl DestinationTopics for ConfigDest {
+    fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String> {
+        self.0.ensure_mirror_topic(name, id, partitions)
+    }
+    fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
+        self.0.topic_name_for_id(id)
+    }
+    fn remove_mirror_topic(&self, name: &str) -> Result<(), String> {
+        self.0.remove_mirror_topic(name)
+    }
+    fn apply_topic_configs(
+        &self,
+        name: &str,
+        configs: &[(String, String)],
+        removed: &[String],
+    ) -> Result<(), String> {
+        // As the broker does: a removed key takes the destination's default back.
+        let defaults = LogConfig::default().to_kafka_pairs();
+        let resets: Vec<(String, String)> = removed
+            .iter()
+            .filter_map(|k| defaults.iter().find(|(d, _)| d == k))
+            .map(|(d, v)| (d.to_string(), v.clone()))
+            .collect();
+        let logs = &self.0.0;
+        for h in logs.partitions() {
+            if h.topic_partition().topic == name {
+                let current = h.read().config().clone();
+                let mut next = current
+                    .with_topic_overrides(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    .and_then(|c| {
+                        c.with_overrides(resets.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    })
+                    .map_err(|e| e.to_string())?;
+                next.overrides.retain(|k| !removed.iter().any(|r| r == k));
+                next.read_only = current.read_only;
+                logs.update_config(h.topic_partition(), next)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+    fn topic_overrides(&self, name: &str) -> Vec<(String, String)> {
+        let Some(h) = self.0.0.get(&TopicPartition {
+            topic: name.into(),
+            partition: 0,
+        }) else {
+            return vec![];
+        };
+        let log = h.read();
+        let config = log.config();
+        config
+            .to_kafka_pairs()
+            .into_iter()
+            .filter(|(k, _)| config.is_topic_override(k, &LogConfig::default()))
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+    fn set_read_only(&self, name: &str, read_only: bool) -> Result<(), String> {
+        self.0.set_read_only(name, read_only)
+    }
+}
+
 /// Drives `mirror` (fetcher thread 0) until two rounds in a row append nothing (a truncation
 /// round appends nothing but is followed by one that does).
 pub fn catch_up(mirror: &mirrorlog_mirror::manager::MirrorManager) {

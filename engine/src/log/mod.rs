@@ -293,7 +293,12 @@ impl PartitionLog {
         if bases.is_empty() {
             let start = offsets.log_start_offset.max(Offset(0));
             let active = ActiveSegment::create(storage.clone(), dir, start, seg_config, now)?;
-            epochs.clear()?;
+            // Entries without a segment (a crash lost them) go; an empty cache is left unwritten,
+            // as Kafka writes the checkpoint only when the cache changes: a new partition pays
+            // no durable write for it, and a missing file reads as empty.
+            if !epochs.is_empty() {
+                epochs.clear()?;
+            }
             producers.truncate_fully_and_start_at(start)?;
             let log = PartitionLog {
                 name: name.to_string(),

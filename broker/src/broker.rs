@@ -138,12 +138,9 @@ pub trait Coordinator: Send + Sync {
 pub enum Wakes {
     /// None: the request writes no log (Heartbeat, OffsetFetch, ListGroups, DescribeGroups),
     /// or the coordinator wakes the partitions it writes itself as it writes them (every write
-    /// of the group coordinator to `__consumer_offsets`).
+    /// of the group coordinator to `__consumer_offsets`, and of the transaction coordinator to
+    /// `__transaction_state` and of its markers).
     Nobody,
-    /// The fetches on this topic: the request writes only there (transaction state into
-    /// `__transaction_state`; the markers of EndTxn and WriteTxnMarkers wake their own
-    /// partitions as they are written).
-    Topic(&'static str),
     /// Every fetch: the coordinator does not say what it wrote (the default).
     All,
 }
@@ -730,7 +727,6 @@ impl Handler for Broker {
                         // read (markers, offsets): a Heartbeat wakes none.
                         match c.wakes(api) {
                             Wakes::Nobody => {}
-                            Wakes::Topic(topic) => self.appends.notify_topic(topic),
                             Wakes::All => self.appends.notify(),
                         }
                         r

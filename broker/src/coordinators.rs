@@ -64,49 +64,7 @@ impl Coordinator for Groups {
     }
 }
 
-struct Txns {
-    txns: Arc<TxnCoordinator>,
-    /// Wakes the long polls on the `__transaction_state` partitions the tick changed.
-    state_log: TxnStateLog,
-}
-
-/// The `__transaction_state` partitions, watched across the transaction coordinator's tick:
-/// its timers (a timed-out transaction aborted, an idle transactional id expired, a grown
-/// partition rewritten, a completion retried) write transaction states there outside any
-/// request, and the coordinator tells only of the markers it writes elsewhere. Each partition
-/// whose log start or end moved during the tick wakes its own long polls.
-struct TxnStateLog {
-    logs: std::sync::Weak<mirrorlog_engine::manager::LogManager>,
-    notifier: Arc<crate::broker::AppendNotifier>,
-    partitions: Vec<mirrorlog_index::TopicPartition>,
-}
-
-impl TxnStateLog {
-    /// The log start and end of each partition (`None`: not hosted, or the broker is gone).
-    fn offsets(&self) -> Vec<Option<(i64, i64)>> {
-        let logs = self.logs.upgrade();
-        self.partitions
-            .iter()
-            .map(|tp| {
-                let h = logs.as_ref()?.get(tp)?;
-                let log = h.read();
-                Some((log.log_start_offset().get(), log.log_end_offset().get()))
-            })
-            .collect()
-    }
-
-    /// Runs `f`, then wakes the long polls on the partitions whose offsets it moved.
-    fn waking_changed<T>(&self, f: impl FnOnce() -> T) -> T {
-        let before = self.offsets();
-        let out = f();
-        for ((tp, b), a) in self.partitions.iter().zip(before).zip(self.offsets()) {
-            if b != a {
-                self.notifier.notify_partition(&tp.topic, tp.partition);
-            }
-        }
-        out
-    }
-}
+struct Txns(Arc<TxnCoordinator>);
 
 impl Coordinator for Txns {
     fn apis(&self) -> Vec<ApiKey> {
@@ -124,27 +82,24 @@ impl Coordinator for Txns {
         TxnCoordinator::supported_versions(api)
     }
     fn handle(&self, ctx: &RequestContext, request: RequestKind) -> ResponseKind {
-        self.txns.handle(ctx.api_version, request)
+        self.0.handle(ctx.api_version, request)
     }
-    fn wakes(&self, api: ApiKey) -> Wakes {
-        match api {
-            // Read memory only.
-            ApiKey::DescribeTransactions | ApiKey::ListTransactions => Wakes::Nobody,
-            // Every other request writes the transaction's state; the markers EndTxn (or an
-            // aborting InitProducerId) writes wake their own partitions (the hook `install`
-            // sets).
-            _ => Wakes::Topic(crate::txn::state_log::TRANSACTION_STATE_TOPIC),
-        }
+    fn wakes(&self, _api: ApiKey) -> Wakes {
+        // Every write wakes the long polls on the partition it went to as it is made (the
+        // hooks `install` sets), whoever made it, a request or the tick: a state to its
+        // `__transaction_state` partition, a marker to its partition. DescribeTransactions and
+        // ListTransactions write nothing and wake nobody.
+        Wakes::Nobody
     }
     fn tick(&self, _now_ms: i64) -> bool {
-        // The markers a timeout or a retry wrote woke their partitions as they were written;
-        // the states it wrote wake theirs here.
-        self.state_log.waking_changed(|| self.txns.tick());
+        // Its writes (timeout aborts, expiries, retried completions, rewrites) woke their
+        // partitions' long polls through the hooks.
+        self.0.tick();
         false
     }
     fn find_error(&self, key_type: i8, key: &str) -> Option<i16> {
         // Kafka's FindCoordinator for a transaction state partition without a leader.
-        (key_type == 1 && !self.txns.serves(key))
+        (key_type == 1 && !self.0.serves(key))
             .then_some(kafka_protocol::ResponseError::CoordinatorNotAvailable.code())
     }
 }
@@ -278,6 +233,11 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
     txns.set_marker_hook(Box::new(move |tp| {
         notifier.notify_partition(&tp.topic, tp.partition);
     }));
+    // Every write to `__transaction_state` wakes the long polls on its partition alone.
+    let notifier = broker.appends.clone();
+    txns.set_state_hook(Box::new(move |partition| {
+        notifier.notify_partition(crate::txn::state_log::TRANSACTION_STATE_TOPIC, partition);
+    }));
     // KIP-890 part 1: transactional produce batches and TxnOffsetCommit are verified with the
     // transaction coordinator before they are written.
     broker.set_txn_verifier(txns.clone());
@@ -287,18 +247,7 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
         .mirrors
         .set_group_sink(Arc::new(MirrorGroupSink(groups.clone())));
     broker.add_coordinator(Arc::new(Groups(groups)));
-    let state_log = TxnStateLog {
-        logs: Arc::downgrade(&broker.logs),
-        notifier: broker.appends.clone(),
-        partitions: (0..)
-            .map(|partition| mirrorlog_index::TopicPartition {
-                topic: crate::txn::state_log::TRANSACTION_STATE_TOPIC.to_string(),
-                partition,
-            })
-            .take_while(|tp| broker.logs.get(tp).is_some())
-            .collect(),
-    };
-    broker.add_coordinator(Arc::new(Txns { txns, state_log }));
+    broker.add_coordinator(Arc::new(Txns(txns)));
     broker.topics.refresh(&broker.logs);
     Ok(())
 }

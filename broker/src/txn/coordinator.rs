@@ -66,10 +66,15 @@ pub struct TxnCoordinator {
     rewrite: Mutex<()>,
     /// Told each partition a marker was written to (the broker wakes its long polls).
     marker_written: std::sync::OnceLock<MarkerHook>,
+    /// Told each `__transaction_state` partition written to (the broker wakes its long polls).
+    state_written: std::sync::OnceLock<StateHook>,
 }
 
 /// See [`TxnCoordinator::set_marker_hook`].
 pub type MarkerHook = Box<dyn Fn(&TopicPartition) + Send + Sync>;
+
+/// See [`TxnCoordinator::set_state_hook`].
+pub type StateHook = Box<dyn Fn(i32) + Send + Sync>;
 
 /// The producer ids this incarnation may hand out: `next .. end`; `end` is durable.
 #[derive(Debug)]
@@ -253,6 +258,7 @@ impl TxnCoordinator {
             }),
             rewrite: Mutex::new(()),
             marker_written: std::sync::OnceLock::new(),
+            state_written: std::sync::OnceLock::new(),
             config,
         };
         if !coordinator.unloaded.contains_key(&0) {
@@ -757,7 +763,15 @@ impl TxnCoordinator {
                 .append_as_leader(batch, epoch, LeaderOrigin::Client)?;
         }
         advance_high_watermark(&h);
+        self.state_changed(partition);
         Ok(())
+    }
+
+    /// Tells the state hook that `partition`'s log moved.
+    fn state_changed(&self, partition: i32) {
+        if let Some(hook) = self.state_written.get() {
+            hook(partition);
+        }
     }
 
     /// Aborts the open transaction of `m` with a bumped epoch. Fails only when PrepareAbort
@@ -826,6 +840,16 @@ impl TxnCoordinator {
     /// wakes the long polls on those partitions alone. Set once; later calls are ignored.
     pub fn set_marker_hook(&self, hook: MarkerHook) {
         let _ = self.marker_written.set(hook);
+    }
+
+    /// Calls `hook` with each `__transaction_state` partition whose log end or log start moved,
+    /// once the change is in the log: a request's state write (the transactional id's
+    /// partition, and partition 0 for a new producer-id block), a timer's (a timeout abort, an
+    /// expiry, a retried completion) and a rewrite. The broker wakes the long polls on that
+    /// partition alone, as Kafka's append completes the delayed fetches of its partition. Set
+    /// once; later calls are ignored.
+    pub fn set_state_hook(&self, hook: StateHook) {
+        let _ = self.state_written.set(hook);
     }
 
     /// Writes the marker to every partition of the transaction not in `done`, several
@@ -1124,6 +1148,8 @@ impl TxnCoordinator {
             log.maybe_increment_high_watermark(leo);
             log.maybe_increment_log_start_offset(new_start)
                 .map_err(storage)?;
+            drop(log);
+            self.state_changed(p);
             tracing::info!(
                 partition = %tp,
                 live = live.len(),

@@ -279,12 +279,45 @@ impl TopicRegistry {
     /// cannot be removed, and would bring the topic back, half deleted, at the next start
     /// (Kafka keeps such a deletion pending until the directory returns).
     pub fn delete(&self, logs: &LogManager, name: &str) -> Result<TopicMeta, TopicError> {
+        self.delete_if(logs, name, None)
+    }
+
+    /// [`delete`](Self::delete) of topic `name` only while its id is `id` (DeleteTopics by id,
+    /// which resolved `name` from `id` earlier): a topic deleted and created again under the
+    /// same name since then has another id and is left alone, UNKNOWN_TOPIC_ID. The id is
+    /// compared under the lock that creation and deletion take, so no recreation can slip in
+    /// between the check and the deletion.
+    pub fn delete_with_id(
+        &self,
+        logs: &LogManager,
+        name: &str,
+        id: Uuid,
+    ) -> Result<TopicMeta, TopicError> {
+        self.delete_if(logs, name, Some(id))
+    }
+
+    fn delete_if(
+        &self,
+        logs: &LogManager,
+        name: &str,
+        id: Option<Uuid>,
+    ) -> Result<TopicMeta, TopicError> {
         let mut topics = self.topics.write();
-        let Some(known) = topics.get(name) else {
-            return Err(TopicError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("topic {name} does not exist"),
-            ));
+        let known = match (topics.get(name), id) {
+            (Some(known), Some(id)) if known.id != id => None,
+            (known, _) => known,
+        };
+        let Some(known) = known else {
+            return Err(match id {
+                Some(id) => TopicError::new(
+                    ResponseError::UnknownTopicId,
+                    format!("no topic {name} with id {id}"),
+                ),
+                None => TopicError::new(
+                    ResponseError::UnknownTopicOrPartition,
+                    format!("topic {name} does not exist"),
+                ),
+            });
         };
         for p in 0..known.partitions {
             let tp = TopicPartition {

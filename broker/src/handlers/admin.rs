@@ -1006,7 +1006,7 @@ pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopics
                 }
                 let id = b.topics.get(&name).map_or(Uuid::nil(), |m| m.id);
                 resp.responses
-                    .push(result(Some(&name), id, delete_one(b, &name)));
+                    .push(result(Some(&name), id, delete_one(b, &name, None)));
             }
             Target::Id(id) => {
                 if !answered_ids.insert(id) {
@@ -1025,10 +1025,12 @@ pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopics
                         );
                         resp.responses.push(result(None, id, Err(e)));
                     }
-                    Some(meta) => {
-                        resp.responses
-                            .push(result(Some(&meta.name), id, delete_one(b, &meta.name)))
-                    }
+                    // The name is the id's now; `delete_one` deletes only while it still is.
+                    Some(meta) => resp.responses.push(result(
+                        Some(&meta.name),
+                        id,
+                        delete_one(b, &meta.name, Some(id)),
+                    )),
                 }
             }
         }
@@ -1036,12 +1038,26 @@ pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopics
     resp
 }
 
-fn delete_one(b: &Broker, name: &str) -> Result<(), TopicError> {
-    if b.topics.get(name).is_none() {
-        return Err(error(
+/// Deletes topic `name`; with `id` (DeleteTopics by id, which resolved `name` from it), only
+/// while the topic of that name has that id: one deleted and created again since the
+/// resolution is another topic, left alone (UNKNOWN_TOPIC_ID).
+fn delete_one(b: &Broker, name: &str, id: Option<Uuid>) -> Result<(), TopicError> {
+    let unknown = || match id {
+        Some(id) => error(
+            ResponseError::UnknownTopicId,
+            format!("No topic with id {id}."),
+        ),
+        None => error(
             ResponseError::UnknownTopicOrPartition,
             format!("Topic '{name}' does not exist."),
-        ));
+        ),
+    };
+    let known = b
+        .topics
+        .get(name)
+        .is_some_and(|t| id.is_none_or(|id| t.id == id));
+    if !known {
+        return Err(unknown());
     }
     if is_internal(name) {
         return Err(error(
@@ -1051,7 +1067,19 @@ fn delete_one(b: &Broker, name: &str) -> Result<(), TopicError> {
             ),
         ));
     }
-    let deleted = b.topics.delete(&b.logs, name);
+    // The registry checks again under the lock that creation takes, so a topic recreated since
+    // the check above is not deleted in the place of the one asked for.
+    let deleted = match id {
+        Some(id) => b.topics.delete_with_id(&b.logs, name, id),
+        None => b.topics.delete(&b.logs, name),
+    };
+    if deleted.as_ref().is_err_and(|e| {
+        e.code == ResponseError::UnknownTopicId.code()
+            || e.code == ResponseError::UnknownTopicOrPartition.code()
+    }) {
+        // Deleted (or recreated) by someone else since the check: nothing of ours to tell.
+        return Err(unknown());
+    }
     // As Kafka's `stopPartitions` completing the delayed fetches of the partitions it stops
     // hosting: fetches parked on this topic answer now (UNKNOWN_TOPIC_…) instead of sleeping
     // out their max_wait_ms. Also after a partial failure: some partitions may be gone. Only
@@ -1766,6 +1794,88 @@ mod tests {
             let same = defaults.with_overrides([(broker, value.as_str())]);
             assert_eq!(same.as_ref(), Ok(&defaults), "{broker}");
         }
+    }
+
+    /// A broker on `dir` (no coordinators) with topic `t` of one partition; `t`'s id.
+    fn broker_with_t(dir: &std::path::Path) -> (Broker, Uuid) {
+        let b = Broker::open(
+            crate::broker::BrokerConfig::new(dir, "127.0.0.1", 9092),
+            std::sync::Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
+            mirrorlog_engine::clock::ManualClock::new(1_700_000_000_000),
+        )
+        .unwrap();
+        let id = b
+            .topics
+            .create(&b.logs, "t", 1, LogConfig::default(), None)
+            .unwrap()
+            .id;
+        (b, id)
+    }
+
+    fn delete_by_id(b: &Broker, id: Uuid) -> DeletableTopicResult {
+        let mut t = kafka_protocol::messages::delete_topics_request::DeleteTopicState::default();
+        t.topic_id = id;
+        let mut r = DeleteTopicsRequest::default();
+        r.topics = vec![t];
+        delete_topics(b, r, 6).responses.remove(0)
+    }
+
+    /// DeleteTopics by id resolves the id to a name, then deletes by that name: a topic deleted
+    /// and created again under the same name in between was deleted in the place of the one
+    /// asked for. The second half of the handler runs here on a name resolved before the
+    /// recreation, as the handler would after losing the race.
+    #[test]
+    fn a_delete_by_id_leaves_a_topic_recreated_under_its_name_since_it_was_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, old) = broker_with_t(dir.path());
+        // Resolved while the old topic exists (as the handler does first)...
+        let resolved = b.topics.by_id(old).expect("the topic of the id");
+        // ...then the topic is deleted and created again under a new id.
+        b.topics.delete(&b.logs, "t").unwrap();
+        let new = b
+            .topics
+            .create(&b.logs, "t", 1, LogConfig::default(), None)
+            .unwrap()
+            .id;
+        let outcome = delete_one(&b, &resolved.name, Some(old));
+        assert_eq!(
+            outcome.map_err(|e| e.code),
+            Err(ResponseError::UnknownTopicId.code()),
+            "the delete of the old id took the new topic"
+        );
+        assert_eq!(b.topics.get("t").map(|t| t.id), Some(new));
+        let tp = TopicPartition {
+            topic: "t".into(),
+            partition: 0,
+        };
+        assert!(
+            b.logs.get(&tp).is_some(),
+            "the new topic's partition is gone"
+        );
+    }
+
+    #[test]
+    fn a_delete_by_id_deletes_the_topic_of_that_id_and_answers_an_unknown_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, id) = broker_with_t(dir.path());
+        let r = delete_by_id(&b, id);
+        assert_eq!((r.error_code, r.topic_id), (0, id), "{r:?}");
+        assert_eq!(r.name.as_ref().map(|n| n.0.as_str()), Some("t"));
+        assert!(b.topics.get("t").is_none());
+        let r = delete_by_id(&b, id);
+        assert_eq!(r.error_code, ResponseError::UnknownTopicId.code(), "{r:?}");
+    }
+
+    #[test]
+    fn the_registry_deletes_by_id_only_the_topic_with_that_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, id) = broker_with_t(dir.path());
+        let other = Uuid::new_v4();
+        let e = b.topics.delete_with_id(&b.logs, "t", other).unwrap_err();
+        assert_eq!(e.code, ResponseError::UnknownTopicId.code(), "{e:?}");
+        assert!(b.topics.get("t").is_some());
+        assert_eq!(b.topics.delete_with_id(&b.logs, "t", id).unwrap().id, id);
+        assert!(b.topics.get("t").is_none());
     }
 
     #[test]

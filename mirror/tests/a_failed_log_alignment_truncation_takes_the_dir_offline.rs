@@ -10,61 +10,33 @@
 
 mod common;
 
-use common::{Dest, T0, manager};
+use common::{Dest, T0, orders as tp};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
-use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId, TopicPartition};
+use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId};
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
 use mirrorlog_mirror::partition::{align_to_last_mirror_epoch, apply_fetched};
 use mirrorlog_mirror::source::PartitionData;
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
+use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
-use mirrorlog_segment::{BatchBuilder, Compression};
 use std::sync::Arc;
 
-fn tp(p: i32) -> TopicPartition {
-    TopicPartition {
-        topic: "orders".into(),
-        partition: p,
-    }
-}
-
 fn produce(m: &LogManager, p: i32, n: usize) {
-    let mut b = BatchBuilder::new().compression(Compression::None);
-    for i in 0..n {
-        b.append(TimestampMs(T0 + i as i64), None, Some(b"v"), &[]);
-    }
-    let h = m.get(&tp(p)).unwrap();
-    let mut log = h.write();
-    log.append_as_leader(b.build().into_bytes(), LeaderEpoch(0), LeaderOrigin::Client)
-        .unwrap();
-    let leo = log.log_end_offset();
-    log.update_high_watermark(leo);
+    common::produce_to(m, &tp(p), b"v", n);
 }
 
 #[test]
 fn a_failed_log_alignment_truncation_takes_the_dir_offline() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let src = manager(a.path());
-    let sim = SimStorage::new();
-    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-    let dst = Arc::new(
-        LogManager::open(
-            LogManagerConfig::new(b.path()),
-            storage,
-            ManualClock::new(T0),
-        )
-        .unwrap()
-        .0,
-    );
-    for p in 0..2 {
-        src.create(&tp(p), TopicId([1; 16]), LogConfig::default())
-            .unwrap();
-        produce(&src, p, 5);
-    }
+    let common::SimWorld {
+        src_dir: _a,
+        dst_dir: _b,
+        src,
+        sim,
+        dst,
+    } = common::sim_world();
     let mirror = MirrorManager::new(
         MirrorConfig::new("m"),
         EngineSource::new(src.clone(), "source-cluster", 1),

@@ -9,39 +9,14 @@
 
 mod common;
 
-use common::{Dest, T0, manager};
+use common::{Dest, T0, orders as tp};
 use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
-use mirrorlog_index::{LeaderEpoch, TimestampMs, TopicId, TopicPartition};
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{MirrorConfig, MirrorError, MirrorManager, PartitionStatus};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
-use mirrorlog_segment::{BatchBuilder, Compression};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 use std::sync::Arc;
-
-fn tp(p: i32) -> TopicPartition {
-    TopicPartition {
-        topic: "orders".into(),
-        partition: p,
-    }
-}
-
-fn produce(m: &LogManager, p: i32, n: usize) {
-    let mut b = BatchBuilder::new().compression(Compression::None);
-    for i in 0..n {
-        b.append(TimestampMs(T0 + i as i64), None, Some(b"v"), &[]);
-    }
-    let h = m.get(&tp(p)).unwrap();
-    let mut log = h.write();
-    log.append_as_leader(b.build().into_bytes(), LeaderEpoch(0), LeaderOrigin::Client)
-        .unwrap();
-    let leo = log.log_end_offset();
-    log.update_high_watermark(leo);
-}
 
 fn sorted(mut v: Vec<PartitionStatus>) -> Vec<PartitionStatus> {
     v.sort_by_key(|s| s.partition);
@@ -50,25 +25,14 @@ fn sorted(mut v: Vec<PartitionStatus>) -> Vec<PartitionStatus> {
 
 #[test]
 fn a_failure_whose_state_dir_went_offline_is_failed_in_memory() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let src = manager(a.path());
-    let sim = SimStorage::new();
-    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
     // One data dir: every `__mirror_state` partition lives beside the mirrored ones.
-    let dst = Arc::new(
-        LogManager::open(
-            LogManagerConfig::new(b.path()),
-            storage,
-            ManualClock::new(T0),
-        )
-        .unwrap()
-        .0,
-    );
-    for p in 0..2 {
-        src.create(&tp(p), TopicId([1; 16]), LogConfig::default())
-            .unwrap();
-        produce(&src, p, 5);
-    }
+    let common::SimWorld {
+        src_dir: _a,
+        dst_dir: b,
+        src,
+        sim,
+        dst,
+    } = common::sim_world();
     let store = Arc::new(MirrorStateStore::open(dst.clone(), 4).unwrap());
     let clock = ManualClock::new(T0);
     let mirror = MirrorManager::new(

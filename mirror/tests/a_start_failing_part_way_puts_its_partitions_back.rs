@@ -14,12 +14,11 @@
 
 mod common;
 
-use common::{ConfigDest, Dest, T0, manager};
+use common::{ConfigDest, Dest, T0, manager, orders as tp};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
-use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId, TopicPartition};
+use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
 use mirrorlog_mirror::claims::TopicClaims;
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
@@ -28,18 +27,10 @@ use mirrorlog_mirror::state::{
     state_partition_for,
 };
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage};
-use mirrorlog_segment::{BatchBuilder, Compression};
 use std::sync::Arc;
 
 const MIRROR: &str = "east";
 const STATE_PARTITIONS: i32 = 2;
-
-fn tp(p: i32) -> TopicPartition {
-    TopicPartition {
-        topic: "orders".into(),
-        partition: p,
-    }
-}
 
 /// A topic id whose two partitions' states live in different `__mirror_state` partitions;
 /// returns it with the state partitions of partition 0 and partition 1.
@@ -56,16 +47,7 @@ fn split_topic_id() -> ([u8; 16], i32, i32) {
 }
 
 fn produce(m: &LogManager, p: i32, n: usize) {
-    let mut b = BatchBuilder::new().compression(Compression::None);
-    for i in 0..n {
-        b.append(TimestampMs(T0 + i as i64), None, Some(b"local"), &[]);
-    }
-    let h = m.get(&tp(p)).unwrap();
-    let mut log = h.write();
-    log.append_as_leader(b.build().into_bytes(), LeaderEpoch(0), LeaderOrigin::Client)
-        .unwrap();
-    let leo = log.log_end_offset();
-    log.update_high_watermark(leo);
+    common::produce_to(m, &tp(p), b"local", n);
 }
 
 fn overrides(pairs: &[(&str, &str)]) -> LogConfig {

@@ -9,13 +9,11 @@ mod common;
 use common::{Dest, T0, manager};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_engine::manager::LogManager;
-use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId, TopicPartition};
+use mirrorlog_index::{Offset, TopicId, TopicPartition};
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
 use mirrorlog_mirror::state::MirrorStateStore;
-use mirrorlog_segment::{BatchBuilder, Compression};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -64,16 +62,7 @@ fn tp() -> TopicPartition {
 }
 
 fn produce(m: &LogManager, n: usize) {
-    let mut b = BatchBuilder::new().compression(Compression::None);
-    for i in 0..n {
-        b.append(TimestampMs(T0 + i as i64), None, Some(b"v"), &[]);
-    }
-    let h = m.get(&tp()).unwrap();
-    let mut log = h.write();
-    log.append_as_leader(b.build().into_bytes(), LeaderEpoch(0), LeaderOrigin::Client)
-        .unwrap();
-    let leo = log.log_end_offset();
-    log.update_high_watermark(leo);
+    common::produce_to(m, &tp(), b"v", n);
 }
 
 #[test]

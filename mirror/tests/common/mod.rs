@@ -6,6 +6,7 @@ use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_mirror::manager::DestinationTopics;
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
+use mirrorlog_segment::io::SimStorage;
 use std::sync::Arc;
 
 /// The tests' clock start (2023-11-14).
@@ -20,6 +21,82 @@ pub fn manager(dir: &std::path::Path) -> Arc<LogManager> {
     )
     .unwrap();
     Arc::new(m)
+}
+
+/// Partition `p` of the tests' topic `orders`.
+pub fn orders(p: i32) -> TopicPartition {
+    TopicPartition {
+        topic: "orders".into(),
+        partition: p,
+    }
+}
+
+/// Appends `n` records of `value` to `tp` as its leader (epoch 0, timestamps from [`T0`]) and
+/// moves the high watermark to the log end.
+pub fn produce_to(m: &LogManager, tp: &TopicPartition, value: &[u8], n: usize) {
+    let mut b =
+        mirrorlog_segment::BatchBuilder::new().compression(mirrorlog_segment::Compression::None);
+    for i in 0..n {
+        b.append(
+            mirrorlog_index::TimestampMs(T0 + i as i64),
+            None,
+            Some(value),
+            &[],
+        );
+    }
+    let h = m.get(tp).unwrap();
+    let mut log = h.write();
+    log.append_as_leader(
+        b.build().into_bytes(),
+        mirrorlog_index::LeaderEpoch(0),
+        mirrorlog_engine::log::LeaderOrigin::Client,
+    )
+    .unwrap();
+    let leo = log.log_end_offset();
+    log.update_high_watermark(leo);
+}
+
+/// A log manager on `dir` over simulated storage (returned, to inject faults into) and a manual
+/// clock at [`T0`].
+pub fn sim_manager(dir: &std::path::Path) -> (SimStorage, Arc<LogManager>) {
+    let sim = SimStorage::new();
+    let storage: Arc<dyn mirrorlog_segment::io::Storage> = Arc::new(sim.clone());
+    let (m, _) = LogManager::open(
+        mirrorlog_engine::manager::LogManagerConfig::new(dir),
+        storage,
+        mirrorlog_engine::clock::ManualClock::new(T0),
+    )
+    .unwrap();
+    (sim, Arc::new(m))
+}
+
+/// A source holding `orders` (two partitions of five records, topic id `[1; 16]`) and an empty
+/// destination on simulated storage, one data dir each.
+pub struct SimWorld {
+    pub src_dir: tempfile::TempDir,
+    pub dst_dir: tempfile::TempDir,
+    pub src: Arc<LogManager>,
+    pub sim: SimStorage,
+    pub dst: Arc<LogManager>,
+}
+
+/// See [`SimWorld`].
+pub fn sim_world() -> SimWorld {
+    let (src_dir, dst_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let src = manager(src_dir.path());
+    let (sim, dst) = sim_manager(dst_dir.path());
+    for p in 0..2 {
+        src.create(&orders(p), TopicId([1; 16]), LogConfig::default())
+            .unwrap();
+        produce_to(&src, &orders(p), b"v", 5);
+    }
+    SimWorld {
+        src_dir,
+        dst_dir,
+        src,
+        sim,
+        dst,
+    }
 }
 
 /// Every byte of a partition's log from its log start to its end, as one buffer.

@@ -18,16 +18,24 @@ mod common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_engine::log::{LeaderOrigin, ReplicaOrigin};
+use mirrorlog_engine::log::{LeaderOrigin, PartitionLog, ReplicaOrigin};
 use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId};
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, TornTail};
 use std::sync::Arc;
 
-/// A managed log with offsets 0..10 in epoch 0, 10..20 in epoch 1 and 20..30 in epoch 2, one
-/// segment each, all durable and below the high watermark.
-fn three_epochs(sim: &SimStorage, dir: &std::path::Path) -> (LogManager, Arc<PartitionHandle>) {
-    let mgr = sim_manager(sim, dir);
+/// A managed log in a directory of its own on simulated storage, with offsets 0..10 in epoch 0,
+/// 10..20 in epoch 1 and 20..30 in epoch 2, one segment each, all durable and below the high
+/// watermark.
+fn three_epochs() -> (
+    tempfile::TempDir,
+    SimStorage,
+    LogManager,
+    Arc<PartitionHandle>,
+) {
+    let d = tempfile::tempdir().unwrap();
+    let sim = SimStorage::new();
+    let mgr = sim_manager(&sim, d.path());
     let h = mgr
         .create(&orders(0), TopicId([7; 16]), small_config())
         .unwrap();
@@ -53,7 +61,22 @@ fn three_epochs(sim: &SimStorage, dir: &std::path::Path) -> (LogManager, Arc<Par
         assert_eq!(log.segment_count(), 3);
         assert_eq!(log.recovery_point(), Offset(30));
     }
-    (mgr, h)
+    (d, sim, mgr, h)
+}
+
+/// The epoch cache's entries as (epoch, start offset) pairs.
+fn epoch_entries(log: &PartitionLog) -> Vec<(i32, i64)> {
+    log.epoch_cache()
+        .entries()
+        .iter()
+        .map(|e| (e.epoch.get(), e.start_offset.get()))
+        .collect()
+}
+
+/// `r` is the error of the one fault injected into `sim`, which fired.
+fn failed_by_the_fault<T: std::fmt::Debug>(sim: &SimStorage, r: Result<T, EngineError>) {
+    assert!(r.is_err());
+    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
 }
 
 /// Nothing the log claims in memory is at or past `bound`, nor past its end.
@@ -131,13 +154,10 @@ fn epoch_checkpoint_write_fails(sim: &SimStorage, kind: FaultKind) {
 #[test]
 fn an_eio_writing_the_epoch_checkpoint_mid_truncation_clamps_the_offsets_and_takes_the_dir_offline()
 {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let (_mgr, h) = three_epochs(&sim, d.path());
+    let (_d, sim, _mgr, h) = three_epochs();
     epoch_checkpoint_write_fails(&sim, FaultKind::Eio);
     // The segments after 15 are gone by the time the epoch checkpoint is written.
-    assert!(h.write().truncate_to(Offset(15)).is_err());
-    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    failed_by_the_fault(&sim, h.write().truncate_to(Offset(15)));
     assert_eq!(h.read().log_end_offset(), Offset(15));
     assert_nothing_claimed_past(&h, Offset(15));
     assert_offline(&h);
@@ -145,12 +165,9 @@ fn an_eio_writing_the_epoch_checkpoint_mid_truncation_clamps_the_offsets_and_tak
 
 #[test]
 fn running_out_of_space_trimming_the_epoch_cache_leaves_no_entry_past_the_end() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let (_mgr, h) = three_epochs(&sim, d.path());
+    let (_d, sim, _mgr, h) = three_epochs();
     epoch_checkpoint_write_fails(&sim, FaultKind::NoSpace);
-    assert!(h.write().truncate_to(Offset(15)).is_err());
-    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    failed_by_the_fault(&sim, h.write().truncate_to(Offset(15)));
     // Epoch 1 is the latest the log holds now: it ends at the log end, not where epoch 2 began.
     assert_eq!(
         h.read()
@@ -166,26 +183,20 @@ fn running_out_of_space_trimming_the_epoch_cache_leaves_no_entry_past_the_end() 
 
 #[test]
 fn a_failed_segment_removal_in_a_truncation_clamps_the_offsets_and_takes_the_dir_offline() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let (_mgr, h) = three_epochs(&sim, d.path());
+    let (_d, sim, _mgr, h) = three_epochs();
     // The last segment's `.log` is removed, the directory sync that makes it durable fails:
     // the removal of the segments after 5 stops half done.
     sim.inject(Fault::new(IoOp::SyncDir, FaultKind::Eio).on_path("orders-0"));
-    assert!(h.write().truncate_to(Offset(5)).is_err());
-    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    failed_by_the_fault(&sim, h.write().truncate_to(Offset(5)));
     assert_nothing_claimed_past(&h, Offset(5));
     assert_offline(&h);
 }
 
 #[test]
 fn a_failed_full_truncation_clamps_the_offsets_and_takes_the_dir_offline() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let (_mgr, h) = three_epochs(&sim, d.path());
+    let (_d, sim, _mgr, h) = three_epochs();
     sim.inject(Fault::new(IoOp::Remove, FaultKind::Eio).on_path("00000000000000000010.log"));
-    assert!(h.write().truncate_fully_and_start_at(Offset(3)).is_err());
-    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    failed_by_the_fault(&sim, h.write().truncate_fully_and_start_at(Offset(3)));
     assert_nothing_claimed_past(&h, Offset(3));
     assert!(h.read().epoch_cache().is_empty());
     assert_offline(&h);
@@ -193,9 +204,7 @@ fn a_failed_full_truncation_clamps_the_offsets_and_takes_the_dir_offline() {
 
 #[test]
 fn a_failed_truncation_recovers_consistently_after_a_restart() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let (mgr, h) = three_epochs(&sim, d.path());
+    let (d, sim, mgr, h) = three_epochs();
     epoch_checkpoint_write_fails(&sim, FaultKind::Eio);
     assert!(h.write().truncate_to(Offset(15)).is_err());
     drop(h);
@@ -210,12 +219,7 @@ fn a_failed_truncation_recovers_consistently_after_a_restart() {
     let end = log.log_end_offset();
     assert!(end == Offset(15) || end == Offset(30), "end {end}");
     assert_eq!(log.log_start_offset(), Offset(0));
-    let entries: Vec<_> = log
-        .epoch_cache()
-        .entries()
-        .iter()
-        .map(|e| (e.epoch.get(), e.start_offset.get()))
-        .collect();
+    let entries = epoch_entries(&log);
     if end == Offset(15) {
         assert_eq!(entries, vec![(0, 0), (1, 10)]);
     } else {
@@ -225,25 +229,13 @@ fn a_failed_truncation_recovers_consistently_after_a_restart() {
 
 #[test]
 fn a_log_start_move_out_of_space_for_the_epoch_checkpoint_trims_the_cache_and_stays_online() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let (_mgr, h) = three_epochs(&sim, d.path());
+    let (_d, sim, _mgr, h) = three_epochs();
     epoch_checkpoint_write_fails(&sim, FaultKind::NoSpace);
-    assert!(
-        h.write()
-            .maybe_increment_log_start_offset(Offset(25))
-            .is_err()
-    );
-    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    failed_by_the_fault(&sim, h.write().maybe_increment_log_start_offset(Offset(25)));
     {
         let log = h.read();
         assert_eq!(log.log_start_offset(), Offset(25));
-        let entries: Vec<_> = log
-            .epoch_cache()
-            .entries()
-            .iter()
-            .map(|e| (e.epoch.get(), e.start_offset.get()))
-            .collect();
+        let entries = epoch_entries(&log);
         assert_eq!(entries, vec![(2, 25)]);
     }
     h.check_online().unwrap();
@@ -254,16 +246,9 @@ fn a_log_start_move_out_of_space_for_the_epoch_checkpoint_trims_the_cache_and_st
 
 #[test]
 fn a_log_start_move_whose_segment_removal_fails_takes_the_dir_offline() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let (_mgr, h) = three_epochs(&sim, d.path());
+    let (_d, sim, _mgr, h) = three_epochs();
     sim.inject(Fault::new(IoOp::Remove, FaultKind::Eio).on_path("00000000000000000000.log"));
-    assert!(
-        h.write()
-            .maybe_increment_log_start_offset(Offset(25))
-            .is_err()
-    );
-    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    failed_by_the_fault(&sim, h.write().maybe_increment_log_start_offset(Offset(25)));
     assert_eq!(h.read().log_start_offset(), Offset(25));
     assert_offline(&h);
 }

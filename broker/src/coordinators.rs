@@ -251,3 +251,40 @@ pub fn install(broker: &Arc<Broker>) -> anyhow::Result<()> {
     broker.topics.refresh(&broker.logs);
     Ok(())
 }
+
+/// A coordinator's `INT` key from `server.properties`, parsed as Kafka parses it: a 32-bit
+/// decimal (surrounding whitespace ignored).
+///
+/// # Errors
+/// `{key}={value}: not a 32-bit integer`.
+pub(crate) fn int_setting(key: &str, value: &str) -> Result<i32, String> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| format!("{key}={value}: not a 32-bit integer"))
+}
+
+/// A coordinator's `LONG` key from `server.properties`: a 64-bit decimal.
+///
+/// # Errors
+/// `{key}={value}: not a 64-bit integer`.
+pub(crate) fn long_setting(key: &str, value: &str) -> Result<i64, String> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| format!("{key}={value}: not a 64-bit integer"))
+}
+
+/// An `INT` key kept unsigned here: a negative value is out of range, said by `out_of_range`
+/// (as the coordinator's `validate` says it).
+///
+/// # Errors
+/// Not a 32-bit integer, or negative.
+pub(crate) fn unsigned_int_setting(
+    key: &str,
+    value: &str,
+    out_of_range: impl FnOnce(i32) -> String,
+) -> Result<u32, String> {
+    let v = int_setting(key, value)?;
+    u32::try_from(v).map_err(|_| out_of_range(v))
+}

@@ -1,5 +1,7 @@
 //! The group coordinator's settings, named after Kafka's broker configs.
 
+use crate::coordinators::{int_setting, long_setting, unsigned_int_setting};
+
 /// Group coordinator settings. Every field gives its Kafka name, default and valid range;
 /// [`GroupConfig::validate`] rejects what is out of range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,18 +190,11 @@ impl GroupConfig {
     /// # Errors
     /// The value is not a number of the key's type.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
-        let int = || {
-            value
-                .trim()
-                .parse::<i32>()
-                .map_err(|_| format!("{key}={value}: not a 32-bit integer"))
-        };
+        let int = || int_setting(key, value);
         match key {
             "offsets.topic.num.partitions" => self.offsets_topic_partitions = int()?,
             "offsets.topic.segment.bytes" => {
-                // Unsigned here: a negative value is out of range, said as `validate` says it.
-                let v = int()?;
-                self.offsets_topic_segment_bytes = u32::try_from(v).map_err(|_| {
+                self.offsets_topic_segment_bytes = unsigned_int_setting(key, value, |v| {
                     format!(
                         "{key}={v} is outside {} ..= {}",
                         Self::OFFSETS_TOPIC_SEGMENT_BYTES_MIN,
@@ -213,10 +208,7 @@ impl GroupConfig {
             "group.max.size" => self.group_max_size = int()?,
             "offsets.retention.minutes" => self.offsets_retention_minutes = int()?,
             "offsets.retention.check.interval.ms" => {
-                self.offsets_retention_check_interval_ms = value
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{key}={value}: not a 64-bit integer"))?
+                self.offsets_retention_check_interval_ms = long_setting(key, value)?
             }
             "offset.metadata.max.bytes" => self.offset_metadata_max_bytes = int()?,
             "offsets.load.buffer.size" => self.offsets_load_buffer_bytes = int()?,

@@ -1,5 +1,7 @@
 //! Transaction coordinator settings, named after Kafka's broker configs.
 
+use crate::coordinators::{int_setting, unsigned_int_setting};
+
 /// Transaction coordinator settings. Each field gives its Kafka key, default and valid range;
 /// [`TxnConfig::validate`] rejects what is out of range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,19 +71,13 @@ impl TxnConfig {
     /// # Errors
     /// The value is not a 32-bit integer.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
-        let int = || {
-            value
-                .trim()
-                .parse::<i32>()
-                .map_err(|_| format!("{key}={value}: not a 32-bit integer"))
-        };
+        let int = || int_setting(key, value);
         match key {
             "transaction.state.log.num.partitions" => self.transaction_state_partitions = int()?,
             "transaction.state.log.segment.bytes" => {
-                // Unsigned here: a negative value is out of range, said as `validate` says it.
-                let v = int()?;
-                self.transaction_state_segment_bytes = u32::try_from(v)
-                    .map_err(|_| format!("{key} = {v} is outside 1024..={}", i32::MAX))?;
+                self.transaction_state_segment_bytes = unsigned_int_setting(key, value, |v| {
+                    format!("{key} = {v} is outside 1024..={}", i32::MAX)
+                })?;
             }
             "transaction.max.timeout.ms" => self.transaction_max_timeout_ms = int()?,
             "transactional.id.expiration.ms" => {

@@ -26,14 +26,9 @@ fn a_failed_seal_at_a_roll_keeps_the_segment_and_fails_the_log() {
         let mut log = open(d.path(), small_config(), clock(), Shutdown::Clean);
         std::os::unix::fs::symlink("/dev/null", &txn_index).unwrap();
         let e = LeaderEpoch(0);
-        log.append_as_leader(
-            producer_batch(1, 0, 0, 2, true, T0),
-            e,
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-        log.append_as_leader(marker(1, 0, false, T0), e, LeaderOrigin::Coordinator)
-            .unwrap();
+        for (batch, origin) in aborted_txn() {
+            log.append_as_leader(batch, e, origin).unwrap();
+        }
         assert_eq!(log.log_end_offset(), Offset(3));
 
         log.roll(Offset(3))
@@ -66,11 +61,6 @@ fn a_failed_seal_at_a_roll_keeps_the_segment_and_fails_the_log() {
 
     let (mut log, _) = reopen_unclean(d.path(), clock(), OpenOffsets::default());
     assert_eq!(log.log_end_offset(), Offset(3));
-    log.update_high_watermark(Offset(3));
-    let aborted = log
-        .read(Offset(0), 1 << 20, FetchIsolation::TxnCommitted, true)
-        .unwrap()
-        .aborted_transactions
-        .unwrap();
+    let aborted = read_committed_aborted(&mut log, Offset(3)).unwrap();
     assert_eq!(aborted.len(), 1, "the aborted transaction was not rebuilt");
 }

@@ -13,21 +13,11 @@
 
 mod common;
 
+use common::pwrite_manager as manager;
 use common::*;
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId};
-use mirrorlog_segment::io::{PwriteStorage, Storage};
-use std::path::Path;
-use std::sync::Arc;
-
-fn manager(dir: &Path) -> LogManager {
-    let mut cfg = LogManagerConfig::new(dir);
-    cfg.default_log_config = small_config();
-    let storage: Arc<dyn Storage> = Arc::new(PwriteStorage::new());
-    LogManager::open(cfg, storage, clock()).unwrap().0
-}
 
 #[test]
 fn a_failed_txn_index_sync_at_a_roll_takes_the_dir_offline() {
@@ -42,14 +32,9 @@ fn a_failed_txn_index_sync_at_a_roll_takes_the_dir_offline() {
         let h = mgr.create(&tp, TopicId([7; 16]), small_config()).unwrap();
         std::os::unix::fs::symlink("/dev/null", &txn_index).unwrap();
         let e = LeaderEpoch(0);
-        h.append_as_leader_durable(
-            producer_batch(1, 0, 0, 2, true, T0),
-            e,
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-        h.append_as_leader_durable(marker(1, 0, false, T0), e, LeaderOrigin::Coordinator)
-            .unwrap();
+        for (batch, origin) in aborted_txn() {
+            h.append_as_leader_durable(batch, e, origin).unwrap();
+        }
         // Too big for what is left of the 4 KiB segment: the append rolls, sealing (and
         // syncing) the segment holding the marker.
         let err = h
@@ -72,12 +57,7 @@ fn a_failed_txn_index_sync_at_a_roll_takes_the_dir_offline() {
     let h = mgr.lookup(&tp).unwrap().expect("the partition");
     let mut log = h.write();
     assert_eq!(log.log_end_offset(), Offset(3));
-    log.update_high_watermark(Offset(3));
-    let aborted = log
-        .read(Offset(0), 1 << 20, FetchIsolation::TxnCommitted, true)
-        .unwrap()
-        .aborted_transactions
-        .unwrap();
+    let aborted = read_committed_aborted(&mut log, Offset(3)).unwrap();
     assert_eq!(
         aborted.len(),
         1,

@@ -16,24 +16,15 @@
 
 mod common;
 
+use common::pwrite_manager as manager;
 use common::*;
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};
 use mirrorlog_index::{AbortedTxn, LeaderEpoch, Offset, ProducerId, TopicId};
-use mirrorlog_segment::io::{PwriteStorage, Storage};
 use mirrorlog_segment::segment::SegmentError;
 use std::path::Path;
-use std::sync::Arc;
 
 const TXN_INDEX: &str = "00000000000000000000.txnindex";
-
-fn manager(dir: &Path) -> LogManager {
-    let mut cfg = LogManagerConfig::new(dir);
-    cfg.default_log_config = small_config();
-    let storage: Arc<dyn Storage> = Arc::new(PwriteStorage::new());
-    LogManager::open(cfg, storage, clock()).unwrap().0
-}
 
 /// The disk is full for `partition_dir`'s first transaction index.
 fn fill_txn_index_disk(partition_dir: &Path) {
@@ -58,11 +49,7 @@ fn the_aborted_txn() -> AbortedTxn {
 /// The aborted transactions a READ_COMMITTED fetch of the whole log lists.
 fn aborted_read_committed(log: &mut PartitionLog) -> Vec<AbortedTxn> {
     let leo = log.log_end_offset();
-    log.update_high_watermark(leo);
-    log.read(Offset(0), 1 << 20, FetchIsolation::TxnCommitted, true)
-        .unwrap()
-        .aborted_transactions
-        .unwrap_or_default()
+    read_committed_aborted(log, leo).unwrap_or_default()
 }
 
 fn is_txn_index_failure(e: &EngineError) -> bool {

@@ -15,7 +15,6 @@ mod common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
 use mirrorlog_segment::io::{PwriteStorage, Storage};
@@ -44,15 +43,10 @@ fn two_logs_with_an_abort_each(d1: &Path, d2: &Path) -> (TopicPartition, TopicPa
         let h = mgr
             .create(&orders(p), TopicId([p as u8 + 1; 16]), small_config())
             .unwrap();
-        let e = LeaderEpoch(0);
-        h.append_as_leader_durable(
-            producer_batch(1, 0, 0, 2, true, T0),
-            e,
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-        h.append_as_leader_durable(marker(1, 0, false, T0), e, LeaderOrigin::Coordinator)
-            .unwrap();
+        for (batch, origin) in aborted_txn() {
+            h.append_as_leader_durable(batch, LeaderEpoch(0), origin)
+                .unwrap();
+        }
     }
     let in_d1 = |p| mgr.get(&orders(p)).unwrap().data_dir() == d1;
     let (a, b) = if in_d1(0) { (0, 1) } else { (1, 0) };
@@ -77,12 +71,7 @@ fn only_the_failed_dir_is_offline(
     ));
     let h = mgr.lookup(healthy).unwrap().expect("the healthy partition");
     let mut log = h.write();
-    log.update_high_watermark(Offset(3));
-    let aborted = log
-        .read(Offset(0), 1 << 20, FetchIsolation::TxnCommitted, true)
-        .unwrap()
-        .aborted_transactions
-        .unwrap();
+    let aborted = read_committed_aborted(&mut log, Offset(3)).unwrap();
     assert_eq!(aborted.len(), 1);
 }
 

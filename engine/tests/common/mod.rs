@@ -4,8 +4,10 @@
 use bytes::Bytes;
 use mirrorlog_engine::clock::{Clock, ManualClock};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::log::{OpenOffsets, PartitionLog, Shutdown};
-use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs};
+use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};
+use mirrorlog_index::{
+    AbortedTxn, LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs,
+};
 use mirrorlog_segment::io::{PwriteStorage, Storage};
 use mirrorlog_segment::{BatchBuilder, Compression};
 use std::path::Path;
@@ -237,4 +239,32 @@ pub fn checkpointed_log_start(
         .unwrap()
         .get(tp)
         .copied()
+}
+
+/// A single-directory `LogManager` in `dir` on the pwrite backend, `small_config`.
+pub fn pwrite_manager(dir: &Path) -> mirrorlog_engine::manager::LogManager {
+    let mut cfg = mirrorlog_engine::manager::LogManagerConfig::new(dir);
+    cfg.default_log_config = small_config();
+    let storage: Arc<dyn Storage> = Arc::new(PwriteStorage::new());
+    mirrorlog_engine::manager::LogManager::open(cfg, storage, clock())
+        .unwrap()
+        .0
+}
+
+/// Producer 1's aborted transaction as its leader appends it, at `T0`: two transactional
+/// records from the client (offsets 0 and 1), then the coordinator's ABORT marker (offset 2).
+pub fn aborted_txn() -> [(Bytes, LeaderOrigin); 2] {
+    [
+        (producer_batch(1, 0, 0, 2, true, T0), LeaderOrigin::Client),
+        (marker(1, 0, false, T0), LeaderOrigin::Coordinator),
+    ]
+}
+
+/// The aborted transactions a READ_COMMITTED fetch of the whole log lists once the high
+/// watermark is at `hw`.
+pub fn read_committed_aborted(log: &mut PartitionLog, hw: Offset) -> Option<Vec<AbortedTxn>> {
+    log.update_high_watermark(hw);
+    log.read(Offset(0), 1 << 20, FetchIsolation::TxnCommitted, true)
+        .unwrap()
+        .aborted_transactions
 }

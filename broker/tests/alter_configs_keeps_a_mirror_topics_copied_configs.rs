@@ -14,6 +14,7 @@
 
 mod common;
 
+use common::configs::{alter_configs, incremental_alter};
 use common::mirror::{source_and_destination_with, start_orders, stop_orders};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -34,45 +35,12 @@ fn legacy(
     validate_only: bool,
     version: i16,
 ) -> (i16, Option<String>) {
-    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-    let mut res = AlterConfigsResource::default();
-    res.resource_type = RESOURCE_TOPIC;
-    res.resource_name = s("orders");
-    res.configs = configs
-        .iter()
-        .map(|(k, v)| {
-            let mut c = AlterableConfig::default();
-            c.name = s(k);
-            c.value = Some(s(v));
-            c
-        })
-        .collect();
-    let mut r = AlterConfigsRequest::default();
-    r.resources = vec![res];
-    r.validate_only = validate_only;
-    let out = &admin::alter_configs(b, r, version).responses[0];
-    (
-        out.error_code,
-        out.error_message.as_ref().map(|m| m.to_string()),
-    )
+    alter_configs(b, "orders", configs, validate_only, version)
 }
 
 /// IncrementalAlterConfigs of topic `orders` with one operation: the error code.
 fn incremental(b: &Broker, key: &str, op: i8, value: Option<&str>) -> i16 {
-    use kafka_protocol::messages::incremental_alter_configs_request::{
-        AlterConfigsResource, AlterableConfig,
-    };
-    let mut c = AlterableConfig::default();
-    c.name = s(key);
-    c.config_operation = op;
-    c.value = value.map(s);
-    let mut res = AlterConfigsResource::default();
-    res.resource_type = RESOURCE_TOPIC;
-    res.resource_name = s("orders");
-    res.configs = vec![c];
-    let mut r = IncrementalAlterConfigsRequest::default();
-    r.resources = vec![res];
-    admin::incremental_alter_configs(b, r, 1).responses[0].error_code
+    incremental_alter(b, "orders", key, op, value).0
 }
 
 /// (value, source) of `key` in `orders`'s DescribeConfigs.

@@ -8,15 +8,14 @@
 //! IncrementalAlterConfigs and AlterConfigs alike; the keys the mirror never copies stay the
 //! destination's own.
 
+mod common;
+
+use common::configs::{alter_configs, incremental_alter};
+use common::mirror::start_topics;
+use common::two_dir_broker::close;
 use kafka_protocol::ResponseError as E;
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_broker::handlers::admin::{self, OP_SET, RESOURCE_TOPIC};
-use mirrorlog_broker::handlers::mirror_admin::handle;
-use mirrorlog_broker::mirror_rpc::{
-    MirrorRequest, MirrorResponse, StartMirrorTopicsRequest, StartTopic,
-};
+use mirrorlog_broker::handlers::admin::OP_SET;
 use mirrorlog_broker::mirrors::MIRROR_STATE_PARTITIONS;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_engine::clock::SystemClock;
@@ -31,10 +30,6 @@ use std::time::{Duration, Instant};
 
 const MIRROR: &str = "m";
 const TOPICS: u128 = 8;
-
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
 
 fn tp(topic: &str, partition: i32) -> TopicPartition {
     TopicPartition {
@@ -56,57 +51,15 @@ fn open_dst(d1: &Path, d2: &Path, sim: &Arc<SimStorage>) -> Arc<Broker> {
     b
 }
 
-fn close(b: Arc<Broker>) {
-    Arc::try_unwrap(b)
-        .map_err(|_| "broker still shared")
-        .unwrap()
-        .shutdown()
-        .unwrap();
-}
-
 /// IncrementalAlterConfigs SET of `key` on `topic`: (error code, message).
 fn incremental(b: &Broker, topic: &str, key: &str, value: &str) -> (i16, String) {
-    use kafka_protocol::messages::incremental_alter_configs_request::{
-        AlterConfigsResource, AlterableConfig,
-    };
-    let mut c = AlterableConfig::default();
-    c.name = s(key);
-    c.config_operation = OP_SET;
-    c.value = Some(s(value));
-    let mut res = AlterConfigsResource::default();
-    res.resource_type = RESOURCE_TOPIC;
-    res.resource_name = s(topic);
-    res.configs = vec![c];
-    let mut r = IncrementalAlterConfigsRequest::default();
-    r.resources = vec![res];
-    let out = &admin::incremental_alter_configs(b, r, 1).responses[0];
-    (
-        out.error_code,
-        out.error_message
-            .as_ref()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
-    )
+    let (code, message) = incremental_alter(b, topic, key, OP_SET, Some(value));
+    (code, message.unwrap_or_default())
 }
 
 /// AlterConfigs (v2) of `topic` with `configs` as its whole set: the error code.
 fn legacy(b: &Broker, topic: &str, configs: &[(&str, &str)]) -> i16 {
-    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-    let mut res = AlterConfigsResource::default();
-    res.resource_type = RESOURCE_TOPIC;
-    res.resource_name = s(topic);
-    res.configs = configs
-        .iter()
-        .map(|(k, v)| {
-            let mut c = AlterableConfig::default();
-            c.name = s(k);
-            c.value = Some(s(v));
-            c
-        })
-        .collect();
-    let mut r = AlterConfigsRequest::default();
-    r.resources = vec![res];
-    admin::alter_configs(b, r, 2).responses[0].error_code
+    alter_configs(b, topic, configs, false, 2).0
 }
 
 fn retention_ms(b: &Broker, topic: &str) -> i64 {
@@ -145,25 +98,8 @@ fn alter_configs_of_a_mirror_topic_whose_states_are_offline() {
     let b = open_dst(&d1, &d2, &sim);
     let configs = BTreeMap::from([("bootstrap.servers".to_string(), src.addr.to_string())]);
     b.mirrors.create_durable(&b, MIRROR, configs).unwrap();
-    let r = handle(
-        &b,
-        MirrorRequest::StartMirrorTopics(StartMirrorTopicsRequest {
-            mirror_name: MIRROR.into(),
-            topics: topics
-                .iter()
-                .map(|(name, _)| StartTopic {
-                    name: name.clone(),
-                    topic_id: [0; 16],
-                    num_partitions: -1,
-                })
-                .collect(),
-            timeout_ms: 30_000,
-            ..Default::default()
-        }),
-    );
-    let MirrorResponse::StartMirrorTopics(r) = r else {
-        panic!("{r:?}")
-    };
+    let names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
+    let r = start_topics(&b, MIRROR, &names);
     assert!(r.topics.iter().all(|t| t.error_code == 0), "{r:?}");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !b

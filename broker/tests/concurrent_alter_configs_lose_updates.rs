@@ -7,10 +7,9 @@
 //! same `topic.config.tmp`, so one of them fails its rename with KAFKA_STORAGE_ERROR after
 //! having changed only some partitions.
 
+mod common;
+
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
@@ -24,22 +23,8 @@ fn s(v: &str) -> StrBytes {
 }
 
 fn set(b: &Broker, topic: &str, key: &str, value: &str) {
-    let mut c = AlterableConfig::default();
-    c.name = s(key);
-    c.config_operation = OP_SET;
-    c.value = Some(s(value));
-    let mut res = AlterConfigsResource::default();
-    res.resource_type = RESOURCE_TOPIC;
-    res.resource_name = s(topic);
-    res.configs = vec![c];
-    let mut r = IncrementalAlterConfigsRequest::default();
-    r.resources = vec![res];
-    let resp = admin::incremental_alter_configs(b, r, 1);
-    assert_eq!(
-        resp.responses[0].error_code, 0,
-        "{:?}",
-        resp.responses[0].error_message
-    );
+    let (code, message) = common::configs::incremental_alter(b, topic, key, OP_SET, Some(value));
+    assert_eq!(code, 0, "{message:?}");
 }
 
 #[test]

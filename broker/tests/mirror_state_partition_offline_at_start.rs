@@ -8,13 +8,15 @@
 //! KAFKA_STORAGE_ERROR instead of writing state. Every other partition mirrors as before, and
 //! the next start with the directory repaired restores the unavailable ones as they were.
 
+mod common;
+
+use common::mirror::start_topics;
 use kafka_protocol::ResponseError as E;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::client::Client;
 use mirrorlog_broker::handlers::mirror_admin::handle;
 use mirrorlog_broker::mirror_rpc::{
-    DeleteClusterMirrorRequest, MirrorRequest, MirrorResponse, MirrorTopicsRequest,
-    StartMirrorTopicsRequest, StartTopic, TopicName,
+    DeleteClusterMirrorRequest, MirrorRequest, MirrorResponse, MirrorTopicsRequest, TopicName,
 };
 use mirrorlog_broker::mirrors::MIRROR_STATE_PARTITIONS;
 use mirrorlog_broker::running::RunningBroker;
@@ -88,25 +90,7 @@ fn leo(b: &Broker, t: &TopicPartition) -> Offset {
 }
 
 fn start(b: &Arc<Broker>, topics: &[String]) -> Vec<i16> {
-    let r = handle(
-        b,
-        MirrorRequest::StartMirrorTopics(StartMirrorTopicsRequest {
-            mirror_name: MIRROR.into(),
-            topics: topics
-                .iter()
-                .map(|t| StartTopic {
-                    name: t.clone(),
-                    topic_id: [0; 16],
-                    num_partitions: -1,
-                })
-                .collect(),
-            timeout_ms: 30_000,
-            ..Default::default()
-        }),
-    );
-    let MirrorResponse::StartMirrorTopics(r) = r else {
-        panic!("{r:?}")
-    };
+    let r = start_topics(b, MIRROR, topics);
     assert_eq!(r.error_code, 0, "{r:?}");
     r.topics.iter().map(|t| t.error_code).collect()
 }

@@ -43,21 +43,29 @@ pub fn source_and_destination_with(
 
 /// StartMirrorTopics of `orders` by name on `mirror`: the topic's error code.
 pub fn start_orders(b: &Arc<Broker>, mirror: &str) -> i16 {
+    only_topic_code(&start_topics(b, mirror, &["orders".to_string()]))
+}
+
+/// StartMirrorTopics of `topics` by name (all their partitions) on `mirror`: the answer.
+pub fn start_topics(b: &Arc<Broker>, mirror: &str, topics: &[String]) -> MirrorTopicsResponse {
     let r = handle(
         b,
         MirrorRequest::StartMirrorTopics(StartMirrorTopicsRequest {
             mirror_name: mirror.into(),
-            topics: vec![StartTopic {
-                name: "orders".into(),
-                topic_id: [0; 16],
-                num_partitions: -1,
-            }],
+            topics: topics
+                .iter()
+                .map(|t| StartTopic {
+                    name: t.clone(),
+                    topic_id: [0; 16],
+                    num_partitions: -1,
+                })
+                .collect(),
             timeout_ms: 30_000,
             ..Default::default()
         }),
     );
     match r {
-        MirrorResponse::StartMirrorTopics(r) => only_topic_code(&r),
+        MirrorResponse::StartMirrorTopics(r) => r,
         other => panic!("{other:?}"),
     }
 }

@@ -1,6 +1,7 @@
 //! Shared by the broker's integration tests.
 #![allow(dead_code)]
 
+pub mod configs;
 pub mod groups;
 pub mod internal_topics;
 pub mod long_poll;

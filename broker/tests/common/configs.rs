@@ -1,0 +1,71 @@
+//! AlterConfigs and IncrementalAlterConfigs of one topic, straight through the admin handlers.
+
+use kafka_protocol::messages::{AlterConfigsRequest, IncrementalAlterConfigsRequest};
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::broker::Broker;
+use mirrorlog_broker::handlers::admin::{self, RESOURCE_TOPIC};
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// AlterConfigs `version` of `topic` with `configs` as its whole set of overrides:
+/// (error code, message).
+pub fn alter_configs(
+    b: &Broker,
+    topic: &str,
+    configs: &[(&str, &str)],
+    validate_only: bool,
+    version: i16,
+) -> (i16, Option<String>) {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let mut res = AlterConfigsResource::default();
+    res.resource_type = RESOURCE_TOPIC;
+    res.resource_name = s(topic);
+    res.configs = configs
+        .iter()
+        .map(|(k, v)| {
+            let mut c = AlterableConfig::default();
+            c.name = s(k);
+            c.value = Some(s(v));
+            c
+        })
+        .collect();
+    let mut r = AlterConfigsRequest::default();
+    r.resources = vec![res];
+    r.validate_only = validate_only;
+    let out = &admin::alter_configs(b, r, version).responses[0];
+    (
+        out.error_code,
+        out.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// IncrementalAlterConfigs (v1) of `topic` with one operation `op` on `key`:
+/// (error code, message).
+pub fn incremental_alter(
+    b: &Broker,
+    topic: &str,
+    key: &str,
+    op: i8,
+    value: Option<&str>,
+) -> (i16, Option<String>) {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    let mut c = AlterableConfig::default();
+    c.name = s(key);
+    c.config_operation = op;
+    c.value = value.map(s);
+    let mut res = AlterConfigsResource::default();
+    res.resource_type = RESOURCE_TOPIC;
+    res.resource_name = s(topic);
+    res.configs = vec![c];
+    let mut r = IncrementalAlterConfigsRequest::default();
+    r.resources = vec![res];
+    let out = &admin::incremental_alter_configs(b, r, 1).responses[0];
+    (
+        out.error_code,
+        out.error_message.as_ref().map(|m| m.to_string()),
+    )
+}

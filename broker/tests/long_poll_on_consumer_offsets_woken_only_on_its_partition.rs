@@ -22,16 +22,7 @@ fn s(v: &str) -> StrBytes {
 #[test]
 fn an_offset_commit_wakes_the_long_poll_on_its_group_partition_only() {
     let dir = tempfile::tempdir().unwrap();
-    let (b, _clock) = manual_broker(dir.path());
-    b.topics
-        .create(
-            &b.logs,
-            "orders",
-            1,
-            mirrorlog_engine::config::LogConfig::default(),
-            None,
-        )
-        .unwrap();
+    let (b, _clock) = manual_broker_with_orders(dir.path());
     let g = "g";
     let n = GroupConfig::default().offsets_topic_partitions;
     let p = partition_for(g, n);

@@ -24,16 +24,7 @@ fn s(v: &str) -> StrBytes {
 #[test]
 fn a_timeout_abort_wakes_the_long_poll_on_its_transaction_state_partition() {
     let dir = tempfile::tempdir().unwrap();
-    let (b, clock) = manual_broker(dir.path());
-    b.topics
-        .create(
-            &b.logs,
-            "orders",
-            1,
-            mirrorlog_engine::config::LogConfig::default(),
-            None,
-        )
-        .unwrap();
+    let (b, clock) = manual_broker_with_orders(dir.path());
     let id = "txn-watched";
     let p = partition_for(id, TxnConfig::default().transaction_state_partitions);
 

@@ -18,16 +18,7 @@ use std::sync::Arc;
 /// A broker with topic `orders` and a first producer id handed out (partition 0's producer-id
 /// block is written); the state partition of `id` and another partition, neither 0.
 fn broker_for(dir: &std::path::Path, id: &str) -> (Arc<Broker>, i32, i32) {
-    let (b, _clock) = manual_broker(dir);
-    b.topics
-        .create(
-            &b.logs,
-            "orders",
-            1,
-            mirrorlog_engine::config::LogConfig::default(),
-            None,
-        )
-        .unwrap();
+    let (b, _clock) = manual_broker_with_orders(dir);
     assert_eq!(init(&b, None).0, 0, "an idempotent producer id");
     let n = TxnConfig::default().transaction_state_partitions;
     let p = partition_for(id, n);

@@ -38,6 +38,21 @@ pub fn manual_broker(dir: &Path) -> (Arc<Broker>, Arc<ManualClock>) {
     (b, clock)
 }
 
+/// [`manual_broker`] holding topic `orders`, one partition.
+pub fn manual_broker_with_orders(dir: &Path) -> (Arc<Broker>, Arc<ManualClock>) {
+    let (b, clock) = manual_broker(dir);
+    b.topics
+        .create(
+            &b.logs,
+            "orders",
+            1,
+            mirrorlog_engine::config::LogConfig::default(),
+            None,
+        )
+        .unwrap();
+    (b, clock)
+}
+
 /// Kafka's partition of a group or transactional id in an internal topic of `partitions`
 /// partitions: `abs(String.hashCode) % partitions`.
 pub fn partition_for(id: &str, partitions: i32) -> i32 {

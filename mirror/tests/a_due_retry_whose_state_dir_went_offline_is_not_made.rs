@@ -5,11 +5,10 @@
 
 mod common;
 
-use common::{Dest, T0, orders as tp};
+use common::{T0, orders as tp};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::manager::LogManager;
-use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager, PartitionStatus};
+use mirrorlog_mirror::manager::{MirrorManager, PartitionStatus};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 use std::sync::Arc;
@@ -33,17 +32,12 @@ fn a_due_retry_whose_state_dir_went_offline_is_not_made() {
         dst,
     } = common::sim_world();
     let clock = ManualClock::new(T0);
-    let mirror = MirrorManager::new(
-        MirrorConfig::new("m"),
-        EngineSource::new(src.clone(), "source-cluster", 1),
-        dst.clone(),
-        Arc::new(Dest(dst.clone())),
+    let mirror = common::started_mirror(
+        &src,
+        &dst,
         Arc::new(MirrorStateStore::open(dst.clone(), 4).unwrap()),
         clock.clone(),
-    )
-    .unwrap();
-    mirror.start_topics(&["orders".to_string()]).unwrap();
-    common::catch_up(&mirror);
+    );
 
     // Partition 0 runs out of space appending: FAILED, retryable, persisted (the dir stays
     // online).

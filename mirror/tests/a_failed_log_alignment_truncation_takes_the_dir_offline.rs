@@ -10,13 +10,12 @@
 
 mod common;
 
-use common::{Dest, T0, orders as tp};
+use common::{T0, orders as tp};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId};
-use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
+use mirrorlog_mirror::manager::MirrorManager;
 use mirrorlog_mirror::partition::{align_to_last_mirror_epoch, apply_fetched};
 use mirrorlog_mirror::source::PartitionData;
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore};
@@ -37,17 +36,12 @@ fn a_failed_log_alignment_truncation_takes_the_dir_offline() {
         sim,
         dst,
     } = common::sim_world();
-    let mirror = MirrorManager::new(
-        MirrorConfig::new("m"),
-        EngineSource::new(src.clone(), "source-cluster", 1),
-        dst.clone(),
-        Arc::new(Dest(dst.clone())),
+    let mirror = common::started_mirror(
+        &src,
+        &dst,
         Arc::new(MirrorStateStore::open(dst.clone(), 4).unwrap()),
         ManualClock::new(T0),
-    )
-    .unwrap();
-    mirror.start_topics(&["orders".to_string()]).unwrap();
-    common::catch_up(&mirror);
+    );
     // Failover, then the topic is mirrored again: LOG_ALIGNMENT copies it from scratch (no last
     // mirror epoch), truncating each partition fully.
     mirror.stop_topic("orders").unwrap();

@@ -9,11 +9,10 @@
 
 mod common;
 
-use common::{Dest, T0, orders as tp};
+use common::{T0, orders as tp};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{MirrorConfig, MirrorError, MirrorManager, PartitionStatus};
+use mirrorlog_mirror::manager::{MirrorError, PartitionStatus};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState};
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 use std::sync::Arc;
@@ -35,17 +34,7 @@ fn a_failure_whose_state_dir_went_offline_is_failed_in_memory() {
     } = common::sim_world();
     let store = Arc::new(MirrorStateStore::open(dst.clone(), 4).unwrap());
     let clock = ManualClock::new(T0);
-    let mirror = MirrorManager::new(
-        MirrorConfig::new("m"),
-        EngineSource::new(src.clone(), "source-cluster", 1),
-        dst.clone(),
-        Arc::new(Dest(dst.clone())),
-        store.clone(),
-        clock.clone(),
-    )
-    .unwrap();
-    mirror.start_topics(&["orders".to_string()]).unwrap();
-    common::catch_up(&mirror);
+    let mirror = common::started_mirror(&src, &dst, store.clone(), clock.clone());
     // Failed over, then mirrored again: LOG_ALIGNMENT truncates each partition fully.
     mirror.stop_topic("orders").unwrap();
     mirror.start_topics(&["orders".to_string()]).unwrap();

@@ -99,6 +99,28 @@ pub fn sim_world() -> SimWorld {
     }
 }
 
+/// Cluster mirror `m` of topic `orders` from `src` into `dst` (destination topics [`Dest`]),
+/// started and caught up.
+pub fn started_mirror(
+    src: &Arc<LogManager>,
+    dst: &Arc<LogManager>,
+    store: Arc<mirrorlog_mirror::state::MirrorStateStore>,
+    clock: Arc<mirrorlog_engine::clock::ManualClock>,
+) -> Arc<mirrorlog_mirror::manager::MirrorManager> {
+    let mirror = mirrorlog_mirror::manager::MirrorManager::new(
+        mirrorlog_mirror::manager::MirrorConfig::new("m"),
+        mirrorlog_mirror::engine_source::EngineSource::new(src.clone(), "source-cluster", 1),
+        dst.clone(),
+        Arc::new(Dest(dst.clone())),
+        store,
+        clock,
+    )
+    .unwrap();
+    mirror.start_topics(&["orders".to_string()]).unwrap();
+    catch_up(&mirror);
+    mirror
+}
+
 /// Every byte of a partition's log from its log start to its end, as one buffer.
 pub fn log_bytes(h: &PartitionHandle) -> bytes::Bytes {
     let log = h.read();

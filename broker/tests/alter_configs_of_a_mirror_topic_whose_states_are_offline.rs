@@ -11,14 +11,13 @@
 mod common;
 
 use common::configs::{alter_configs, incremental_alter};
-use common::mirror::start_topics;
+use common::mirror::{open_mirror_destination, start_topics};
 use common::two_dir_broker::close;
 use kafka_protocol::ResponseError as E;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::handlers::admin::OP_SET;
 use mirrorlog_broker::mirrors::MIRROR_STATE_PARTITIONS;
 use mirrorlog_broker::running::RunningBroker;
-use mirrorlog_engine::clock::SystemClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TopicPartition;
 use mirrorlog_mirror::state::{MirrorPartitionState as S, state_partition_for};
@@ -39,16 +38,7 @@ fn tp(topic: &str, partition: i32) -> TopicPartition {
 }
 
 fn open_dst(d1: &Path, d2: &Path, sim: &Arc<SimStorage>) -> Arc<Broker> {
-    let mut config = BrokerConfig::new(d1, "127.0.0.1", 9092);
-    config.node_id = 2;
-    config.cluster_id = Some("dst".into());
-    config.logs.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
-    config.logs.recovery_threads = 1;
-    let b = Arc::new(Broker::open(config, sim.clone(), Arc::new(SystemClock)).unwrap());
-    b.register_arc();
-    mirrorlog_broker::coordinators::install(&b).unwrap();
-    b.mirrors.restore(&b).unwrap();
-    b
+    open_mirror_destination(d1, d2, sim).0
 }
 
 /// IncrementalAlterConfigs SET of `key` on `topic`: (error code, message).

@@ -10,9 +10,10 @@
 
 mod common;
 
-use common::mirror::start_topics;
+use common::mirror::{open_mirror_destination as open_dst, start_topics};
+use common::two_dir_broker::close;
 use kafka_protocol::ResponseError as E;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::client::Client;
 use mirrorlog_broker::handlers::mirror_admin::handle;
 use mirrorlog_broker::mirror_rpc::{
@@ -20,7 +21,6 @@ use mirrorlog_broker::mirror_rpc::{
 };
 use mirrorlog_broker::mirrors::MIRROR_STATE_PARTITIONS;
 use mirrorlog_broker::running::RunningBroker;
-use mirrorlog_engine::clock::SystemClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::{Offset, TimestampMs, TopicPartition};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, state_partition_for};
@@ -41,27 +41,6 @@ fn tp(topic: &str, partition: i32) -> TopicPartition {
         topic: topic.into(),
         partition,
     }
-}
-
-fn open_dst(d1: &Path, d2: &Path, sim: &Arc<SimStorage>) -> (Arc<Broker>, usize) {
-    let mut config = BrokerConfig::new(d1, "127.0.0.1", 9092);
-    config.node_id = 2;
-    config.cluster_id = Some("dst".into());
-    config.logs.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
-    config.logs.recovery_threads = 1;
-    let b = Arc::new(Broker::open(config, sim.clone(), Arc::new(SystemClock)).unwrap());
-    b.register_arc();
-    mirrorlog_broker::coordinators::install(&b).unwrap();
-    let restored = b.mirrors.restore(&b).unwrap();
-    (b, restored)
-}
-
-fn close(b: Arc<Broker>) {
-    Arc::try_unwrap(b)
-        .map_err(|_| "broker still shared")
-        .unwrap()
-        .shutdown()
-        .unwrap();
 }
 
 /// Waits (bounded) until `cond` holds on the mirror's partition states.

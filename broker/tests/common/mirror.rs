@@ -41,6 +41,27 @@ pub fn source_and_destination_with(
     (src, dst)
 }
 
+/// A destination broker (node 2, cluster `dst`, system clock) on data dirs `d1` and `d2` over
+/// `sim`, with its coordinators installed and its mirrors restored: the broker and how many
+/// mirror partitions were restored.
+pub fn open_mirror_destination(
+    d1: &Path,
+    d2: &Path,
+    sim: &Arc<mirrorlog_segment::io::SimStorage>,
+) -> (Arc<Broker>, usize) {
+    let mut config = mirrorlog_broker::broker::BrokerConfig::new(d1, "127.0.0.1", 9092);
+    config.node_id = 2;
+    config.cluster_id = Some("dst".into());
+    config.logs.data_dirs = vec![d1.to_path_buf(), d2.to_path_buf()];
+    config.logs.recovery_threads = 1;
+    let clock = Arc::new(mirrorlog_engine::clock::SystemClock);
+    let b = Arc::new(Broker::open(config, sim.clone(), clock).unwrap());
+    b.register_arc();
+    mirrorlog_broker::coordinators::install(&b).unwrap();
+    let restored = b.mirrors.restore(&b).unwrap();
+    (b, restored)
+}
+
 /// StartMirrorTopics of `orders` by name on `mirror`: the topic's error code.
 pub fn start_orders(b: &Arc<Broker>, mirror: &str) -> i16 {
     only_topic_code(&start_topics(b, mirror, &["orders".to_string()]))

@@ -8,32 +8,13 @@
 
 mod common;
 
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::group::{OFFSETS_TOPIC, offsets_topic_id};
-use mirrorlog_broker::handlers::admin::{self, *};
+use mirrorlog_broker::handlers::admin::*;
 use mirrorlog_index::TopicPartition;
 
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
 fn alter(b: &Broker, topic: &str, key: &str, op: i8, value: Option<&str>) -> i16 {
-    let mut c = AlterableConfig::default();
-    c.name = s(key);
-    c.config_operation = op;
-    c.value = value.map(s);
-    let mut res = AlterConfigsResource::default();
-    res.resource_type = RESOURCE_TOPIC;
-    res.resource_name = s(topic);
-    res.configs = vec![c];
-    let mut r = IncrementalAlterConfigsRequest::default();
-    r.resources = vec![res];
-    admin::incremental_alter_configs(b, r, 1).responses[0].error_code
+    common::configs::incremental_alter(b, topic, key, op, value).0
 }
 
 #[test]

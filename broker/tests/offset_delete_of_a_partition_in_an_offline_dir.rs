@@ -6,12 +6,11 @@
 
 mod common;
 
-use common::groups::{commit, delete, fetch};
+use common::groups::{close, commit, delete, fetch};
 use common::two_dir_logs;
 use mirrorlog_broker::group::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::manager::LogManager;
 use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::sync::Arc;
@@ -23,12 +22,6 @@ fn group_config() -> GroupConfig {
         offsets_topic_partitions: 4,
         ..GroupConfig::default()
     }
-}
-
-fn close(logs: Arc<LogManager>, coord: Arc<GroupCoordinator>) {
-    coord.shutdown();
-    drop(coord);
-    Arc::try_unwrap(logs).unwrap().shutdown().unwrap();
 }
 
 #[test]

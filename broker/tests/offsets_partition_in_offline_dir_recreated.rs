@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::groups::close;
 use common::two_dir_logs;
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::offset_commit_request::{
@@ -23,7 +24,6 @@ use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::group::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_engine::manager::LogManager;
 use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::sync::Arc;
@@ -87,12 +87,6 @@ fn fetch(coord: &GroupCoordinator, group: &str) -> (i16, Option<i64>) {
         .and_then(|t| t.partitions.first())
         .map(|p| p.committed_offset);
     (g.error_code, offset)
-}
-
-fn close(logs: Arc<LogManager>, coord: Arc<GroupCoordinator>) {
-    coord.shutdown();
-    drop(coord);
-    Arc::try_unwrap(logs).unwrap().shutdown().unwrap();
 }
 
 #[test]

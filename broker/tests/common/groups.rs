@@ -139,3 +139,10 @@ pub fn delete(
         other => panic!("{other:?}"),
     }
 }
+
+/// Shuts `coord` down, then the log manager it used (no longer shared).
+pub fn close(logs: Arc<LogManager>, coord: Arc<GroupCoordinator>) {
+    coord.shutdown();
+    drop(coord);
+    Arc::try_unwrap(logs).unwrap().shutdown().unwrap();
+}

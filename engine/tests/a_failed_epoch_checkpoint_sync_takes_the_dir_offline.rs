@@ -11,17 +11,12 @@ mod common;
 use common::*;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_index::{LeaderEpoch, TopicId};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
+use mirrorlog_index::LeaderEpoch;
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 
 #[test]
 fn a_failed_epoch_checkpoint_sync_takes_the_dir_offline() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let mgr = sim_manager(&sim, d.path());
-    let h = mgr
-        .create(&orders(0), TopicId([7; 16]), small_config())
-        .unwrap();
+    let (_d, sim, _mgr, h) = sim_orders();
     h.append_as_leader_durable(keyed_batch("a"), LeaderEpoch(0), LeaderOrigin::Client)
         .unwrap();
     sim.inject(Fault::new(IoOp::SyncData, FaultKind::SyncFails).on_path("leader-epoch-checkpoint"));

@@ -20,7 +20,7 @@ use common::*;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::{LeaderOrigin, PartitionLog, ReplicaOrigin};
 use mirrorlog_engine::manager::{LogManager, PartitionHandle};
-use mirrorlog_index::{LeaderEpoch, Offset, TopicId};
+use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, TornTail};
 use std::sync::Arc;
 
@@ -33,12 +33,7 @@ fn three_epochs() -> (
     LogManager,
     Arc<PartitionHandle>,
 ) {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let mgr = sim_manager(&sim, d.path());
-    let h = mgr
-        .create(&orders(0), TopicId([7; 16]), small_config())
-        .unwrap();
+    let (d, sim, mgr, h) = sim_orders();
     for epoch in 0..3 {
         if epoch > 0 {
             let mut log = h.write();

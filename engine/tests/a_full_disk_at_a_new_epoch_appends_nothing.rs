@@ -13,7 +13,7 @@ mod common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, ReplicaOrigin};
-use mirrorlog_index::{EpochEntry, LeaderEpoch, Offset, TopicId};
+use mirrorlog_index::{EpochEntry, LeaderEpoch, Offset};
 use mirrorlog_segment::Compression;
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 
@@ -30,12 +30,7 @@ fn no_space_on_the_epoch_checkpoint(sim: &SimStorage) {
 
 #[test]
 fn a_leader_append_refused_for_a_full_disk_at_a_new_epoch_is_appended_once_on_retry() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let mgr = sim_manager(&sim, d.path());
-    let h = mgr
-        .create(&orders(0), TopicId([7; 16]), small_config())
-        .unwrap();
+    let (_d, sim, _mgr, h) = sim_orders();
     h.append_as_leader_durable(
         producer_batch(1, 0, 0, 1, false, T0),
         LeaderEpoch(0),
@@ -79,12 +74,7 @@ fn a_leader_append_refused_for_a_full_disk_at_a_new_epoch_is_appended_once_on_re
 
 #[test]
 fn a_replica_append_refused_for_a_full_disk_at_a_new_epoch_keeps_only_whole_earlier_epochs() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let mgr = sim_manager(&sim, d.path());
-    let h = mgr
-        .create(&orders(0), TopicId([7; 16]), small_config())
-        .unwrap();
+    let (_d, sim, _mgr, h) = sim_orders();
     h.write()
         .append_as_follower(
             replica_batch(0, 2, 0, Compression::None, T0),

@@ -14,17 +14,12 @@ mod common;
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_engine::manager::LOG_START_CHECKPOINT;
-use mirrorlog_index::{LeaderEpoch, Offset, TopicId};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
+use mirrorlog_index::{LeaderEpoch, Offset};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 
 #[test]
 fn a_log_start_checkpoint_that_fails_to_read_takes_its_dir_offline_and_is_kept() {
-    let d = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let mgr = sim_manager(&sim, d.path());
-    let h = mgr
-        .create(&orders(0), TopicId([7; 16]), small_config())
-        .unwrap();
+    let (d, sim, mgr, h) = sim_orders();
     for i in 0..10 {
         h.append_as_leader_durable(
             keyed_batch(&format!("v{i}")),

@@ -218,6 +218,27 @@ pub fn sim_manager(
         .0
 }
 
+/// Partition `orders-0` (topic id `[7; 16]`, `small_config`) of a [`sim_manager`] in a temporary
+/// directory of its own: the directory, the storage, the manager and the partition.
+pub fn sim_orders() -> (
+    tempfile::TempDir,
+    mirrorlog_segment::io::SimStorage,
+    mirrorlog_engine::manager::LogManager,
+    Arc<mirrorlog_engine::manager::PartitionHandle>,
+) {
+    let d = tempfile::tempdir().unwrap();
+    let sim = mirrorlog_segment::io::SimStorage::new();
+    let mgr = sim_manager(&sim, d.path());
+    let h = mgr
+        .create(
+            &orders(0),
+            mirrorlog_index::TopicId([7; 16]),
+            small_config(),
+        )
+        .unwrap();
+    (d, sim, mgr, h)
+}
+
 /// A batch of one record with key `k` and `value`, at `T0`.
 pub fn keyed_batch(value: &str) -> Bytes {
     let mut b = BatchBuilder::new();

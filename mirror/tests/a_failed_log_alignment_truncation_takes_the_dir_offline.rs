@@ -43,17 +43,9 @@ fn a_failed_log_alignment_truncation_takes_the_dir_offline() {
         ManualClock::new(T0),
     );
     // Failover, then the topic is mirrored again: LOG_ALIGNMENT copies it from scratch (no last
-    // mirror epoch), truncating each partition fully.
-    mirror.stop_topic("orders").unwrap();
-    mirror.start_topics(&["orders".to_string()]).unwrap();
-    assert!(mirror.describe().iter().all(|p| p.state == S::LogAlignment));
-
-    // Partition 0's records are gone by the time its emptied epoch cache is written.
-    sim.inject(
-        Fault::new(IoOp::WriteAt, FaultKind::Eio).on_path("orders-0/leader-epoch-checkpoint"),
-    );
-    mirror.drive();
-    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    // mirror epoch), truncating each partition fully. Partition 0's records are gone by the time
+    // its emptied epoch cache is written.
+    common::fail_a_realignment(&mirror, &sim);
     let d0 = dst.get(&tp(0)).unwrap();
     assert!(
         d0.check_online().is_err(),

@@ -14,7 +14,6 @@ use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_mirror::manager::{MirrorError, PartitionStatus};
 use mirrorlog_mirror::state::{MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 use std::sync::Arc;
 
 fn sorted(mut v: Vec<PartitionStatus>) -> Vec<PartitionStatus> {
@@ -36,17 +35,9 @@ fn a_failure_whose_state_dir_went_offline_is_failed_in_memory() {
     let clock = ManualClock::new(T0);
     let mirror = common::started_mirror(&src, &dst, store.clone(), clock.clone());
     // Failed over, then mirrored again: LOG_ALIGNMENT truncates each partition fully.
-    mirror.stop_topic("orders").unwrap();
-    mirror.start_topics(&["orders".to_string()]).unwrap();
-    assert!(mirror.describe().iter().all(|p| p.state == S::LogAlignment));
-
     // Partition 0's truncation fails writing its emptied epoch cache: the dir goes offline,
     // and with it every `__mirror_state` partition.
-    sim.inject(
-        Fault::new(IoOp::WriteAt, FaultKind::Eio).on_path("orders-0/leader-epoch-checkpoint"),
-    );
-    mirror.drive();
-    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+    common::fail_a_realignment(&mirror, &sim);
     assert!(dst.get(&tp(0)).unwrap().check_online().is_err());
     // Partition 1 either was aligned before (MIRRORING: its next fetch cannot be appended) or
     // failed its own alignment in the offline dir.

@@ -121,6 +121,26 @@ pub fn started_mirror(
     mirror
 }
 
+/// Fails `orders` over and mirrors it again (every partition in LOG_ALIGNMENT, which truncates
+/// it fully), then drives `mirror` once with partition 0's truncation failing with EIO as it
+/// writes the emptied epoch cache; checks that the fault fired.
+pub fn fail_a_realignment(mirror: &mirrorlog_mirror::manager::MirrorManager, sim: &SimStorage) {
+    use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
+    mirror.stop_topic("orders").unwrap();
+    mirror.start_topics(&["orders".to_string()]).unwrap();
+    assert!(
+        mirror
+            .describe()
+            .iter()
+            .all(|p| p.state == mirrorlog_mirror::state::MirrorPartitionState::LogAlignment)
+    );
+    sim.inject(
+        Fault::new(IoOp::WriteAt, FaultKind::Eio).on_path("orders-0/leader-epoch-checkpoint"),
+    );
+    mirror.drive();
+    assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
+}
+
 /// Every byte of a partition's log from its log start to its end, as one buffer.
 pub fn log_bytes(h: &PartitionHandle) -> bytes::Bytes {
     let log = h.read();

@@ -944,6 +944,67 @@ impl MirrorManager {
         })
     }
 
+    /// What describe shows of a read-only local topic (`topic_id`, `partitions` partitions) this
+    /// mirror does not hold, when it may hold it without knowing
+    /// ([`states_unavailable_for`](Self::states_unavailable_for): a state of it would live in a
+    /// `__mirror_state` partition that is unavailable), so that the topic a start or a config
+    /// change refuses with the storage error is listed rather than missing. A partition whose
+    /// state is unavailable is FAILED, not retryable, naming the offline directory; one whose
+    /// state would live in a loaded partition has none there, and is UNKNOWN. `None` for a
+    /// topic this mirror holds, or one none of whose states is unavailable.
+    pub fn unrestored_topic_status(
+        &self,
+        topic: &str,
+        topic_id: [u8; 16],
+        partitions: i32,
+    ) -> Option<Vec<PartitionStatus>> {
+        if self.topics.lock().contains_key(topic) {
+            return None;
+        }
+        self.states_unavailable_for(topic_id, partitions)?;
+        let statuses = (0..partitions)
+            .map(|p| {
+                let key = PartitionMirrorState::new(&self.config.name, topic_id, p).key();
+                let (state, failure, retry_attempt) = match self.store.unavailable(&key) {
+                    Some(e) => (
+                        S::Failed,
+                        Some(format!(
+                            "the state of this partition is unavailable, so whether cluster \
+                             mirror {} holds the read-only topic {topic} is unknown and it is \
+                             not restored (neither fetched nor changed): {e}; repair the data \
+                             directory and restart",
+                            self.config.name
+                        )),
+                        -1,
+                    ),
+                    None => (S::Unknown, None, 0),
+                };
+                let leo = self
+                    .logs
+                    .get(&tp(topic, p))
+                    .map_or(Offset(-1), |h| h.read().log_end_offset());
+                PartitionStatus {
+                    topic: topic.to_string(),
+                    partition: p,
+                    state,
+                    state_epoch: -1,
+                    source_high_watermark: Offset(-1),
+                    log_end_offset: leo,
+                    lag: 0,
+                    last_mirror_epoch: LeaderEpoch::NONE,
+                    last_mirror_offset: Offset(-1),
+                    failure,
+                    retry_attempt,
+                    topic_id,
+                    destination_leader_epoch: LeaderEpoch::NONE,
+                    previous_state: None,
+                    open_transactions: vec![],
+                }
+            })
+            .collect();
+        Some(statuses)
+    }
+
     fn unavailable_state(&self, entries: &[(TopicPartition, EntryRef)]) -> Option<EngineError> {
         entries.iter().find_map(|(_, entry)| {
             let key = entry.lock().state.key();

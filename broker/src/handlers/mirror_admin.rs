@@ -48,7 +48,7 @@ use crate::errors::MirrorErrorCode as M;
 use crate::mirror_rpc::*;
 use crate::mirrors::MirrorsError;
 use kafka_protocol::ResponseError as E;
-use mirrorlog_mirror::manager::{MirrorError, MirrorManager, compile_patterns};
+use mirrorlog_mirror::manager::{MirrorError, MirrorManager, PartitionStatus, compile_patterns};
 use mirrorlog_mirror::state::MirrorPartitionState as S;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -220,7 +220,10 @@ fn list(b: &Arc<Broker>, r: ListClusterMirrorsRequest) -> ListClusterMirrorsResp
                 source_cluster_id: m.source_cluster_id(),
                 source_bootstrap: b.mirrors.source_bootstrap(m.name()),
                 topic_names: if r.include_topic_names {
-                    m.topic_names()
+                    let mut names = m.topic_names();
+                    names.extend(unrestored_topics(b, &m).into_iter().map(|(t, _)| t));
+                    names.sort();
+                    names
                 } else {
                     vec![]
                 },
@@ -229,9 +232,34 @@ fn list(b: &Arc<Broker>, r: ListClusterMirrorsRequest) -> ListClusterMirrorsResp
     }
 }
 
+/// The read-only local topics no mirror holds that `m` may hold without knowing, with what
+/// describe shows of them ([`MirrorManager::unrestored_topic_status`]): a state of theirs
+/// would live in a `__mirror_state` partition that is unavailable (offline data directory), so
+/// they were not restored; their start and the configs `m` copies answer `KAFKA_STORAGE_ERROR`.
+fn unrestored_topics(b: &Broker, m: &MirrorManager) -> Vec<(String, Vec<PartitionStatus>)> {
+    let mirrors = b.mirrors.all();
+    b.topics
+        .all()
+        .into_iter()
+        .filter(|t| !t.internal && b.mirrors.topic_owner(&t.name).is_none())
+        .filter(|t| {
+            (0..t.partitions).any(|p| {
+                b.partition(&t.name, p)
+                    .is_some_and(|h| h.read().is_read_only())
+            })
+        })
+        .filter(|t| !mirrors.iter().any(|o| o.topic_names().contains(&t.name)))
+        .filter_map(|t| {
+            let statuses = m.unrestored_topic_status(&t.name, *t.id.as_bytes(), t.partitions)?;
+            Some((t.name, statuses))
+        })
+        .collect()
+}
+
 fn describe_mirror(b: &Broker, m: &MirrorManager) -> MirrorDescription {
     let mut topics: BTreeMap<String, Vec<PartitionDescription>> = BTreeMap::new();
-    for p in m.describe() {
+    let unrestored = unrestored_topics(b, m).into_iter().flat_map(|(_, s)| s);
+    for p in m.describe().into_iter().chain(unrestored) {
         topics
             .entry(p.topic.clone())
             .or_default()

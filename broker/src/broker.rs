@@ -123,7 +123,9 @@ pub trait Coordinator: Send + Sync {
     /// in-flight requests finish.
     fn shutdown(&self) {}
     /// A topic was deleted: drop what is kept for its partitions (a group's committed offsets,
-    /// as Kafka's `onPartitionsDeleted`).
+    /// as Kafka's `onPartitionsDeleted`). Called under the topic registry's lock, before the
+    /// name is free for a new topic (see `TopicRegistry::delete_then`): it must not call into
+    /// the registry.
     fn topic_deleted(&self, _topic: &str) {}
     /// FindCoordinator of `key` for coordinator type `key_type`: the error to answer when this
     /// coordinator owns that type but cannot coordinate the key (its partition is not loaded),

@@ -295,12 +295,12 @@ impl DestinationTopics for BrokerTopics {
 
     fn remove_mirror_topic(&self, name: &str) -> Result<(), String> {
         let b = self.broker()?;
-        // As DeleteTopics does: parked fetches answer now, the coordinators drop its state.
-        let deleted = b.topics.delete(&b.logs, name);
+        // As DeleteTopics does: the coordinators drop its state before the name is free again,
+        // parked fetches answer now.
+        let deleted = b
+            .topics
+            .delete_then(&b.logs, name, None, |_| b.topic_deleted(name));
         b.appends.notify_topic(name);
-        if deleted.is_ok() || b.topics.get(name).is_none() {
-            b.topic_deleted(name);
-        }
         deleted.map(|_| ()).map_err(|e| e.message)
     }
 
@@ -840,6 +840,25 @@ mod tests {
         .unwrap();
         let e = read_mirrors_file(dir.path()).unwrap_err().to_string();
         assert!(e.contains("config k is not a string"), "{e}");
+    }
+
+    /// A mirror topic removed from the destination (its mirror failed over or was deleted)
+    /// let go of the name before the coordinators dropped the topic's offsets, as DeleteTopics
+    /// did: offsets committed in between to a topic created again under it went too.
+    #[test]
+    fn offsets_committed_to_a_topic_created_again_during_a_mirror_topic_removal_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, old, racing) = crate::handlers::admin::tests::RacingGroups::install(dir.path());
+        BrokerTopics(Arc::downgrade(&b))
+            .remove_mirror_topic("t")
+            .unwrap();
+        racing.recreate_unless_raced(&b);
+        assert_ne!(b.topics.get("t").map(|t| t.id), Some(old));
+        assert_eq!(
+            racing.committed(),
+            Some(1),
+            "the offset committed to the topic created again was dropped with the old topic's"
+        );
     }
 
     #[test]

@@ -150,6 +150,13 @@ impl TopicRegistry {
         self.topics.read().get(name).cloned()
     }
 
+    /// [`get`](Self::get) unless the registry is locked (a creation or deletion under way):
+    /// `None` then. For tests that look from inside a deletion.
+    #[cfg(test)]
+    pub(crate) fn try_get(&self, name: &str) -> Option<Option<TopicMeta>> {
+        self.topics.try_read().map(|t| t.get(name).cloned())
+    }
+
     /// A topic by id.
     pub fn by_id(&self, id: Uuid) -> Option<TopicMeta> {
         self.topics.read().values().find(|t| t.id == id).cloned()
@@ -279,7 +286,7 @@ impl TopicRegistry {
     /// cannot be removed, and would bring the topic back, half deleted, at the next start
     /// (Kafka keeps such a deletion pending until the directory returns).
     pub fn delete(&self, logs: &LogManager, name: &str) -> Result<TopicMeta, TopicError> {
-        self.delete_if(logs, name, None)
+        self.delete_then(logs, name, None, |_| {})
     }
 
     /// [`delete`](Self::delete) of topic `name` only while its id is `id` (DeleteTopics by id,
@@ -293,14 +300,21 @@ impl TopicRegistry {
         name: &str,
         id: Uuid,
     ) -> Result<TopicMeta, TopicError> {
-        self.delete_if(logs, name, Some(id))
+        self.delete_then(logs, name, Some(id), |_| {})
     }
 
-    fn delete_if(
+    /// [`delete`](Self::delete) (with `id`: [`delete_with_id`](Self::delete_with_id)) that
+    /// runs `deleted` once the topic has left the registry for good — also after a failure
+    /// part-way that took it out — and before the name is free again: under the lock that
+    /// creation takes, so nothing `deleted` drops for the name (a group's committed offsets,
+    /// as Kafka's `onPartitionsDeleted` at the deletion) can belong to a topic created again
+    /// under it. `deleted` must not call back into the registry (the lock is held).
+    pub fn delete_then(
         &self,
         logs: &LogManager,
         name: &str,
         id: Option<Uuid>,
+        deleted: impl FnOnce(&TopicMeta),
     ) -> Result<TopicMeta, TopicError> {
         let mut topics = self.topics.write();
         let known = match (topics.get(name), id) {
@@ -347,6 +361,9 @@ impl TopicRegistry {
                 first_err.get_or_insert(e);
                 left |= logs.get(&tp).is_some();
             }
+        }
+        if !left {
+            deleted(&t);
         }
         match first_err {
             None => Ok(t),

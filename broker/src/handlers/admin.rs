@@ -1068,11 +1068,13 @@ fn delete_one(b: &Broker, name: &str, id: Option<Uuid>) -> Result<(), TopicError
         ));
     }
     // The registry checks again under the lock that creation takes, so a topic recreated since
-    // the check above is not deleted in the place of the one asked for.
-    let deleted = match id {
-        Some(id) => b.topics.delete_with_id(&b.logs, name, id),
-        None => b.topics.delete(&b.logs, name),
-    };
+    // the check above is not deleted in the place of the one asked for. The coordinators drop
+    // the topic's state under that lock too (also after a failure part-way that took the
+    // topic out of the registry: a retry would answer UNKNOWN_TOPIC_OR_PARTITION), before the
+    // name is free: offsets committed to a topic created again under it are never dropped.
+    let deleted = b
+        .topics
+        .delete_then(&b.logs, name, id, |_| b.topic_deleted(name));
     if deleted.as_ref().is_err_and(|e| {
         e.code == ResponseError::UnknownTopicId.code()
             || e.code == ResponseError::UnknownTopicOrPartition.code()
@@ -1085,11 +1087,6 @@ fn delete_one(b: &Broker, name: &str, id: Option<Uuid>) -> Result<(), TopicError
     // out their max_wait_ms. Also after a partial failure: some partitions may be gone. Only
     // the fetches waiting on this topic.
     b.appends.notify_topic(name);
-    // A failure that still took the topic out of the registry deleted it all the same (a retry
-    // answers UNKNOWN_TOPIC_OR_PARTITION): the coordinators drop its state then too.
-    if deleted.is_ok() || b.topics.get(name).is_none() {
-        b.topic_deleted(name);
-    }
     deleted?;
     tracing::info!(topic = name, "deleted topic");
     Ok(())
@@ -1781,7 +1778,7 @@ pub fn find_coordinator(b: &Broker, r: FindCoordinatorRequest, v: i16) -> FindCo
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -1851,6 +1848,138 @@ mod tests {
         assert!(
             b.logs.get(&tp).is_some(),
             "the new topic's partition is gone"
+        );
+    }
+
+    /// The group coordinator behind a client that creates topic `t` again and commits offset 7
+    /// of group `g` to it as soon as the registry lets it: from inside the deletion, if the
+    /// name is free by the time the coordinators are told (before this coordinator drops the
+    /// deleted topic's offsets, as a request on another thread may).
+    pub(crate) struct RacingGroups {
+        broker: std::sync::Weak<Broker>,
+        groups: std::sync::Arc<crate::group::GroupCoordinator>,
+        raced: std::sync::atomic::AtomicBool,
+    }
+
+    impl RacingGroups {
+        /// A broker on `dir` with topic `t` (its id), offset 5 of group `g` committed to it,
+        /// and this coordinator as its only one.
+        pub(crate) fn install(
+            dir: &std::path::Path,
+        ) -> (std::sync::Arc<Broker>, Uuid, std::sync::Arc<RacingGroups>) {
+            let (b, old) = broker_with_t(dir);
+            let b = std::sync::Arc::new(b);
+            let config = crate::group::GroupConfig {
+                offsets_topic_partitions: 1,
+                ..Default::default()
+            };
+            let groups =
+                crate::group::GroupCoordinator::open(b.logs.clone(), config, b.clock().clone())
+                    .unwrap();
+            let racing = std::sync::Arc::new(RacingGroups {
+                broker: std::sync::Arc::downgrade(&b),
+                groups,
+                raced: Default::default(),
+            });
+            b.add_coordinator(racing.clone());
+            commit(&racing.groups, 5);
+            assert_eq!(racing.committed(), Some(1));
+            (b, old, racing)
+        }
+
+        fn recreate_and_commit(&self, b: &Broker) {
+            b.topics
+                .create(&b.logs, "t", 1, LogConfig::default(), None)
+                .unwrap();
+            commit(&self.groups, 7);
+        }
+
+        /// After the deletion: the client's turn, unless it came during the deletion.
+        pub(crate) fn recreate_unless_raced(&self, b: &Broker) {
+            if !self.raced.load(std::sync::atomic::Ordering::SeqCst) {
+                self.recreate_and_commit(b);
+            }
+        }
+
+        /// How many offsets group `g` has committed.
+        pub(crate) fn committed(&self) -> Option<usize> {
+            self.groups.group_snapshot("g").map(|g| g.committed_offsets)
+        }
+    }
+
+    impl crate::broker::Coordinator for RacingGroups {
+        fn apis(&self) -> Vec<kafka_protocol::messages::ApiKey> {
+            vec![]
+        }
+        fn supported_versions(&self, _: kafka_protocol::messages::ApiKey) -> Option<(i16, i16)> {
+            None
+        }
+        fn handle(
+            &self,
+            _: &crate::server::RequestContext,
+            _: kafka_protocol::messages::RequestKind,
+        ) -> kafka_protocol::messages::ResponseKind {
+            unreachable!("answers no API")
+        }
+        fn tick(&self, _: i64) -> bool {
+            false
+        }
+        fn topic_deleted(&self, topic: &str) {
+            let b = self.broker.upgrade().expect("the broker");
+            // `None`: the registry is locked (by the deletion), so no creation can run now.
+            if matches!(b.topics.try_get(topic), Some(None)) {
+                self.recreate_and_commit(&b);
+                self.raced.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            self.groups.on_topic_deleted(topic);
+        }
+    }
+
+    /// Commits `offset` of `t`-0 for group `g` (no generation, as a standalone consumer).
+    fn commit(groups: &crate::group::GroupCoordinator, offset: i64) {
+        use kafka_protocol::messages::offset_commit_request::{
+            OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+        };
+        let mut p = OffsetCommitRequestPartition::default();
+        p.partition_index = 0;
+        p.committed_offset = offset;
+        let mut t = OffsetCommitRequestTopic::default();
+        t.name = TopicName(sb("t"));
+        t.partitions = vec![p];
+        let mut r = kafka_protocol::messages::OffsetCommitRequest::default();
+        r.group_id = kafka_protocol::messages::GroupId(sb("g"));
+        r.generation_id_or_member_epoch = -1;
+        r.topics = vec![t];
+        match groups.handle(8, kafka_protocol::messages::RequestKind::OffsetCommit(r)) {
+            kafka_protocol::messages::ResponseKind::OffsetCommit(resp) => {
+                assert_eq!(resp.topics[0].partitions[0].error_code, 0, "{resp:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// DeleteTopics let go of the name before it told the coordinators to drop the topic's
+    /// offsets: a topic created again under the name, and offsets committed to it, in between
+    /// lost those offsets too. The coordinators must hear of the deletion before the name is
+    /// free (Kafka's `onPartitionsDeleted` runs as the deletion is processed).
+    #[test]
+    fn offsets_committed_to_a_topic_created_again_during_its_deletion_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, old, racing) = RacingGroups::install(dir.path());
+        let mut st = kafka_protocol::messages::delete_topics_request::DeleteTopicState::default();
+        st.name = Some(TopicName(sb("t")));
+        let mut r = DeleteTopicsRequest::default();
+        r.topics = vec![st];
+        let r = delete_topics(&b, r, 6).responses.remove(0);
+        assert_eq!(r.error_code, 0, "{r:?}");
+        racing.recreate_unless_raced(&b);
+
+        assert_ne!(b.topics.get("t").map(|t| t.id), Some(old));
+        assert!(b.topics.get("t").is_some(), "created again");
+        assert_eq!(
+            racing.committed(),
+            Some(1),
+            "the offset committed to the topic created again was dropped with the old topic's"
         );
     }
 

@@ -36,8 +36,11 @@ pub fn open(d1: &Path, d2: &Path, sim: &Arc<SimStorage>, clock: &Arc<ManualClock
     b
 }
 
-/// Shuts the broker down cleanly (it must not be shared any more).
+/// Shuts the broker down cleanly (it must not be shared any more). Its mirrors stop first:
+/// their threads hold the broker for the length of each pass, so the unwrap raced a pass
+/// ("broker still shared", seen once in CI).
 pub fn close(b: Arc<Broker>) {
+    b.mirrors.shutdown();
     Arc::try_unwrap(b)
         .map_err(|_| "broker still shared")
         .unwrap()

@@ -66,8 +66,8 @@
 //! offset   size  field
 //! 0        2     key type, i16 = 2 (KEY_TYPE_PARTITION_STATE; the prototype's
 //!                MirrorPartitionStateKey type. 1, LastMirrorEpochsKey, is reserved: the last
-//!                mirror epoch lives in the value here). A reader skips key types it does not
-//!                know.
+//!                mirror epoch lives in the value here; 3 is a start intent, below). A reader
+//!                skips key types it does not know.
 //! 2        2     mirror name length N, u16
 //! 4        N     mirror name, UTF-8
 //! 4+N      16    topic id
@@ -93,6 +93,29 @@
 //! 38       4     reason length R, u32
 //! 42       R     reason, UTF-8
 //!          42+R  total
+//! ```
+//!
+//! **Start intents** (key type 3, [`KEY_TYPE_START_INTENT`]): a start of a topic writes one
+//! before it changes anything of the topic (the destination topic, its configs, a partition's
+//! state) and deletes it (a tombstone) once the start is complete or undone, so a crash in
+//! between leaves it, and the mirror's restore after the restart ([`StartIntent`]) puts back
+//! what it names before anything is aligned: a start takes effect whole or not at all, as
+//! KIP-1279's one metadata write. The key is a partition state key with type 3 and partition −1 (the
+//! whole topic), hashed to its `__mirror_state` partition like one. A build without intents
+//! skips them as an unknown key type (and its compaction keeps them); a log without them loads
+//! as before. Value, version 0 ([`encode_intent_value`]):
+//!
+//! ```text
+//! offset   size  field
+//! 0        2     value version, i16 = 0
+//! 2        1     the destination topic before the start: 0 absent, 1 writable, 2 read-only
+//! 3        2     topic name length T, u16
+//! 5        T     topic name, UTF-8
+//! 5+T      4     config count C, u32: the topic's own configs (overrides) before the start
+//!          ...   C × (key length u16, key UTF-8, value length u32, value UTF-8)
+//!          4     partition count P, u32: each partition's stored state before the start
+//!          ...   P × (partition i32, length L u32 (0xFFFFFFFF: no state was stored),
+//!                     L bytes: a partition state value as above)
 //! ```
 //!
 //! Decoding is strict: a wrong length, an unknown state byte, a boolean other than 0/1, invalid
@@ -695,14 +718,21 @@ pub const KEY_TYPE_PARTITION_STATE: i16 = 2;
 /// The value version [`encode_value`] writes.
 pub const VALUE_VERSION: i16 = 0;
 
+/// The key type of a start intent record (module docs, FORMAT).
+pub const KEY_TYPE_START_INTENT: i16 = 3;
+
 /// Encodes a `__mirror_state` key; see FORMAT in the module docs.
 ///
 /// # Panics
 /// A mirror name longer than 65535 bytes.
 pub fn encode_key(key: &StateKey) -> Vec<u8> {
+    encode_typed_key(KEY_TYPE_PARTITION_STATE, key)
+}
+
+fn encode_typed_key(key_type: i16, key: &StateKey) -> Vec<u8> {
     let n = name_len(&key.mirror);
     let mut out = Vec::with_capacity(24 + n as usize);
-    out.extend_from_slice(&KEY_TYPE_PARTITION_STATE.to_be_bytes());
+    out.extend_from_slice(&key_type.to_be_bytes());
     out.extend_from_slice(&n.to_be_bytes());
     out.extend_from_slice(key.mirror.as_bytes());
     out.extend_from_slice(&key.topic_id);
@@ -796,13 +826,18 @@ impl<'a> Reader<'a> {
 /// [`StateError::UnsupportedVersion`] for a key type other than
 /// [`KEY_TYPE_PARTITION_STATE`]; [`StateError::Corrupt`] for bytes that do not decode.
 pub fn decode_key(bytes: &[u8]) -> Result<StateKey, StateError> {
+    decode_typed_key(KEY_TYPE_PARTITION_STATE, bytes)
+}
+
+/// Decodes a key of type `key_type`; another type is [`StateError::UnsupportedVersion`].
+fn decode_typed_key(key_type: i16, bytes: &[u8]) -> Result<StateKey, StateError> {
     let mut r = Reader {
         buf: bytes,
         pos: 0,
         what: "key",
     };
     let version = r.i16()?;
-    if version != KEY_TYPE_PARTITION_STATE {
+    if version != key_type {
         return Err(StateError::UnsupportedVersion {
             what: "key",
             version,
@@ -904,6 +939,177 @@ pub fn decode_value(key: &StateKey, bytes: &[u8]) -> Result<PartitionMirrorState
     })
 }
 
+/// How the destination topic was before a start ([`StartIntent::topic_before`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicBefore {
+    /// It did not exist: the start creates it.
+    Absent = 0,
+    /// It was writable (a failed-over topic): the start makes it read-only.
+    Writable = 1,
+    /// It was read-only already.
+    ReadOnly = 2,
+}
+
+/// A start of a topic in progress, recorded before the start changes anything of it and
+/// deleted when it is complete or undone (module docs): what to put back after a crash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartIntent {
+    /// The cluster mirror's name.
+    pub mirror: String,
+    /// The topic id (the source's), as in its partitions' keys.
+    pub topic_id: [u8; 16],
+    /// The destination topic's name.
+    pub topic: String,
+    /// How the destination topic was before the start.
+    pub topic_before: TopicBefore,
+    /// The topic's own configs (its overrides) before the start copied the source's.
+    pub configs_before: Vec<(String, String)>,
+    /// Every partition the start may move, with the state stored for it before (`None`: none).
+    pub partitions: Vec<(i32, Option<PartitionMirrorState>)>,
+}
+
+impl StartIntent {
+    /// Its `__mirror_state` key: the topic's, partition −1.
+    pub fn key(&self) -> StateKey {
+        StartIntent::key_of(&self.mirror, self.topic_id)
+    }
+
+    /// The key of `mirror`'s start intent for the topic with id `topic_id`.
+    pub fn key_of(mirror: &str, topic_id: [u8; 16]) -> StateKey {
+        StateKey {
+            mirror: mirror.to_string(),
+            topic_id,
+            partition: -1,
+        }
+    }
+}
+
+/// The value version [`encode_intent_value`] writes.
+pub const INTENT_VALUE_VERSION: i16 = 0;
+
+/// A start intent's key bytes (key type [`KEY_TYPE_START_INTENT`]).
+pub fn encode_intent_key(key: &StateKey) -> Vec<u8> {
+    encode_typed_key(KEY_TYPE_START_INTENT, key)
+}
+
+/// Decodes a start intent's key bytes.
+///
+/// # Errors
+/// [`StateError::UnsupportedVersion`] for another key type; [`StateError::Corrupt`].
+pub fn decode_intent_key(bytes: &[u8]) -> Result<StateKey, StateError> {
+    decode_typed_key(KEY_TYPE_START_INTENT, bytes)
+}
+
+/// Encodes a start intent (FORMAT in the module docs).
+///
+/// # Panics
+/// A name, config key or value too long for its length field.
+pub fn encode_intent_value(intent: &StartIntent) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&INTENT_VALUE_VERSION.to_be_bytes());
+    out.push(intent.topic_before as u8);
+    out.extend_from_slice(&name_len(&intent.topic).to_be_bytes());
+    out.extend_from_slice(intent.topic.as_bytes());
+    let len32 = |n: usize| u32::try_from(n).expect("under 4 GiB").to_be_bytes();
+    out.extend_from_slice(&len32(intent.configs_before.len()));
+    for (k, v) in &intent.configs_before {
+        out.extend_from_slice(&name_len(k).to_be_bytes());
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(&len32(v.len()));
+        out.extend_from_slice(v.as_bytes());
+    }
+    out.extend_from_slice(&len32(intent.partitions.len()));
+    for (p, st) in &intent.partitions {
+        out.extend_from_slice(&p.to_be_bytes());
+        match st {
+            None => out.extend_from_slice(&u32::MAX.to_be_bytes()),
+            Some(st) => {
+                let v = encode_value(st);
+                out.extend_from_slice(&len32(v.len()));
+                out.extend_from_slice(&v);
+            }
+        }
+    }
+    out
+}
+
+/// Decodes the start intent of `key`.
+///
+/// # Errors
+/// [`StateError::UnsupportedVersion`] for a version other than [`INTENT_VALUE_VERSION`];
+/// [`StateError::Corrupt`] for bytes that do not decode.
+pub fn decode_intent_value(key: &StateKey, bytes: &[u8]) -> Result<StartIntent, StateError> {
+    let mut r = Reader {
+        buf: bytes,
+        pos: 0,
+        what: "start intent",
+    };
+    let version = r.i16()?;
+    if version != INTENT_VALUE_VERSION {
+        return Err(StateError::UnsupportedVersion {
+            what: "start intent",
+            version,
+        });
+    }
+    let topic_before = match r.u8()? {
+        0 => TopicBefore::Absent,
+        1 => TopicBefore::Writable,
+        2 => TopicBefore::ReadOnly,
+        b => {
+            r.pos -= 1;
+            return Err(r.corrupt(format!("unknown topic-before byte {b}")));
+        }
+    };
+    let n = r.u16()? as usize;
+    let topic = r.string(n)?;
+    let configs = r.u32()? as usize;
+    let mut configs_before = Vec::with_capacity(configs.min(1024));
+    for _ in 0..configs {
+        let n = r.u16()? as usize;
+        let k = r.string(n)?;
+        let n = r.u32()? as usize;
+        configs_before.push((k, r.string(n)?));
+    }
+    let count = r.u32()? as usize;
+    let mut partitions = Vec::with_capacity(count.min(1 << 16));
+    for _ in 0..count {
+        let partition = r.i32()?;
+        let len = r.u32()?;
+        let st = if len == u32::MAX {
+            None
+        } else {
+            let at = r.pos;
+            let bytes = r.take(len as usize)?;
+            let pkey = StateKey {
+                partition,
+                ..key.clone()
+            };
+            Some(decode_value(&pkey, bytes).map_err(|e| match e {
+                StateError::Corrupt {
+                    what,
+                    position,
+                    reason,
+                } => StateError::Corrupt {
+                    what: format!("start intent partition {partition} {what}"),
+                    position: at + position,
+                    reason,
+                },
+                e => e,
+            })?)
+        };
+        partitions.push((partition, st));
+    }
+    r.finish()?;
+    Ok(StartIntent {
+        mirror: key.mirror.clone(),
+        topic_id: key.topic_id,
+        topic,
+        topic_before,
+        configs_before,
+        partitions,
+    })
+}
+
 /// Which `__mirror_state` partition holds the state of (`mirror`, `topic_id`, `partition`):
 /// [`StateKey::stable_hash`] modulo `partitions`.
 ///
@@ -983,6 +1189,8 @@ pub struct MirrorStateStore {
     /// data directory was offline at open (see [`open`](Self::open)).
     partitions: Vec<(StatePartition, Mutex<Records>)>,
     states: RwLock<HashMap<StateKey, PartitionMirrorState>>,
+    /// The start intents (module docs), by [`StartIntent::key`].
+    intents: RwLock<HashMap<StateKey, StartIntent>>,
     /// See [`COMPACTION_MIN_DIRTY_RECORDS`].
     min_dirty: std::sync::atomic::AtomicU64,
 }
@@ -1107,11 +1315,12 @@ impl MirrorStateStore {
             handles.push((Ok(h), Mutex::new(Records::default())));
         }
         let mut states = HashMap::new();
+        let mut intents = HashMap::new();
         let mut records = 0u64;
         for (h, counts) in &handles {
             let Ok(h) = h else { continue };
             let mut counts = counts.lock();
-            let n = load_partition(h, &mut states, &mut counts.unknown)?;
+            let n = load_partition(h, &mut states, &mut intents, &mut counts.unknown)?;
             counts.in_log = n;
             records += n;
         }
@@ -1119,12 +1328,14 @@ impl MirrorStateStore {
             partitions,
             records,
             states = states.len(),
+            start_intents = intents.len(),
             "loaded {MIRROR_STATE_TOPIC}"
         );
         Ok(MirrorStateStore {
             logs,
             partitions: handles,
             states: RwLock::new(states),
+            intents: RwLock::new(intents),
             min_dirty: std::sync::atomic::AtomicU64::new(COMPACTION_MIN_DIRTY_RECORDS),
         })
     }
@@ -1242,19 +1453,20 @@ impl MirrorStateStore {
         expected_epoch: Option<i32>,
     ) -> Result<(), StateError> {
         let key = state.key();
-        let (p, h, lock) = self.partition_of(&key)?;
-        let mut counts = lock.lock();
-        if let Some(expected) = expected_epoch {
-            let actual = self.states.read().get(&key).map_or(-1, |s| s.state_epoch);
-            if actual != expected {
-                return Err(StateError::Fenced { expected, actual });
+        let check = || {
+            if let Some(expected) = expected_epoch {
+                let actual = self.states.read().get(&key).map_or(-1, |s| s.state_epoch);
+                if actual != expected {
+                    return Err(StateError::Fenced { expected, actual });
+                }
             }
-        }
-        self.append(h, &[(encode_key(&key), Some(encode_value(state)))])?;
-        self.states.write().insert(key, state.clone());
-        counts.in_log += 1;
-        self.maybe_compact(p, h, &mut counts);
-        Ok(())
+            Ok(true)
+        };
+        let record = (encode_key(&key), Some(encode_value(state)));
+        self.write_record(&key, check, record, || {
+            self.states.write().insert(key.clone(), state.clone());
+        })
+        .map(drop)
     }
 
     /// Deletes `key` with a tombstone; durable on return. Returns whether a state was stored
@@ -1263,13 +1475,77 @@ impl MirrorStateStore {
     /// # Errors
     /// As [`put`](Self::put).
     pub fn delete(&self, key: &StateKey) -> Result<bool, StateError> {
+        let check = || Ok(self.states.read().contains_key(key));
+        self.write_record(key, check, (encode_key(key), None), || {
+            self.states.write().remove(key);
+        })
+    }
+
+    /// The start intent of `mirror` for the topic with id `topic_id`, if one is stored.
+    pub fn start_intent(&self, mirror: &str, topic_id: [u8; 16]) -> Option<StartIntent> {
+        self.intents
+            .read()
+            .get(&StartIntent::key_of(mirror, topic_id))
+            .cloned()
+    }
+
+    /// Every start intent of `mirror`, by topic id.
+    pub fn start_intents(&self, mirror: &str) -> Vec<StartIntent> {
+        let mut v: Vec<_> = (self.intents.read().values())
+            .filter(|i| i.mirror == mirror)
+            .cloned()
+            .collect();
+        v.sort_by_key(|i| i.topic_id);
+        v
+    }
+
+    /// Stores `intent` (replacing the one of its key); durable on return.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn put_start_intent(&self, intent: &StartIntent) -> Result<(), StateError> {
+        let key = intent.key();
+        let record = (encode_intent_key(&key), Some(encode_intent_value(intent)));
+        self.write_record(
+            &key,
+            || Ok(true),
+            record,
+            || {
+                self.intents.write().insert(key.clone(), intent.clone());
+            },
+        )
+        .map(drop)
+    }
+
+    /// Deletes the start intent with key `key` ([`StartIntent::key_of`]) with a tombstone;
+    /// durable on return. Returns whether one was stored (nothing is written otherwise).
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn delete_start_intent(&self, key: &StateKey) -> Result<bool, StateError> {
+        let check = || Ok(self.intents.read().contains_key(key));
+        self.write_record(key, check, (encode_intent_key(key), None), || {
+            self.intents.write().remove(key);
+        })
+    }
+
+    /// Appends `record` to the partition of `key` when `check` (run under the partition's
+    /// writers' lock) says so, then runs `apply` (the in-memory change); returns whether it
+    /// wrote.
+    fn write_record(
+        &self,
+        key: &StateKey,
+        check: impl FnOnce() -> Result<bool, StateError>,
+        record: (Vec<u8>, Option<Vec<u8>>),
+        apply: impl FnOnce(),
+    ) -> Result<bool, StateError> {
         let (p, h, lock) = self.partition_of(key)?;
         let mut counts = lock.lock();
-        if !self.states.read().contains_key(key) {
+        if !check()? {
             return Ok(false);
         }
-        self.append(h, &[(encode_key(key), None)])?;
-        self.states.write().remove(key);
+        self.append(h, &[record])?;
+        apply();
         counts.in_log += 1;
         self.maybe_compact(p, h, &mut counts);
         Ok(true)
@@ -1342,15 +1618,29 @@ impl MirrorStateStore {
                 .map(|(k, v)| (k.clone(), encode_value(v)))
                 .collect()
         };
-        let n_live = (live.len() + counts.unknown.len()) as u64;
+        let mut intents: Vec<(StateKey, Vec<u8>)> = {
+            let intents = self.intents.read();
+            intents
+                .iter()
+                .filter(|(k, _)| self.partition_index(k) == p)
+                .map(|(k, v)| (k.clone(), encode_intent_value(v)))
+                .collect()
+        };
+        let n_live = (live.len() + intents.len() + counts.unknown.len()) as u64;
         if counts.in_log.saturating_sub(n_live) < min_dirty {
             counts.check_at = n_live.saturating_add(min_dirty);
             return;
         }
         live.sort_by(|a, b| a.0.cmp(&b.0));
+        intents.sort_by(|a, b| a.0.cmp(&b.0));
         let records: Vec<(Vec<u8>, Option<Vec<u8>>)> = live
             .into_iter()
             .map(|(k, v)| (encode_key(&k), Some(v)))
+            .chain(
+                intents
+                    .into_iter()
+                    .map(|(k, v)| (encode_intent_key(&k), Some(v))),
+            )
             .chain(
                 counts
                     .unknown
@@ -1416,6 +1706,7 @@ impl MirrorStateStore {
 fn load_partition(
     h: &PartitionHandle,
     states: &mut HashMap<StateKey, PartitionMirrorState>,
+    intents: &mut HashMap<StateKey, StartIntent>,
     unknown: &mut BTreeMap<Vec<u8>, Vec<u8>>,
 ) -> Result<u64, StateError> {
     let tp = h.topic_partition().clone();
@@ -1452,6 +1743,7 @@ fn load_partition(
                     r.key.as_deref(),
                     r.value.as_deref(),
                     states,
+                    intents,
                     unknown,
                 )?;
             }
@@ -1468,13 +1760,14 @@ fn load_partition(
     Ok(records)
 }
 
-/// One `__mirror_state` record: a state (later wins) or a tombstone.
+/// One `__mirror_state` record: a state or a start intent (later wins), or a tombstone.
 fn apply_record(
     tp: &TopicPartition,
     offset: Offset,
     key: Option<&[u8]>,
     value: Option<&[u8]>,
     states: &mut HashMap<StateKey, PartitionMirrorState>,
+    intents: &mut HashMap<StateKey, StartIntent>,
     unknown: &mut BTreeMap<Vec<u8>, Vec<u8>>,
 ) -> Result<(), StateError> {
     let at = |e: StateError| match e {
@@ -1498,6 +1791,22 @@ fn apply_record(
     };
     let key = match decode_key(key) {
         Ok(k) => k,
+        Err(StateError::UnsupportedVersion {
+            version: KEY_TYPE_START_INTENT,
+            ..
+        }) => {
+            let key = decode_intent_key(key).map_err(at)?;
+            match value {
+                None => {
+                    intents.remove(&key);
+                }
+                Some(v) => {
+                    let intent = decode_intent_value(&key, v).map_err(at)?;
+                    intents.insert(key, intent);
+                }
+            }
+            return Ok(());
+        }
         Err(StateError::UnsupportedVersion { version, .. }) => {
             tracing::warn!(partition = %tp, %offset, key_type = version, "skipping a record of an unknown key type (kept as it is by compaction)");
             match value {

@@ -7,10 +7,12 @@ use mirrorlog_engine::log::LeaderOrigin;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{LeaderEpoch, TimestampMs, TopicPartition};
 use mirrorlog_mirror::state::{
-    DEFAULT_STATE_PARTITIONS, Failure, KEY_TYPE_PARTITION_STATE, MIRROR_STATE_TOPIC,
-    MIRROR_STATE_TOPIC_ID, MirrorPartitionState, MirrorStateStore, PartitionMirrorState,
-    RetryBackoff, STATE_SEGMENT_BYTES, StateError, StateKey, TRANSITIONS, decode_key, decode_value,
-    encode_key, encode_value, state_partition_for, transitions_markdown,
+    DEFAULT_STATE_PARTITIONS, Failure, KEY_TYPE_PARTITION_STATE, KEY_TYPE_START_INTENT,
+    MIRROR_STATE_TOPIC, MIRROR_STATE_TOPIC_ID, MirrorPartitionState, MirrorStateStore,
+    PartitionMirrorState, RetryBackoff, STATE_SEGMENT_BYTES, StartIntent, StateError, StateKey,
+    TRANSITIONS, TopicBefore, decode_intent_key, decode_intent_value, decode_key, decode_value,
+    encode_intent_key, encode_intent_value, encode_key, encode_value, state_partition_for,
+    transitions_markdown,
 };
 use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::io::{PwriteStorage, SimStorage, Storage, TornTail};
@@ -656,7 +658,46 @@ prop_compose! {
     }
 }
 
+prop_compose! {
+    fn any_intent()(
+        states in proptest::collection::vec(proptest::option::of(any_partition_state()), 0..4),
+        topic in ".{0,40}",
+        before in prop::sample::select(vec![TopicBefore::Absent, TopicBefore::Writable, TopicBefore::ReadOnly]),
+        configs_before in proptest::collection::vec((".{0,20}", ".{0,20}"), 0..4),
+    ) -> StartIntent {
+        let partitions = states.into_iter().enumerate().map(|(p, st)| {
+            // A partition's state has the intent's mirror and topic id, and its partition.
+            let st = st.map(|st| PartitionMirrorState {
+                mirror: "east".into(),
+                topic_id: [7; 16],
+                partition: p as i32,
+                ..st
+            });
+            (p as i32, st)
+        }).collect();
+        StartIntent { mirror: "east".into(), topic_id: [7; 16], topic, topic_before: before, configs_before, partitions }
+    }
+}
+
 proptest! {
+    #[test]
+    fn start_intents_round_trip(i in any_intent()) {
+        let key = decode_intent_key(&encode_intent_key(&i.key())).unwrap();
+        prop_assert_eq!(&key, &i.key());
+        prop_assert_eq!(decode_intent_value(&key, &encode_intent_value(&i)).unwrap(), i);
+    }
+
+    #[test]
+    fn a_flipped_intent_byte_never_panics(i in any_intent(), pos in any::<prop::sample::Index>(), x in 1u8..) {
+        let mut v = encode_intent_value(&i);
+        let at = pos.index(v.len());
+        v[at] ^= x;
+        let _ = decode_intent_value(&i.key(), &v);
+        for n in 0..v.len() {
+            let _ = decode_intent_value(&i.key(), &v[..n]);
+        }
+    }
+
     #[test]
     fn keys_and_values_round_trip(s in any_partition_state()) {
         let key = decode_key(&encode_key(&s.key())).unwrap();
@@ -1242,4 +1283,56 @@ fn compaction_keeps_records_of_unknown_key_types() {
     let store = MirrorStateStore::open(mgr.clone(), 1).unwrap();
     assert_eq!(store.len(), 2);
     assert!(store.all().contains(&last.unwrap()));
+}
+
+/// A start intent's key is a partition state key of type 3 and partition −1, in the partition
+/// that key hashes to; its value is the documented layout; intents survive a reopen and the
+/// compaction stand-in, and a tombstone deletes them.
+#[test]
+fn start_intents_are_stored_as_documented_and_kept_by_compaction() {
+    let st = state("east", 1, S::Stopped, 0);
+    let intent = StartIntent {
+        mirror: "east".into(),
+        topic_id: st.topic_id,
+        topic: "orders".into(),
+        topic_before: TopicBefore::Writable,
+        configs_before: vec![("retention.ms".into(), "1".into())],
+        partitions: vec![(0, None), (1, Some(st.clone()))],
+    };
+    let key = encode_intent_key(&intent.key());
+    assert_eq!(key[..2], KEY_TYPE_START_INTENT.to_be_bytes());
+    assert_eq!(key[2..], encode_key(&intent.key())[2..]);
+    assert_eq!(key[key.len() - 4..], (-1i32).to_be_bytes());
+    let value = encode_intent_value(&intent);
+    let mut expected = vec![0, 0, 1, 0, 6];
+    expected.extend_from_slice(b"orders");
+    expected.extend_from_slice(&[0, 0, 0, 1, 0, 12]);
+    expected.extend_from_slice(b"retention.ms");
+    expected.extend_from_slice(&[0, 0, 0, 1, b'1', 0, 0, 0, 2]);
+    expected.extend_from_slice(&[0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 1]);
+    let st_value = encode_value(&st);
+    expected.extend_from_slice(&(st_value.len() as u32).to_be_bytes());
+    expected.extend_from_slice(&st_value);
+    assert_eq!(value, expected);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mgr = open_manager(dir.path(), pwrite());
+    let store = MirrorStateStore::open(mgr.clone(), 3).unwrap();
+    store.put_start_intent(&intent).unwrap();
+    let home = state_partition_for("east", &intent.topic_id, -1, 3);
+    assert!(raw_records(&mgr, home).iter().any(|(k, _)| *k == key));
+    assert!(store.all().is_empty(), "an intent is no partition state");
+    store.set_compaction_min_dirty_records(2);
+    for i in 0..10 {
+        store.put(&state("east", 2, S::Mirroring, i)).unwrap();
+    }
+    drop(store);
+    let store = MirrorStateStore::open(mgr.clone(), 3).unwrap();
+    assert_eq!(store.start_intents("east"), vec![intent.clone()]);
+    assert!(store.start_intents("west").is_empty());
+    assert!(store.delete_start_intent(&intent.key()).unwrap());
+    assert!(!store.delete_start_intent(&intent.key()).unwrap());
+    drop(store);
+    let store = MirrorStateStore::open(mgr, 3).unwrap();
+    assert_eq!(store.start_intent("east", intent.topic_id), None);
 }

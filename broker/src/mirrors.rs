@@ -8,7 +8,9 @@
 //! A mirror created with [`Mirrors::create_durable`] (CreateClusterMirror) is recorded in
 //! `<first data dir>/cluster-mirrors.json` and comes back on the next start
 //! ([`Mirrors::restore`]); its partitions come back from `__mirror_state` in their states (a
-//! MIRRORING partition resumes from its local log end). A partition whose state lives in a
+//! MIRRORING partition resumes from its local log end), after a start a crash interrupted is
+//! put back as it was before the start (its topic's configs, writability, or absence
+//! included: `MirrorManager::start_topics`). A partition whose state lives in a
 //! `__mirror_state` partition of an offline data directory comes back FAILED instead, naming the
 //! directory, read-only and untouched (operator actions on its topic answer
 //! KAFKA_STORAGE_ERROR) until a restart with the directory repaired; the mirror's other

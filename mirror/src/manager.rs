@@ -38,7 +38,8 @@ use crate::partition::{
 };
 use crate::source::{FetchRequest, FetchResponse, PartitionFetch, SourceCluster, SourceError};
 use crate::state::{
-    MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, RetryBackoff, StateError,
+    MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, RetryBackoff, StartIntent,
+    StateError, StateKey, TopicBefore,
 };
 use mirrorlog_engine::clock::Clock;
 use mirrorlog_engine::error::EngineError;
@@ -586,6 +587,15 @@ struct TopicInfo {
     synced_configs: Option<Vec<(String, String)>>,
 }
 
+/// Whether two stored states of a partition are the same but for the state epoch and the time
+/// (a start interrupted before moving it, or one put back already).
+fn same_state(a: &PartitionMirrorState, b: &PartitionMirrorState) -> bool {
+    a.state == b.state
+        && a.last_mirror_epoch == b.last_mirror_epoch
+        && a.destination_leader_epoch == b.destination_leader_epoch
+        && a.failure == b.failure
+}
+
 /// What a start changed of one partition, for a start that fails later to put back.
 struct StartedPartition {
     key: TopicPartition,
@@ -791,9 +801,17 @@ impl MirrorManager {
     /// in memory only (nothing is written over the state the offline partition holds); it is
     /// never fetched, and operator actions on its topic are refused with the storage error
     /// ([`MirrorError::Engine`]) until a restart with the directory repaired restores it.
+    ///
+    /// First, a start a crash interrupted (its start intent is still stored) is put back
+    /// ([`roll_back_start`](Self::roll_back_start)), before any partition of it is restored, so
+    /// nothing of it is aligned.
     fn restore(&self) {
         let mut restored = 0usize;
         let mut mine = vec![];
+        let mut held: HashMap<StateKey, String> = HashMap::new();
+        for intent in self.store.start_intents(&self.config.name) {
+            held.extend(self.roll_back_start(&intent));
+        }
         for st in self.store.all() {
             if st.mirror != self.config.name {
                 continue;
@@ -822,6 +840,30 @@ impl MirrorManager {
         for (topic, st) in mine {
             if let Some(owner) = lost.get(&topic) {
                 let st = self.fail_restored_unowned(&topic, owner, st);
+                self.restored_entry(&topic, st);
+                restored += 1;
+                continue;
+            }
+            // Its start was interrupted and could not be put back, or whether its start
+            // completed is unknown (the intent's `__mirror_state` partition is not loaded): not
+            // aligned, FAILED in memory only.
+            let unknown_start = || {
+                let key = StartIntent::key_of(&self.config.name, st.topic_id);
+                self.store.unavailable(&key).map(|e| {
+                    format!(
+                        "whether the last start of topic {topic} completed is unknown (its \
+                         start intent is unavailable: {e}), so this partition is not aligned; \
+                         repair the data directory and restart"
+                    )
+                })
+            };
+            let reason = match held.remove(&st.key()) {
+                Some(reason) => Some(reason),
+                None if st.state == S::LogAlignment => unknown_start(),
+                None => None,
+            };
+            if let Some(reason) = reason {
+                let st = self.failed_in_memory(&topic, st, &reason);
                 self.restored_entry(&topic, st);
                 restored += 1;
                 continue;
@@ -888,7 +930,7 @@ impl MirrorManager {
                 if known.contains(&p) {
                     continue;
                 }
-                let mut st = PartitionMirrorState::new(&self.config.name, id, p);
+                let st = PartitionMirrorState::new(&self.config.name, id, p);
                 let Some(offline) = self.store.unavailable(&st.key()) else {
                     continue;
                 };
@@ -897,15 +939,104 @@ impl MirrorManager {
                      (the mirror neither fetches nor appends to it, nor writes its state): \
                      {offline}; repair the data directory and restart"
                 );
-                let epoch = st.state_epoch;
-                if let Err(e) = st.fail(&reason, false, epoch, self.now(), &self.config.retry) {
-                    tracing::warn!(mirror = %self.config.name, topic, partition = p, "{e}");
-                }
-                tracing::error!(mirror = %self.config.name, topic, partition = p, "mirror partition FAILED: {reason}");
-                out.push((topic.to_string(), st));
+                out.push((topic.to_string(), self.failed_in_memory(topic, st, &reason)));
             }
         }
         out
+    }
+
+    /// `st` moved to FAILED, not retryable, in memory only (nothing is written): a restored
+    /// partition the mirror must neither align nor fetch.
+    fn failed_in_memory(
+        &self,
+        topic: &str,
+        mut st: PartitionMirrorState,
+        reason: &str,
+    ) -> PartitionMirrorState {
+        let epoch = st.state_epoch;
+        if let Err(e) = st.fail(reason, false, epoch, self.now(), &self.config.retry) {
+            tracing::warn!(mirror = %self.config.name, topic, partition = st.partition, "{e}");
+        }
+        tracing::error!(mirror = %self.config.name, topic, partition = st.partition, "mirror partition FAILED: {reason}");
+        st
+    }
+
+    /// Puts back a start a crash interrupted, as `intent` recorded the topic before it: each
+    /// partition's stored state as it was (rewritten with a new state epoch, or deleted when
+    /// there was none), then, when no partition of the topic is left running here (all
+    /// STOPPED, or none held), the topic's own configs and its writability, or a topic the
+    /// start created is removed — what a failed start does
+    /// ([`undo_started_partitions`](Self::undo_started_partitions),
+    /// [`abandon_start`](Self::abandon_start)); then the intent is deleted. Nothing of the
+    /// topic was aligned: `drive` leaves a topic alone while a start moves it, and runs after
+    /// this. Returns the partitions whose state could not be put back (the start's stays
+    /// stored), with why, to hold FAILED in memory; the intent then stays for the next restart
+    /// (as it does when a topic change fails).
+    fn roll_back_start(&self, intent: &StartIntent) -> Vec<(StateKey, String)> {
+        let topic = intent.topic.as_str();
+        let mut held = vec![];
+        for (p, before) in &intent.partitions {
+            let key = PartitionMirrorState::new(&self.config.name, intent.topic_id, *p).key();
+            let now = self.store.get(&key);
+            let put_back = match (before, &now) {
+                (None, None) => Ok(()),
+                (None, Some(_)) => self.store.delete(&key).map(drop),
+                (Some(b), Some(n)) if same_state(b, n) => Ok(()),
+                (Some(b), now) => {
+                    let mut back = b.clone();
+                    let epoch = now.as_ref().map_or(-1, |n| n.state_epoch);
+                    if let Some(n) = now {
+                        back.state_epoch = n.state_epoch.checked_add(1).expect("state epoch");
+                        back.updated_ms = self.now();
+                    }
+                    self.store.put_if_epoch(&back, epoch)
+                }
+            };
+            if let Err(e) = put_back {
+                let reason = format!(
+                    "a start of topic {topic} was interrupted (a crash), and putting this \
+                     partition back as it was before the start could not be recorded ({e}): \
+                     it is held here neither aligned nor fetched; a restart tries again, or \
+                     start the topic again (or recover it) to complete the start, or stop it"
+                );
+                held.push((key, reason));
+            }
+        }
+        let mut undone = held.is_empty();
+        let running = (self.store.all().into_iter()).any(|s| {
+            s.mirror == self.config.name && s.topic_id == intent.topic_id && s.state != S::Stopped
+        });
+        if undone && !running {
+            // Any partition of it: a removal a crash cut short leaves some.
+            let exists = (intent.partitions.iter())
+                .any(|(p, _)| !matches!(self.logs.lookup(&tp(topic, *p)), Ok(None)));
+            if exists && intent.topic_before != TopicBefore::Absent {
+                let removed: Vec<String> = (self.topics_api.topic_overrides(topic).into_iter())
+                    .map(|(k, _)| k)
+                    .filter(|k| !intent.configs_before.iter().any(|(c, _)| c == k))
+                    .collect();
+                if let Err(e) =
+                    (self.topics_api).apply_topic_configs(topic, &intent.configs_before, &removed)
+                {
+                    tracing::warn!(mirror = %self.config.name, topic, "putting back the topic configs of an interrupted start failed: {e}");
+                    undone = false;
+                }
+            }
+            let r = match intent.topic_before {
+                TopicBefore::Absent if exists => self.topics_api.remove_mirror_topic(topic),
+                TopicBefore::Writable => self.topics_api.set_read_only(topic, false),
+                _ => Ok(()),
+            };
+            if let Err(e) = r {
+                tracing::warn!(mirror = %self.config.name, topic, "putting the topic of an interrupted start back as it was failed: {e}");
+                undone = false;
+            }
+        }
+        if undone && let Err(e) = self.store.delete_start_intent(&intent.key()) {
+            tracing::warn!(mirror = %self.config.name, topic, "the start intent of an interrupted start, put back, could not be deleted (the next restart puts it back again): {e}");
+        }
+        tracing::warn!(mirror = %self.config.name, topic, complete = undone, "a start of the topic was interrupted: put back as it was before the start");
+        held
     }
 
     /// [`topic_entries`](Self::topic_entries) for an operator action that writes their states:
@@ -1249,6 +1380,9 @@ impl MirrorManager {
         // Before the claim: a topic this mirror does not hold is an error, and must not stay
         // claimed by it (no other mirror could start it, and nothing here would release it).
         let entries = self.topic_entries_to_change(topic)?;
+        // The operator completes a start whose undo could not be recorded: a restart must not
+        // put it back once its partitions are aligned.
+        self.forget_start_intent(topic)?;
         // A retry writes the log (alignment, fetching, the stop sequence): the owner's alone.
         {
             let _claiming = self.claim_lock.lock();
@@ -1301,6 +1435,9 @@ impl MirrorManager {
             if st.mirror == self.config.name {
                 self.store.delete(&st.key())?;
             }
+        }
+        for intent in self.store.start_intents(&self.config.name) {
+            self.store.delete_start_intent(&intent.key())?;
         }
         self.partitions.lock().clear();
         self.topics.lock().clear();
@@ -1376,6 +1513,12 @@ impl MirrorManager {
     /// writability (or absence) and claim are put back. A partition whose undo cannot be
     /// recorded is held FAILED, not retried, until the start is repeated (or recovered).
     ///
+    /// A crash in the middle of a start is put back the same way by the next restore: each
+    /// topic's start records a start intent in `__mirror_state` before it changes anything of
+    /// the topic (state FORMAT) and deletes it once complete, and a restore that finds one puts
+    /// the topic and its partitions back as the intent recorded them before anything is
+    /// aligned, so a start takes effect whole or not at all.
+    ///
     /// # Errors
     /// The source is unreachable, a topic is unknown on the source or internal, or the state
     /// cannot be persisted.
@@ -1441,21 +1584,78 @@ impl MirrorManager {
                 .logs
                 .get(&tp(&t.name, 0))
                 .map(|h| h.read().is_read_only());
+            // Recorded before anything of the topic changes, deleted once the start is complete
+            // or undone: a crash in between is put back by the next start's `restore`.
+            if let Err(err) = self.record_start_intent(t, before) {
+                self.abandon_start(&t.name, before, StartUndo::default());
+                return Err(err);
+            }
+            let intent = StartIntent::key_of(&self.config.name, t.id);
             let mut undo = StartUndo::default();
+            let mut undone = true;
             let started = {
                 let _in_progress = StartInProgress::new(&self.starting_topic, &t.name);
-                let r = self.start_claimed_topic(t, &mut undo);
+                let r = self.start_claimed_topic(t, &mut undo).and_then(|()| {
+                    self.store
+                        .delete_start_intent(&intent)
+                        .map(drop)
+                        .map_err(MirrorError::from)
+                });
                 if let Err(err) = &r {
                     let partitions = std::mem::take(&mut undo.partitions);
-                    self.undo_started_partitions(&t.name, partitions, err);
+                    undone = self.undo_started_partitions(&t.name, partitions, err);
                 }
                 r
             };
             if let Err(err) = started {
-                self.abandon_start(&t.name, before, undo);
+                undone &= self.abandon_start(&t.name, before, undo);
+                // Kept when something could not be put back: a restart puts it back.
+                if undone && let Err(e) = self.store.delete_start_intent(&intent) {
+                    tracing::warn!(mirror = %self.config.name, topic = %t.name, "the start intent of the undone start could not be deleted (a restart puts the topic back as it was before the start again): {e}");
+                }
                 return Err(err);
             }
         }
+        Ok(())
+    }
+
+    /// Records the start intent of `t` (`__mirror_state` FORMAT): the destination topic as it
+    /// is (`before`, its own configs) and each partition's stored state. An intent left by an
+    /// earlier start that was not complete (its deletion failed) keeps what it recorded: the
+    /// topic and partitions before that start are what a crash puts back.
+    fn record_start_intent(
+        &self,
+        t: &crate::source::SourceTopic,
+        before: Option<bool>,
+    ) -> Result<(), MirrorError> {
+        let key = |p: i32| PartitionMirrorState::new(&self.config.name, t.id, p).key();
+        let mut intent = StartIntent {
+            mirror: self.config.name.clone(),
+            topic_id: t.id,
+            topic: t.name.clone(),
+            topic_before: match before {
+                None => TopicBefore::Absent,
+                Some(false) => TopicBefore::Writable,
+                Some(true) => TopicBefore::ReadOnly,
+            },
+            configs_before: match before {
+                None => vec![],
+                Some(_) => self.topics_api.topic_overrides(&t.name),
+            },
+            partitions: (t.partitions.iter())
+                .map(|p| (p.partition, self.store.get(&key(p.partition))))
+                .collect(),
+        };
+        if let Some(old) = self.store.start_intent(&self.config.name, t.id) {
+            intent.topic_before = old.topic_before;
+            intent.configs_before = old.configs_before;
+            for (p, st) in &mut intent.partitions {
+                if let Some((_, was)) = old.partitions.iter().find(|(q, _)| q == p) {
+                    *st = was.clone();
+                }
+            }
+        }
+        self.store.put_start_intent(&intent)?;
         Ok(())
     }
 
@@ -1468,12 +1668,15 @@ impl MirrorManager {
     /// start failed and that a repeated start (or a recover) completes it; the topic then stays
     /// this mirror's and read-only. The caller holds `starting` and `claim_lock`, and `topic`
     /// is the start in progress.
+    ///
+    /// Returns whether every partition was put back.
     fn undo_started_partitions(
         &self,
         topic: &str,
         started: Vec<StartedPartition>,
         start_err: &MirrorError,
-    ) {
+    ) -> bool {
+        let mut all = true;
         for u in started.into_iter().rev() {
             let Some(entry) = self.partitions.lock().get(&u.key).cloned() else {
                 continue;
@@ -1521,9 +1724,11 @@ impl MirrorManager {
                          start, or stop it"
                     );
                     self.fail_unstarted(&u.key, &mut e, &reason);
+                    all = false;
                 }
             }
         }
+        all
     }
 
     /// Moves a partition a failed start could not put back to FAILED, not retryable, persisted
@@ -1565,9 +1770,12 @@ impl MirrorManager {
     /// no owner, nothing would write it and clients could not produce to it. When a partition
     /// is left running (it was before the start, or its undo could not be recorded and it is
     /// FAILED), the mirror keeps the topic (claimed, read-only, with the source's configs).
-    fn abandon_start(&self, topic: &str, before: Option<bool>, undo: StartUndo) {
+    ///
+    /// Returns whether the topic is as it was before the start (false: a change failed).
+    fn abandon_start(&self, topic: &str, before: Option<bool>, undo: StartUndo) -> bool {
+        let mut undone = true;
         if !self.topic_states(topic).iter().all(|s| *s == S::Stopped) {
-            return;
+            return undone;
         }
         // `info_before` is None when the destination topic was not touched (ensure failed).
         if let Some(info_before) = undo.info_before {
@@ -1586,15 +1794,17 @@ impl MirrorManager {
                     .apply_topic_configs(topic, &configs, &removed)
                 {
                     tracing::warn!(mirror = %self.config.name, topic, "putting back the topic configs the failed start replaced failed: {err}");
+                    undone = false;
                 }
             }
-            let undone = match before {
+            let undone_topic = match before {
                 None => self.topics_api.remove_mirror_topic(topic),
                 Some(false) => self.topics_api.set_read_only(topic, false),
                 Some(true) => Ok(()),
             };
-            if let Err(err) = undone {
+            if let Err(err) = undone_topic {
                 tracing::warn!(mirror = %self.config.name, topic, "putting the topic back as it was before the failed start failed: {err}");
+                undone = false;
             }
             let held = self.partitions.lock().keys().any(|k| k.topic == topic);
             let mut topics = self.topics.lock();
@@ -1609,6 +1819,7 @@ impl MirrorManager {
             }
         }
         self.claims.release(topic, &self.config.name);
+        undone
     }
 
     /// Creates (or takes back) `t`'s destination topic and starts its partitions; the caller
@@ -2848,7 +3059,25 @@ impl MirrorManager {
             }
             self.finish_stop(&key, &mut e)?;
         }
-        self.open_if_stopped(topic)
+        self.open_if_stopped(topic)?;
+        // A stop ends whatever start was left (its undo not recorded): nothing to put back.
+        if let Err(e) = self.forget_start_intent(topic) {
+            tracing::warn!(mirror = %self.config.name, topic, "the start intent left by an earlier start could not be deleted: {e}");
+        }
+        Ok(())
+    }
+
+    /// Deletes the start intent an earlier start of `topic` left (its undo could not be
+    /// recorded), if there is one.
+    fn forget_start_intent(&self, topic: &str) -> Result<(), MirrorError> {
+        let Some(id) = self.topics.lock().get(topic).map(|t| t.id) else {
+            return Ok(());
+        };
+        if self.store.start_intent(&self.config.name, id).is_some() {
+            let key = StartIntent::key_of(&self.config.name, id);
+            self.store.delete_start_intent(&key)?;
+        }
+        Ok(())
     }
 
     /// Stops this mirror's partitions of a topic it does not own (another mirror writes it, or

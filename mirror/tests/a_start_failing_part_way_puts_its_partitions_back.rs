@@ -14,9 +14,8 @@
 
 mod common;
 
-use common::{ConfigDest, Dest, T0, manager, orders as tp};
+use common::{ConfigDest, Dest, T0, manager, orders as tp, overrides};
 use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
 use mirrorlog_mirror::claims::TopicClaims;
@@ -32,8 +31,9 @@ use std::sync::Arc;
 const MIRROR: &str = "east";
 const STATE_PARTITIONS: i32 = 2;
 
-/// A topic id whose two partitions' states live in different `__mirror_state` partitions;
-/// returns it with the state partitions of partition 0 and partition 1.
+/// A topic id whose two partitions' states live in different `__mirror_state` partitions, its
+/// start intent (`StartIntent::key_of`, partition −1) with partition 0's, so the write that
+/// fails is partition 1's; returns it with the state partitions of partition 0 and 1.
 fn split_topic_id() -> ([u8; 16], i32, i32) {
     (1u8..)
         .map(|b| {
@@ -42,29 +42,14 @@ fn split_topic_id() -> ([u8; 16], i32, i32) {
             let p1 = state_partition_for(MIRROR, &id, 1, STATE_PARTITIONS);
             (id, p0, p1)
         })
-        .find(|(_, p0, p1)| p0 != p1)
+        .find(|(id, p0, p1)| {
+            p0 != p1 && state_partition_for(MIRROR, id, -1, STATE_PARTITIONS) == *p0
+        })
         .unwrap()
 }
 
 fn produce(m: &LogManager, p: i32, n: usize) {
     common::produce_to(m, &tp(p), b"local", n);
-}
-
-fn overrides(pairs: &[(&str, &str)]) -> LogConfig {
-    LogConfig::default()
-        .with_topic_overrides(pairs.iter().copied())
-        .unwrap()
-}
-
-/// A STOPPED state of `p` (a topic failed over earlier), last mirror epoch 0.
-fn stopped(id: [u8; 16], p: i32) -> PartitionMirrorState {
-    let mut st = PartitionMirrorState::new(MIRROR, id, p);
-    for target in [S::LogAlignment, S::Mirroring, S::Stopping, S::Stopped] {
-        let e = st.state_epoch;
-        st.transition(target, e, T0).unwrap();
-    }
-    st.last_mirror_epoch = LeaderEpoch(0);
-    st
 }
 
 struct World {
@@ -177,7 +162,9 @@ fn a_new_topic_is_gone_again_with_no_state_left() {
 fn a_failed_over_topic_keeps_its_data_its_configs_and_its_writability() {
     let w = world(true);
     let (_, _, second) = split_topic_id();
-    let before: Vec<PartitionMirrorState> = (0..2).map(|p| stopped(w.id, p)).collect();
+    let before: Vec<PartitionMirrorState> = (0..2)
+        .map(|p| common::stopped_state(MIRROR, w.id, p))
+        .collect();
     let (_d, store) = store_losing(second, &before);
     let claims = Arc::new(TopicClaims::new());
     let m = mirror(&w, store.clone(), claims.clone());
@@ -243,7 +230,7 @@ fn a_partition_whose_undo_cannot_be_recorded_is_failed_until_the_start_is_repeat
     let state_logs = open_state_logs();
     let store = Arc::new(MirrorStateStore::open(state_logs, STATE_PARTITIONS).unwrap());
     for p in 0..2 {
-        store.put(&stopped(w.id, p)).unwrap();
+        store.put(&common::stopped_state(MIRROR, w.id, p)).unwrap();
     }
     let claims = Arc::new(TopicClaims::new());
     let m = mirror(&w, store.clone(), claims.clone());
@@ -278,11 +265,24 @@ fn a_partition_whose_undo_cannot_be_recorded_is_failed_until_the_start_is_repeat
         "the FAILED partition was aligned"
     );
 
-    // A restart with the state dir repaired, then the start repeated: it completes.
+    // A restart with the state dir repaired: the start's intent, which the failed start could
+    // not delete either, puts the partition back before anything aligns it — the topic is as
+    // it was before the start. Then the start repeated: it completes.
     m.shutdown();
     drop(m);
     let store = Arc::new(MirrorStateStore::open(open_state_logs(), STATE_PARTITIONS).unwrap());
-    let m = mirror(&w, store, Arc::new(TopicClaims::new()));
+    let claims = Arc::new(TopicClaims::new());
+    let m = mirror(&w, store.clone(), claims.clone());
+    for _ in 0..3 {
+        m.drive();
+    }
+    assert_eq!(m.topic_states("orders"), vec![S::Stopped, S::Stopped]);
+    assert_eq!(claims.owner("orders"), None);
+    for p in 0..2 {
+        assert_eq!(leo(&w.dst, p), Offset(5), "partition {p} was aligned");
+        assert!(!w.dst.get(&tp(p)).unwrap().read().is_read_only());
+    }
+    assert!(store.start_intents(MIRROR).is_empty());
     m.start_topics(&["orders".into()]).unwrap();
     for _ in 0..3 {
         m.drive();

@@ -46,8 +46,8 @@ use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
 use mirrorlog_mirror::source::SourceError;
 use mirrorlog_mirror::state::{
-    MIRROR_STATE_TOPIC, MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState,
-    RetryBackoff, StateKey, decode_key, decode_value,
+    KEY_TYPE_START_INTENT, MIRROR_STATE_TOPIC, MirrorPartitionState as S, MirrorStateStore,
+    PartitionMirrorState, RetryBackoff, StateKey, decode_key, decode_value,
 };
 use mirrorlog_segment::batch::{Batches, ControlRecord, ControlRecordType};
 use mirrorlog_segment::io::{PwriteStorage, SimStorage, Storage, TornTail};
@@ -699,7 +699,13 @@ impl Sim {
                         if rec.offset < next {
                             continue;
                         }
-                        let key = decode_key(rec.key.as_deref().unwrap()).unwrap();
+                        let key_bytes = rec.key.as_deref().unwrap();
+                        // A start's intent (written before it moves a partition, deleted once
+                        // complete) is no partition state.
+                        if key_bytes[..2] == KEY_TYPE_START_INTENT.to_be_bytes() {
+                            continue;
+                        }
+                        let key = decode_key(key_bytes).unwrap();
                         let value = decode_value(&key, rec.value.as_deref().unwrap()).unwrap();
                         // Without mirror.support.unclean.leader.election a divergence must
                         // leave the partition FAILED: it never truncates (ULE_RECOVERY).

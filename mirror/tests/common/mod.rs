@@ -372,3 +372,27 @@ macro_rules! no_data_path {
 pub fn not_on_the_data_path() -> mirrorlog_mirror::source::SourceError {
     mirrorlog_mirror::source::SourceError::Unsupported("not asked by this test".into())
 }
+
+/// A config with topic overrides `pairs` over the defaults.
+pub fn overrides(pairs: &[(&str, &str)]) -> LogConfig {
+    LogConfig::default()
+        .with_topic_overrides(pairs.iter().copied())
+        .unwrap()
+}
+
+/// A STOPPED state of partition `p` of mirror `mirror` (a topic failed over earlier), last
+/// mirror epoch 0.
+pub fn stopped_state(
+    mirror: &str,
+    id: [u8; 16],
+    p: i32,
+) -> mirrorlog_mirror::state::PartitionMirrorState {
+    use mirrorlog_mirror::state::MirrorPartitionState as S;
+    let mut st = mirrorlog_mirror::state::PartitionMirrorState::new(mirror, id, p);
+    for target in [S::LogAlignment, S::Mirroring, S::Stopping, S::Stopped] {
+        let e = st.state_epoch;
+        st.transition(target, e, T0).unwrap();
+    }
+    st.last_mirror_epoch = mirrorlog_index::LeaderEpoch(0);
+    st
+}

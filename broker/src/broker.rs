@@ -485,7 +485,8 @@ impl Broker {
             // polls (as the coordinators' requests do).
             self.appends.notify();
         }
-        self.fetch_sessions.expire(now);
+        // No fetch session expires here: as in Kafka, an idle one only becomes evictable, and
+        // goes when a new session needs its slot (`FetchSessionCache`).
     }
 
     /// Log maintenance (retention, flush by time, checkpoints). Call every few seconds.

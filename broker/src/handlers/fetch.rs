@@ -322,8 +322,9 @@ enum SessionContext {
 /// (`min.incremental.fetch.session.eviction.ms`, default 120 s); otherwise the least valuable
 /// evictable session (consumers before replicas, then the fewest partitions) if the new one is
 /// worth more, where a session is evictable once older than `eviction_ms` (a replica's session
-/// may also evict any consumer's). Otherwise the request is answered without a session. Besides,
-/// [`expire`](Self::expire) drops sessions idle longer than `eviction_ms`.
+/// may also evict any consumer's). Otherwise the request is answered without a session. Nothing
+/// expires on a timer, as in Kafka: a consumer polling less often than `eviction_ms` keeps its
+/// session while the cache has room (the slots bound the memory held).
 #[derive(Debug)]
 pub struct FetchSessionCache {
     slots: usize,
@@ -346,13 +347,6 @@ impl FetchSessionCache {
             eviction_ms,
             sessions: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// Drops every session idle for longer than the eviction time.
-    pub fn expire(&self, now_ms: i64) {
-        self.sessions
-            .lock()
-            .retain(|_, s| now_ms.saturating_sub(s.last_used_ms) <= self.eviction_ms);
     }
 
     /// Sessions held.
@@ -1183,13 +1177,8 @@ mod tests {
             cache.begin(s2, 1, false, &[], &[], 200),
             SessionContext::Error(70)
         ));
-        // expire() drops the idle ones.
-        cache.expire(250);
+        // Idle sessions stay while nothing needs their slot.
         assert_eq!(cache.len(), 2);
-        cache.expire(260);
-        assert_eq!(cache.len(), 1);
-        cache.expire(1000);
-        assert!(cache.is_empty());
         // No slots: no sessions.
         let none = FetchSessionCache::new(0, 100);
         assert_eq!(open(&none, &[key("t", 0)], 0, 0), 0);

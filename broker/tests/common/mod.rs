@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod configs;
+pub mod fetch_session;
 pub mod groups;
 pub mod internal_topics;
 pub mod long_poll;

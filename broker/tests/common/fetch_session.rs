@@ -1,0 +1,55 @@
+//! Raw Fetch requests for the incremental fetch session (KIP-227) tests.
+
+use bytes::BytesMut;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use mirrorlog_broker::broker::Broker;
+use mirrorlog_broker::handlers::fetch;
+
+/// A non-waiting READ_UNCOMMITTED fetch by topic name (before v13) of `parts` (topic,
+/// partition, fetch offset), with session `id` at `epoch`.
+pub fn session_fetch(id: i32, epoch: i32, parts: &[(&str, i32, i64)]) -> FetchRequest {
+    let mut r = FetchRequest::default();
+    r.max_wait_ms = 0;
+    r.min_bytes = 1;
+    r.max_bytes = 50 << 20;
+    r.session_id = id;
+    r.session_epoch = epoch;
+    for &(topic, partition, offset) in parts {
+        let mut p = FetchPartition::default();
+        p.partition = partition;
+        p.fetch_offset = offset;
+        p.partition_max_bytes = 1 << 20;
+        match r.topics.last_mut() {
+            Some(t) if t.topic.0.as_str() == topic => t.partitions.push(p),
+            _ => {
+                let mut t = FetchTopic::default();
+                t.topic = TopicName(StrBytes::from_string(topic.to_string()));
+                t.partitions.push(p);
+                r.topics.push(t);
+            }
+        }
+    }
+    r
+}
+
+/// Answers `r` at version `v`, checking that the answer encodes at that version.
+pub fn fetch_at(b: &Broker, r: FetchRequest, v: i16) -> FetchResponse {
+    let resp = fetch::handle(b, r, v);
+    resp.encode(&mut BytesMut::new(), v)
+        .expect("the response encodes at its version");
+    resp
+}
+
+/// (topic, partition) of every partition an answer lists, in order.
+pub fn listed(resp: &FetchResponse) -> Vec<(String, i32)> {
+    resp.responses
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.topic.0.to_string(), p.partition_index))
+        })
+        .collect()
+}

@@ -16,6 +16,7 @@
 //! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
 //! | `connections.max.idle.ms` | 600000 | 1 ..= i64::MAX: a connection silent this long while a request is awaited is closed; negative: never (as Kafka) |
 //! | `fetch.max.bytes` | 57671680 | 1024 ..= 2147483647: the most record bytes in one Fetch answer (its first batch may exceed it) |
+//! | `max.incremental.fetch.session.cache.slots` | 1000 | 0 ..= 2147483647: the most incremental fetch sessions held (0: none) |
 //! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64 |
 //! | `log.io.mode` | `buffered` | `buffered`, `direct` (O_DIRECT through io_uring, see README "Direct I/O") |
 //! | `log.io.direct.durability` | `dsync` | `dsync`, `fdatasync` |
@@ -141,6 +142,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut request_max = 104_857_600usize;
     let mut idle_timeout_ms = ServerConfig::DEFAULT_IDLE_TIMEOUT_MS;
     let mut fetch_max = mirrorlog_broker::broker::DEFAULT_FETCH_MAX_BYTES;
+    let mut fetch_session_slots = mirrorlog_broker::handlers::fetch::DEFAULT_SESSION_SLOTS;
     let mut recovery_threads = 2usize;
     let mut io_mode = mirrorlog_engine::manager::IoMode::default();
     let mut preallocate = None;
@@ -200,6 +202,8 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                 fetch_max = i32::try_from(parse(k, v)?)
                     .map_err(|_| anyhow::anyhow!("{k}={v}: above 2147483647"))?
             }
+            // Kafka's INT; the range (at least 0) is checked by `validate` below.
+            "max.incremental.fetch.session.cache.slots" => fetch_session_slots = parse_i32(k, v)?,
             "log.io.mode" => {
                 io_mode = mirrorlog_engine::manager::IoMode::parse(v).map_err(anyhow::Error::msg)?
             }
@@ -283,6 +287,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     cfg.cluster_id = args.cluster_id.clone();
     cfg.num_partitions = num_partitions;
     cfg.fetch_max_bytes = fetch_max;
+    cfg.max_incremental_fetch_session_cache_slots = fetch_session_slots;
     cfg.auto_create_topics = auto_create;
     cfg.group = group;
     cfg.txn = txn;

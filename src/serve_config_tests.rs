@@ -235,3 +235,31 @@ fn negative_connections_max_idle_ms_means_never() {
     let (args, _d) = args_with("connections.max.idle.ms=0\n", true);
     assert!(settings(&args).is_err());
 }
+
+/// Kafka's `max.incremental.fetch.session.cache.slots` (INT, default 1000, at least 0) was refused
+/// as an unknown key, so a broker's existing file that set it did not start.
+#[test]
+fn max_incremental_fetch_session_cache_slots_is_kafkas() {
+    let (args, _d) = args_with("", true);
+    let (cfg, _) = settings(&args).unwrap();
+    assert_eq!(cfg.max_incremental_fetch_session_cache_slots, 1000);
+    for n in [0, 1, 2_147_483_647] {
+        let (args, _d) = args_with(
+            &format!("max.incremental.fetch.session.cache.slots={n}\n"),
+            true,
+        );
+        let (cfg, _) = settings(&args).unwrap();
+        assert_eq!(cfg.max_incremental_fetch_session_cache_slots, n);
+    }
+    for bad in ["-1", "2147483648", "many"] {
+        let (args, _d) = args_with(
+            &format!("max.incremental.fetch.session.cache.slots={bad}\n"),
+            true,
+        );
+        let e = format!("{:#}", settings(&args).unwrap_err());
+        assert!(
+            e.contains("max.incremental.fetch.session.cache.slots"),
+            "{e}"
+        );
+    }
+}

@@ -43,6 +43,10 @@ pub struct BrokerConfig {
     /// broker copy gigabytes into memory. Default 57671680 (55 MiB, Kafka's); range
     /// 1024 ..= 2147483647.
     pub fetch_max_bytes: i32,
+    /// `max.incremental.fetch.session.cache.slots`: the most incremental fetch sessions
+    /// (KIP-227) held at once; a full fetch finding them all taken and none evictable is answered
+    /// without a session. 0 turns sessions off. Default 1000 (Kafka's); range 0 ..= 2147483647.
+    pub max_incremental_fetch_session_cache_slots: i32,
     /// The log manager's settings (`log.dirs` and the topic defaults).
     pub logs: LogManagerConfig,
     /// The group coordinator's settings (`group.*`, `offsets.*`; each field gives its Kafka
@@ -64,6 +68,7 @@ impl BrokerConfig {
             auto_create_topics: true,
             num_partitions: 1,
             fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
+            max_incremental_fetch_session_cache_slots: handlers::fetch::DEFAULT_SESSION_SLOTS,
             logs: LogManagerConfig::new(data_dir),
             group: crate::group::GroupConfig::default(),
             txn: crate::txn::TxnConfig::default(),
@@ -88,6 +93,12 @@ impl BrokerConfig {
             return Err(format!(
                 "fetch.max.bytes {} is outside 1024..=2147483647",
                 self.fetch_max_bytes
+            ));
+        }
+        if self.max_incremental_fetch_session_cache_slots < 0 {
+            return Err(format!(
+                "max.incremental.fetch.session.cache.slots {} is outside 0..=2147483647",
+                self.max_incremental_fetch_session_cache_slots
             ));
         }
         if !(1..=65535).contains(&self.advertised_port) {
@@ -390,13 +401,17 @@ impl Broker {
             log.update_high_watermark(leo);
         }
         let topics = TopicRegistry::load(&logs);
+        let fetch_sessions = handlers::fetch::FetchSessionCache::new(
+            config.max_incremental_fetch_session_cache_slots as usize,
+            handlers::fetch::SESSION_EVICTION_MS,
+        );
         Ok(Broker {
             config,
             cluster_id,
             logs: Arc::new(logs),
             topics,
             appends: Arc::default(),
-            fetch_sessions: handlers::fetch::FetchSessionCache::default(),
+            fetch_sessions,
             mirrors: crate::mirrors::Mirrors::default(),
             durable_waiters: Arc::default(),
             coordinators: RwLock::new(vec![]),

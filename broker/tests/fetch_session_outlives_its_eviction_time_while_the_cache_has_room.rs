@@ -1,5 +1,5 @@
 //! Kafka's `FetchSessionCache` has no timer: a session idle longer than
-//! `min.incremental.fetch.session.eviction.ms` only becomes evictable, and is evicted when a new
+//! `MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS` (120 s) only becomes evictable, and is evicted when a new
 //! session needs its slot (`tryEvict`). The broker's periodic upkeep dropped every session idle
 //! that long, so a consumer whose processing took more than two minutes between polls lost its
 //! session (FETCH_SESSION_ID_NOT_FOUND, then a full fetch of every partition) with the cache

@@ -57,10 +57,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 use uuid::Uuid;
 
-/// Kafka's `max.incremental.fetch.session.cache.slots` default.
-pub const DEFAULT_SESSION_SLOTS: usize = 1000;
-/// Kafka's `min.incremental.fetch.session.eviction.ms` default.
-pub const DEFAULT_SESSION_EVICTION_MS: i64 = 120_000;
+/// Kafka's `max.incremental.fetch.session.cache.slots` default (`BrokerConfig` sets it).
+pub const DEFAULT_SESSION_SLOTS: i32 = 1000;
+/// How long a session must be unused (or, to be evicted for a bigger one, must have existed)
+/// before a new session may evict it: Kafka's `MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS`, a
+/// constant there, not a setting.
+pub const SESSION_EVICTION_MS: i64 = 120_000;
 
 /// KIP-227's epochs: a full request that creates a session, and one that closes it (or asks for
 /// none).
@@ -316,10 +318,10 @@ enum SessionContext {
 ///   fetcher. The expected epoch is bumped. A session left with no partitions is closed and the
 ///   request answered without one.
 ///
-/// Capacity: `slots` sessions (Kafka's `max.incremental.fetch.session.cache.slots`, default
-/// 1000). When full, a new session evicts, as Kafka's `tryEvict`: the least recently used
-/// session if it has been idle longer than `eviction_ms`
-/// (`min.incremental.fetch.session.eviction.ms`, default 120 s); otherwise the least valuable
+/// Capacity: `slots` sessions (`max.incremental.fetch.session.cache.slots`, default 1000, see
+/// `BrokerConfig`). When full, a new session evicts, as Kafka's `tryEvict`: the least recently
+/// used session if it has been idle longer than `eviction_ms` ([`SESSION_EVICTION_MS`], 120 s, as
+/// Kafka's constant); otherwise the least valuable
 /// evictable session (consumers before replicas, then the fewest partitions) if the new one is
 /// worth more, where a session is evictable once older than `eviction_ms` (a replica's session
 /// may also evict any consumer's). Otherwise the request is answered without a session. Nothing
@@ -334,7 +336,7 @@ pub struct FetchSessionCache {
 
 impl Default for FetchSessionCache {
     fn default() -> Self {
-        FetchSessionCache::new(DEFAULT_SESSION_SLOTS, DEFAULT_SESSION_EVICTION_MS)
+        FetchSessionCache::new(DEFAULT_SESSION_SLOTS as usize, SESSION_EVICTION_MS)
     }
 }
 

@@ -550,27 +550,23 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
             TopicRef::Name(name.0.to_string())
         }
     };
-    let requested: Vec<(PartKey, FetchParams)> = r
-        .topics
-        .iter()
-        .flat_map(|t| {
-            let topic = topic_ref(&t.topic, t.topic_id);
-            t.partitions.iter().map(move |p| {
-                (
-                    PartKey {
-                        topic: topic.clone(),
-                        partition: p.partition,
-                    },
-                    FetchParams {
-                        fetch_offset: p.fetch_offset,
-                        max_bytes: p.partition_max_bytes,
-                        current_leader_epoch: p.current_leader_epoch,
-                        last_fetched_epoch: p.last_fetched_epoch,
-                    },
-                )
-            })
+    let requested = once_each(r.topics.iter().flat_map(|t| {
+        let topic = topic_ref(&t.topic, t.topic_id);
+        t.partitions.iter().map(move |p| {
+            (
+                PartKey {
+                    topic: topic.clone(),
+                    partition: p.partition,
+                },
+                FetchParams {
+                    fetch_offset: p.fetch_offset,
+                    max_bytes: p.partition_max_bytes,
+                    current_leader_epoch: p.current_leader_epoch,
+                    last_fetched_epoch: p.last_fetched_epoch,
+                },
+            )
         })
-        .collect();
+    }));
     let forgotten: Vec<PartKey> = r
         .forgotten_topics_data
         .iter()
@@ -627,6 +623,23 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
     resp.session_id = session_id;
     resp.responses = group_by_topic(entries, uses_topic_ids);
     resp
+}
+
+/// A request's partitions as Kafka's `FetchRequest.fetchData` map holds them: a partition named
+/// twice is read once, at its first position, with the parameters it was given last.
+fn once_each(parts: impl Iterator<Item = (PartKey, FetchParams)>) -> Vec<(PartKey, FetchParams)> {
+    let mut at: HashMap<PartKey, usize> = HashMap::new();
+    let mut out: Vec<(PartKey, FetchParams)> = vec![];
+    for (k, p) in parts {
+        match at.get(&k) {
+            Some(&i) => out[i].1 = p,
+            None => {
+                at.insert(k.clone(), out.len());
+                out.push((k, p));
+            }
+        }
+    }
+    out
 }
 
 fn error_response(code: i16, session_id: i32) -> FetchResponse {

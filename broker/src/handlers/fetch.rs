@@ -35,7 +35,10 @@
 //! (as Kafka's `DelayedFetch` purgatory, keyed by partition), reads again, and sleeps until an
 //! append to one of them (or a broker-wide event) and reads again, until `min_bytes` are there
 //! or the deadline passes. The registration is re-armed before each read, so no append is
-//! missed. As in Kafka, an error or a diverging epoch in any partition answers at once.
+//! missed. As in Kafka, an error or a diverging epoch in any partition read answers at once; a
+//! partition the first read finds unknown (`UNKNOWN_TOPIC_ID`, `UNKNOWN_TOPIC_OR_PARTITION`:
+//! Kafka answers it in `KafkaApis`, outside the read) is answered beside the others without
+//! ending their wait (a session still holding a deleted topic's partition long-polls as usual).
 //!
 //! # Sessions
 //! See [`FetchSessionCache`].
@@ -712,11 +715,20 @@ fn read_with_wait(
     let max_bytes = r.max_bytes.min(b.config.fetch_max_bytes);
     // The first read registers nothing: most fetches answer at once.
     let mut interest: Option<crate::broker::Interest<'_>> = None;
+    // Which partitions the first read found unknown (Kafka's `erroneous`, answered beside the
+    // read in `KafkaApis`): they neither wait nor end the wait; if nothing else is read, answer at
+    // once. A partition lost during the wait ends it (Kafka's `DelayedFetch`, case A).
+    let mut unknown: Option<Vec<bool>> = None;
     loop {
         if let Some(i) = &interest {
             i.arm();
         }
-        let (datas, bytes, answer_now) = read_all(b, specs, isolation, max_bytes);
+        let (datas, bytes) = read_all(b, specs, isolation, max_bytes);
+        let unknown = unknown.get_or_insert_with(|| datas.iter().map(unknown_partition).collect());
+        let answer_now = unknown.iter().all(|&u| u)
+            || datas.iter().zip(unknown.iter()).any(|(d, &u)| {
+                !u && (d.error_code != 0 || d.diverging_epoch != EpochEndOffset::default())
+            });
         if r.max_wait_ms <= 0
             || specs.is_empty()
             || bytes >= min_bytes
@@ -739,8 +751,15 @@ fn read_with_wait(
     }
 }
 
+/// Whether a read found no such partition: its topic id or name is unknown, or the topic has
+/// fewer partitions (Kafka answers these in `KafkaApis`, before `ReplicaManager` reads).
+fn unknown_partition(d: &PartitionData) -> bool {
+    d.error_code == ResponseError::UnknownTopicId.code()
+        || d.error_code == ResponseError::UnknownTopicOrPartition.code()
+}
+
 /// The (topic name, partition) keys a long poll waits on. A partition whose topic id is
-/// unknown has no name; it answers at once with an error, so it never waits.
+/// unknown has no name; it is answered with its error beside the others.
 fn wait_keys(specs: &[ReadSpec]) -> Vec<(String, i32)> {
     specs
         .iter()
@@ -748,18 +767,17 @@ fn wait_keys(specs: &[ReadSpec]) -> Vec<(String, i32)> {
         .collect()
 }
 
-/// One pass over the partitions with Kafka's byte accounting. Returns the partitions' data, the
-/// record bytes read, and whether an error or a diverging epoch calls for an answer now.
+/// One pass over the partitions with Kafka's byte accounting. Returns the partitions' data and
+/// the record bytes read.
 fn read_all(
     b: &Broker,
     specs: &[ReadSpec],
     isolation: FetchIsolation,
     max_bytes: i32,
-) -> (Vec<PartitionData>, u64, bool) {
+) -> (Vec<PartitionData>, u64) {
     let mut remaining = max_bytes.max(0) as u64;
     let mut min_one_batch = true;
     let mut total = 0u64;
-    let mut answer_now = false;
     let mut out = Vec::with_capacity(specs.len());
     for spec in specs {
         let d = read_partition(b, spec, isolation, remaining, min_one_batch);
@@ -769,10 +787,9 @@ fn read_all(
         }
         remaining = remaining.saturating_sub(n);
         total += n;
-        answer_now |= d.error_code != 0 || d.diverging_epoch != EpochEndOffset::default();
         out.push(d);
     }
-    (out, total, answer_now)
+    (out, total)
 }
 
 /// A partition's answer with no records and unknown offsets.

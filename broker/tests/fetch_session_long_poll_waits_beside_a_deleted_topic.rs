@@ -1,0 +1,93 @@
+//! Kafka answers a partition whose topic it does not know (a topic id it cannot resolve:
+//! UNKNOWN_TOPIC_ID; a name or partition its metadata lacks: UNKNOWN_TOPIC_OR_PARTITION) in
+//! `KafkaApis.handleFetchRequest`, beside the read (`erroneous`): only the other partitions go to
+//! `ReplicaManager.fetchMessages`, whose long poll an error *reading* them ends. Here any
+//! partition error ended the wait, so a consumer whose session still held a deleted topic's
+//! partition was answered at once, fetch after fetch, instead of waiting for its other
+//! partitions' data (`fetch.max.wait.ms`): a busy loop of Fetch requests until it rebalanced.
+
+mod common;
+
+use common::fetch_session::{fetch_at, listed, session_fetch};
+use common::long_poll::{HANG_GUARD, one_record};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ProduceRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::broker::{Broker, BrokerConfig};
+use mirrorlog_broker::handlers::produce;
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_segment::io::PwriteStorage;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Instant;
+
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+fn produce_one(b: &Broker, topic: &str) {
+    let mut pd = PartitionProduceData::default();
+    pd.index = 0;
+    pd.records = Some(one_record());
+    let mut t = TopicProduceData::default();
+    t.name = TopicName(StrBytes::from_string(topic.to_string()));
+    t.partition_data.push(pd);
+    let mut r = ProduceRequest::default();
+    r.acks = 1;
+    r.timeout_ms = 30_000;
+    r.topic_data.push(t);
+    let resp = produce::handle(b, r, 9).unwrap();
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+}
+
+#[test]
+fn a_session_long_poll_waits_for_its_partitions_beside_a_deleted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Broker::open(
+        BrokerConfig::new(dir.path(), "127.0.0.1", 9092),
+        Arc::new(PwriteStorage::new()),
+        ManualClock::new(1_700_000_000_000),
+    )
+    .unwrap();
+    for t in ["t", "gone"] {
+        b.topics
+            .create(&b.logs, t, 1, LogConfig::default(), None)
+            .unwrap();
+    }
+    let resp = fetch_at(&b, session_fetch(0, 0, &[("t", 0, 0), ("gone", 0, 0)]), 12);
+    let id = resp.session_id;
+    assert_ne!(id, 0);
+    b.topics.delete(&b.logs, "gone").unwrap();
+
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        let b = &b;
+        scope.spawn(move || {
+            let mut r = session_fetch(id, 1, &[]);
+            r.max_wait_ms = 600_000;
+            r.min_bytes = 1;
+            tx.send(fetch_at(b, r, 12)).unwrap();
+        });
+        // Either the fetch parks (Kafka) or it answers without waiting.
+        let hang_guard = Instant::now() + HANG_GUARD;
+        while b.appends.waiting() == 0 {
+            if let Ok(resp) = rx.try_recv() {
+                panic!("answered without waiting for t-0: {resp:?}");
+            }
+            assert!(Instant::now() < hang_guard, "the fetch never long-polled");
+            std::thread::yield_now();
+        }
+        produce_one(b, "t");
+        let resp = rx.recv_timeout(HANG_GUARD).expect("the append wakes it");
+        assert_eq!(
+            listed(&resp),
+            [("t".into(), 0), ("gone".into(), 0)],
+            "{resp:?}"
+        );
+        let ps = &resp.responses[0].partitions;
+        assert!(!ps[0].records.as_ref().unwrap().is_empty(), "{resp:?}");
+        assert_eq!(
+            resp.responses[1].partitions[0].error_code,
+            UNKNOWN_TOPIC_OR_PARTITION
+        );
+    });
+}

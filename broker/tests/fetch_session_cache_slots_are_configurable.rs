@@ -4,28 +4,13 @@
 
 mod common;
 
-use common::fetch_session::{fetch_at, listed, session_fetch};
+use common::fetch_session::{broker_with, fetch_at, listed, session_fetch};
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_engine::config::LogConfig;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
-
-const NOW: i64 = 1_700_000_000_000;
 
 fn broker(dir: &std::path::Path, slots: i32) -> Broker {
     let mut config = BrokerConfig::new(dir, "127.0.0.1", 9092);
     config.max_incremental_fetch_session_cache_slots = slots;
-    let b = Broker::open(
-        config,
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(NOW),
-    )
-    .unwrap();
-    b.topics
-        .create(&b.logs, "t", 2, LogConfig::default(), None)
-        .unwrap();
-    b
+    broker_with(config, &[("t", 2)]).0
 }
 
 #[test]

@@ -8,17 +8,13 @@
 
 mod common;
 
-use common::fetch_session::{fetch_at, listed, session_fetch};
+use common::fetch_session::{broker_with, fetch_at, listed, session_fetch};
 use common::long_poll::{HANG_GUARD, one_record};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::handlers::produce;
-use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_engine::config::LogConfig;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -42,17 +38,10 @@ fn produce_one(b: &Broker, topic: &str) {
 #[test]
 fn a_session_long_poll_waits_for_its_partitions_beside_a_deleted_one() {
     let dir = tempfile::tempdir().unwrap();
-    let b = Broker::open(
+    let (b, _) = broker_with(
         BrokerConfig::new(dir.path(), "127.0.0.1", 9092),
-        Arc::new(PwriteStorage::new()),
-        ManualClock::new(1_700_000_000_000),
-    )
-    .unwrap();
-    for t in ["t", "gone"] {
-        b.topics
-            .create(&b.logs, t, 1, LogConfig::default(), None)
-            .unwrap();
-    }
+        &[("t", 1), ("gone", 1)],
+    );
     let resp = fetch_at(&b, session_fetch(0, 0, &[("t", 0, 0), ("gone", 0, 0)]), 12);
     let id = resp.session_id;
     assert_ne!(id, 0);

@@ -7,28 +7,16 @@
 
 mod common;
 
-use common::fetch_session::{fetch_at, listed, session_fetch};
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_engine::config::LogConfig;
-use mirrorlog_segment::io::PwriteStorage;
-use std::sync::Arc;
-
-const NOW: i64 = 1_700_000_000_000;
+use common::fetch_session::{broker_with, fetch_at, listed, session_fetch};
+use mirrorlog_broker::broker::BrokerConfig;
 
 #[test]
 fn an_idle_session_survives_the_upkeep_while_the_cache_has_room() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(NOW);
-    let b = Broker::open(
+    let (b, clock) = broker_with(
         BrokerConfig::new(dir.path(), "127.0.0.1", 9092),
-        Arc::new(PwriteStorage::new()),
-        clock.clone(),
-    )
-    .unwrap();
-    b.topics
-        .create(&b.logs, "t", 2, LogConfig::default(), None)
-        .unwrap();
+        &[("t", 2)],
+    );
     let resp = fetch_at(&b, session_fetch(0, 0, &[("t", 0, 0), ("t", 1, 0)]), 12);
     let id = resp.session_id;
     assert_ne!(id, 0);

@@ -4,8 +4,28 @@ use bytes::BytesMut;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::{Encodable, StrBytes};
-use mirrorlog_broker::broker::Broker;
+use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::handlers::fetch;
+use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_segment::io::PwriteStorage;
+use std::sync::Arc;
+
+/// The manual clock's start.
+pub const NOW: i64 = 1_700_000_000_000;
+
+/// A broker on `config` (the pwrite backend, a manual clock at [`NOW`]) holding `topics`
+/// (name, partition count).
+pub fn broker_with(config: BrokerConfig, topics: &[(&str, i32)]) -> (Broker, Arc<ManualClock>) {
+    let clock = ManualClock::new(NOW);
+    let b = Broker::open(config, Arc::new(PwriteStorage::new()), clock.clone()).unwrap();
+    for &(name, partitions) in topics {
+        b.topics
+            .create(&b.logs, name, partitions, LogConfig::default(), None)
+            .unwrap();
+    }
+    (b, clock)
+}
 
 /// A non-waiting READ_UNCOMMITTED fetch by topic name (before v13) of `parts` (topic,
 /// partition, fetch offset), with session `id` at `epoch`.

@@ -318,18 +318,19 @@ enum SessionContext {
 ///   `forgotten_topics_data` removes partitions, and every session partition is read; the
 ///   response carries only partitions with records, an error, a diverging epoch, or a high
 ///   watermark, last stable offset or log start offset changed since the session last told the
-///   fetcher. The expected epoch is bumped. A session left with no partitions is closed and the
-///   request answered without one.
+///   fetcher (Kafka's leaves out a change of the last stable offset alone; one more entry is
+///   harmless). The expected epoch is bumped. A session left with no partitions is closed and
+///   the request answered without one.
 ///
 /// Capacity: `slots` sessions (`max.incremental.fetch.session.cache.slots`, default 1000, see
 /// `BrokerConfig`). When full, a new session evicts, as Kafka's `tryEvict`: the least recently
-/// used session if it has been idle longer than `eviction_ms` ([`SESSION_EVICTION_MS`], 120 s, as
-/// Kafka's constant); otherwise the least valuable
-/// evictable session (consumers before replicas, then the fewest partitions) if the new one is
-/// worth more, where a session is evictable once older than `eviction_ms` (a replica's session
-/// may also evict any consumer's). Otherwise the request is answered without a session. Nothing
-/// expires on a timer, as in Kafka: a consumer polling less often than `eviction_ms` keeps its
-/// session while the cache has room (the slots bound the memory held).
+/// used session if it has been idle longer than `eviction_ms` ([`SESSION_EVICTION_MS`], 120 s,
+/// Kafka's constant); otherwise the least valuable evictable session (consumers before
+/// replicas, then the fewest partitions) if the new one is worth more, where a session is
+/// evictable once older than `eviction_ms` (a replica's session may also evict any consumer's).
+/// Otherwise the request is answered without a session. Nothing expires on a timer, as in
+/// Kafka: a consumer polling less often than `eviction_ms` keeps its session while the cache
+/// has room (the slots bound the memory held).
 #[derive(Debug)]
 pub struct FetchSessionCache {
     slots: usize,

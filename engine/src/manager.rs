@@ -1143,18 +1143,23 @@ impl LogManager {
             });
         }
         config.validate()?;
-        let counts: HashMap<PathBuf, usize> =
-            self.logs.read().values().fold(HashMap::new(), |mut m, h| {
-                *m.entry(h.data_dir().to_path_buf()).or_default() += 1;
-                m
-            });
+        // Partitions per directory, by identity: hashing every partition's path here made the
+        // n-th create cost n path hashes (55% of the instructions of creating 1000 partitions,
+        // under callgrind).
+        let mut counts = vec![0usize; self.dirs.len()];
+        for h in self.logs.read().values() {
+            if let Some(i) = self.dirs.iter().position(|d| Arc::ptr_eq(d, &h.dir)) {
+                counts[i] += 1;
+            }
+        }
         // The online directory with the fewest partitions, as Kafka places new logs.
         let dir = self
             .dirs
             .iter()
-            .filter(|d| d.offline_reason().is_none())
-            .min_by_key(|d| counts.get(&d.path).copied().unwrap_or(0))
-            .cloned();
+            .zip(&counts)
+            .filter(|(d, _)| d.offline_reason().is_none())
+            .min_by_key(|(_, n)| **n)
+            .map(|(d, _)| d.clone());
         let Some(dir) = dir else {
             return Err(EngineError::LogDirOffline {
                 path: self.dirs[0].path.clone(),

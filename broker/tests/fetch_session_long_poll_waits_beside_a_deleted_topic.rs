@@ -8,32 +8,13 @@
 
 mod common;
 
-use common::fetch_session::{broker_with, fetch_at, listed, session_fetch};
+use common::fetch_session::{broker_with, fetch_at, listed, produce_one, session_fetch};
 use common::long_poll::{HANG_GUARD, one_record};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, TopicName};
-use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_broker::handlers::produce;
+use mirrorlog_broker::broker::BrokerConfig;
 use std::sync::mpsc;
 use std::time::Instant;
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-
-fn produce_one(b: &Broker, topic: &str) {
-    let mut pd = PartitionProduceData::default();
-    pd.index = 0;
-    pd.records = Some(one_record());
-    let mut t = TopicProduceData::default();
-    t.name = TopicName(StrBytes::from_string(topic.to_string()));
-    t.partition_data.push(pd);
-    let mut r = ProduceRequest::default();
-    r.acks = 1;
-    r.timeout_ms = 30_000;
-    r.topic_data.push(t);
-    let resp = produce::handle(b, r, 9).unwrap();
-    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
-}
 
 #[test]
 fn a_session_long_poll_waits_for_its_partitions_beside_a_deleted_one() {
@@ -65,7 +46,7 @@ fn a_session_long_poll_waits_for_its_partitions_beside_a_deleted_one() {
             assert!(Instant::now() < hang_guard, "the fetch never long-polled");
             std::thread::yield_now();
         }
-        produce_one(b, "t");
+        produce_one(b, "t", one_record());
         let resp = rx.recv_timeout(HANG_GUARD).expect("the append wakes it");
         assert_eq!(
             listed(&resp),

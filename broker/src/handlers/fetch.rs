@@ -10,7 +10,9 @@
 //! watermark (`isolation_level` 0) or to the last stable offset with the aborted transactions
 //! of the range (`isolation_level` 1). Per partition,
 //! in the order of Kafka's `Partition.fetchRecords`: the partition must exist
-//! (`UNKNOWN_TOPIC_OR_PARTITION`; an unknown topic id from v13 is `UNKNOWN_TOPIC_ID`), the
+//! (`UNKNOWN_TOPIC_OR_PARTITION`; an unknown topic id from v13 is `UNKNOWN_TOPIC_ID`, but a
+//! session keeps the name an id resolved to, so its deleted topic's partition is
+//! `UNKNOWN_TOPIC_OR_PARTITION` and, once the name is created again, `INCONSISTENT_TOPIC_ID`), the
 //! request's `current_leader_epoch` must match ours (`FENCED_LEADER_EPOCH` when older,
 //! `UNKNOWN_LEADER_EPOCH` when newer), a `last_fetched_epoch` is checked for divergence
 //! ([`check_last_fetched_epoch`]), then the log is read at `fetch_offset`
@@ -160,11 +162,25 @@ struct CachedPartition {
     high_watermark: i64,
     last_stable_offset: i64,
     log_start_offset: i64,
+    /// The name a topic id resolved to when the session first could (always `None` for a topic
+    /// named by name): kept, as Kafka's `CachedPartition` keeps its topic name once
+    /// `maybeResolveUnknownName` found it, so a deleted topic's partition answers
+    /// `UNKNOWN_TOPIC_OR_PARTITION` and, once the name is created again, the log's other id
+    /// answers `INCONSISTENT_TOPIC_ID` (`UNKNOWN_TOPIC_ID` only for an id never resolved).
+    name: Option<String>,
     /// Position in the session's order.
     seq: u64,
 }
 
 impl CachedPartition {
+    /// Keeps the name `spec`'s topic id resolved to, unless one is kept already (Kafka's
+    /// `maybeResolveUnknownName`).
+    fn remember_name(&mut self, spec: &ReadSpec) {
+        if self.name.is_none() && matches!(spec.key.topic, TopicRef::Id(_)) {
+            self.name.clone_from(&spec.name);
+        }
+    }
+
     /// Kafka's `CachedPartition.maybeUpdateResponseData` (updating): whether an incremental
     /// response must carry this partition — records, an error, a diverging epoch, a preferred
     /// replica, or a high watermark, last stable offset or log start offset the fetcher has not
@@ -245,6 +261,7 @@ impl Session {
                 high_watermark: UNKNOWN,
                 last_stable_offset: UNKNOWN,
                 log_start_offset: UNKNOWN,
+                name: None,
                 seq,
             },
         );
@@ -273,6 +290,14 @@ impl Session {
             .map(|k| (k.clone(), self.partitions[k].params))
             .collect()
     }
+
+    /// The topic names the session's topic ids resolved to (see [`CachedPartition::name`]).
+    fn names(&self) -> HashMap<PartKey, String> {
+        self.partitions
+            .iter()
+            .filter_map(|(k, c)| Some((k.clone(), c.name.clone()?)))
+            .collect()
+    }
 }
 
 /// Kafka's `FetchMetadata.nextEpoch`.
@@ -296,11 +321,12 @@ enum SessionContext {
     /// A full fetch creating a session (`session_epoch` 0) once it is answered.
     Full,
     /// An incremental fetch of session `id`, now at `epoch`: read `parts`, answer only what
-    /// changed.
+    /// changed. `names` holds the names the session's topic ids resolved to before.
     Incremental {
         id: i32,
         epoch: i32,
         parts: Vec<(PartKey, FetchParams)>,
+        names: HashMap<PartKey, String>,
     },
 }
 
@@ -412,25 +438,29 @@ impl FetchSessionCache {
             id: session_id,
             epoch: s.epoch,
             parts: s.ordered(),
+            names: s.names(),
         }
     }
 
     /// Creates a session holding the partitions of a full response, each remembering what it was
-    /// told. Returns its id, or 0 when the cache has no slot for it.
+    /// told and the name its topic id resolved to. Returns its id, or 0 when the cache has no
+    /// slot for it.
     fn create<'a>(
         &self,
         uses_topic_ids: bool,
         privileged: bool,
-        parts: impl Iterator<Item = (&'a PartKey, FetchParams, &'a PartitionData)>,
+        parts: impl Iterator<Item = (&'a ReadSpec, &'a PartitionData)>,
         now_ms: i64,
     ) -> i32 {
         if self.slots == 0 {
             return INVALID_SESSION_ID;
         }
         let mut s = Session::new(uses_topic_ids, privileged, now_ms);
-        for (k, p, d) in parts {
-            s.upsert(k, p);
-            s.partitions.get_mut(k).expect("just added").must_respond(d);
+        for (spec, d) in parts {
+            s.upsert(&spec.key, spec.params);
+            let c = s.partitions.get_mut(&spec.key).expect("just added");
+            c.must_respond(d);
+            c.remember_name(spec);
         }
         let mut sessions = self.sessions.lock();
         if sessions.len() >= self.slots
@@ -483,9 +513,9 @@ impl FetchSessionCache {
     }
 
     /// Filters an incremental response (Kafka's `IncrementalFetchContext`): keeps the partitions
-    /// that must be sent, remembers what they tell, and moves partitions that returned records to
-    /// the back of the session's order. A session that moved on meanwhile (a concurrent request)
-    /// is `INVALID_FETCH_SESSION_EPOCH`.
+    /// that must be sent, remembers what they tell (and a topic id's name resolved for the first
+    /// time), and moves partitions that returned records to the back of the session's order. A
+    /// session that moved on meanwhile (a concurrent request) is `INVALID_FETCH_SESSION_EPOCH`.
     fn finish(
         &self,
         id: i32,
@@ -505,6 +535,7 @@ impl FetchSessionCache {
             let Some(c) = s.partitions.get_mut(&spec.key) else {
                 continue;
             };
+            c.remember_name(&spec);
             if c.must_respond(&d) {
                 if d.records.as_ref().is_some_and(|r| !r.is_empty()) {
                     s.move_to_back(&spec.key);
@@ -592,12 +623,13 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
         &forgotten,
         now,
     );
-    let to_read = match &ctx {
+    let no_names = HashMap::new();
+    let (to_read, names) = match &ctx {
         SessionContext::Error(code) => return error_response(*code, INVALID_SESSION_ID),
-        SessionContext::Sessionless | SessionContext::Full => requested,
-        SessionContext::Incremental { parts, .. } => parts.clone(),
+        SessionContext::Sessionless | SessionContext::Full => (requested, &no_names),
+        SessionContext::Incremental { parts, names, .. } => (parts.clone(), names),
     };
-    let specs = resolve(b, to_read);
+    let specs = resolve(b, to_read, names);
     let datas = read_with_wait(b, &r, &specs, isolation);
     let read: Vec<(ReadSpec, PartitionData)> = specs.into_iter().zip(datas).collect();
 
@@ -609,7 +641,7 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
             let id = b.fetch_sessions.create(
                 uses_topic_ids,
                 replica_id >= 0,
-                read.iter().map(|(s, d)| (&s.key, s.params, d)),
+                read.iter().map(|(s, d)| (s, d)),
                 now,
             );
             (id, read)
@@ -653,22 +685,30 @@ fn error_response(code: i16, session_id: i32) -> FetchResponse {
     resp
 }
 
-/// Resolves each partition's topic (once per topic) against the registry.
-fn resolve(b: &Broker, parts: Vec<(PartKey, FetchParams)>) -> Vec<ReadSpec> {
+/// Resolves each partition's topic (once per topic) against the registry; a topic id whose
+/// name a session kept (`names`) keeps that name, whether the registry still has it or not.
+fn resolve(
+    b: &Broker,
+    parts: Vec<(PartKey, FetchParams)>,
+    names: &HashMap<PartKey, String>,
+) -> Vec<ReadSpec> {
     let mut known: HashMap<TopicRef, (Option<String>, Uuid)> = HashMap::new();
     parts
         .into_iter()
         .map(|(key, params)| {
-            let (name, topic_id) = known
-                .entry(key.topic.clone())
-                .or_insert_with(|| match &key.topic {
-                    TopicRef::Name(n) => (
-                        Some(n.clone()),
-                        b.topics.get(n).map_or(Uuid::nil(), |t| t.id),
-                    ),
-                    TopicRef::Id(id) => (b.topics.by_id(*id).map(|t| t.name), *id),
-                })
-                .clone();
+            let (name, topic_id) = match (&key.topic, names.get(&key)) {
+                (TopicRef::Id(id), Some(name)) => (Some(name.clone()), *id),
+                _ => known
+                    .entry(key.topic.clone())
+                    .or_insert_with(|| match &key.topic {
+                        TopicRef::Name(n) => (
+                            Some(n.clone()),
+                            b.topics.get(n).map_or(Uuid::nil(), |t| t.id),
+                        ),
+                        TopicRef::Id(id) => (b.topics.by_id(*id).map(|t| t.name), *id),
+                    })
+                    .clone(),
+            };
             ReadSpec {
                 key,
                 name,
@@ -987,7 +1027,8 @@ mod tests {
             SessionContext::Full
         );
         let d = data(hw, b"");
-        cache.create(false, false, parts.iter().map(|k| (k, params(0), &d)), now)
+        let specs: Vec<ReadSpec> = parts.iter().map(spec).collect();
+        cache.create(false, false, specs.iter().map(|s| (s, &d)), now)
     }
 
     #[test]
@@ -1192,8 +1233,8 @@ mod tests {
         );
         // A replica's session evicts the least valuable consumer session (s1, one partition).
         let d = data(0, b"");
-        let k = key("r", 0);
-        let r = cache.create(false, true, std::iter::once((&k, params(0), &d)), 60);
+        let k = spec(&key("r", 0));
+        let r = cache.create(false, true, std::iter::once((&k, &d)), 60);
         assert_ne!(r, 0);
         assert!(matches!(
             cache.begin(s1, 1, false, &[], &[], 60),
@@ -1250,7 +1291,7 @@ mod tests {
             last_fetched_epoch: -1,
         };
         // Resolved while the old topic exists (as a long poll's first pass does)...
-        let specs = resolve(&b, vec![(key, params)]);
+        let specs = resolve(&b, vec![(key, params)], &HashMap::new());
         // ...then the topic is deleted and created again under a new id.
         b.topics.delete(&b.logs, "t").unwrap();
         b.topics

@@ -2,10 +2,11 @@
 
 use bytes::BytesMut;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProduceRequest, TopicName};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_broker::handlers::fetch;
+use mirrorlog_broker::handlers::{fetch, produce};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_segment::io::PwriteStorage;
@@ -72,4 +73,29 @@ pub fn listed(resp: &FetchResponse) -> Vec<(String, i32)> {
                 .map(move |p| (t.topic.0.to_string(), p.partition_index))
         })
         .collect()
+}
+
+/// `r` naming each of its topics by the id the registry holds now (v13+), as a client that
+/// resolved the ids from its metadata.
+pub fn by_topic_id(b: &Broker, mut r: FetchRequest) -> FetchRequest {
+    for t in &mut r.topics {
+        t.topic_id = b.topics.get(t.topic.0.as_str()).expect("a known topic").id;
+    }
+    r
+}
+
+/// Appends one record (`records`) to partition 0 of `topic`.
+pub fn produce_one(b: &Broker, topic: &str, records: bytes::Bytes) {
+    let mut pd = PartitionProduceData::default();
+    pd.index = 0;
+    pd.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = TopicName(StrBytes::from_string(topic.to_string()));
+    t.partition_data.push(pd);
+    let mut r = ProduceRequest::default();
+    r.acks = 1;
+    r.timeout_ms = 30_000;
+    r.topic_data.push(t);
+    let resp = produce::handle(b, r, 9).unwrap();
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
 }

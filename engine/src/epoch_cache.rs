@@ -96,6 +96,15 @@ impl LeaderEpochCache {
         })
     }
 
+    /// Writes the empty `leader-epoch-checkpoint` (0 bytes, read as no entries) of a partition
+    /// being created in `dir`, as Kafka's `CheckpointFile` constructor creates a missing file with
+    /// the log. Written through `storage` as every change is (`.tmp` synced, renamed, directory
+    /// synced); only a create calls it, so an open never writes the checkpoint it has not changed.
+    pub fn create_empty_checkpoint(storage: &dyn Storage, dir: &Path) -> Result<(), Error> {
+        let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
+        replace_durably(storage, &path, Vec::new()).map_err(index_io)
+    }
+
     /// An empty cache that is never persisted (tests, simulation).
     pub fn in_memory() -> Self {
         LeaderEpochCache {

@@ -82,6 +82,7 @@
 use crate::checkpoint_io::{index_io, read_if_exists, replace_durably};
 use crate::clock::Clock;
 use crate::config::LogConfig;
+use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{EngineError, EngineResult};
 use crate::group_commit::{GroupCommit, GroupCommitConfig};
 use crate::log::{
@@ -1109,7 +1110,8 @@ impl LogManager {
 
     /// Creates a partition (or returns the existing one with the same topic id): picks the data
     /// directory holding the fewest partitions, writes `partition.metadata` before any log data,
-    /// and stores the topic's config overrides beside it.
+    /// and stores the topic's config overrides and an empty `leader-epoch-checkpoint` (Kafka's new
+    /// log has one) beside it.
     ///
     /// # Errors
     /// The partition exists with another topic id; [`EngineError::LogDirOffline`] when it lives
@@ -1180,6 +1182,9 @@ impl LogManager {
             &config,
             &self.config.default_log_config,
         )?;
+        // Kafka's new log has an empty epoch checkpoint; written before `partition.metadata`
+        // too, so a finished create always has it.
+        LeaderEpochCache::create_empty_checkpoint(&*self.storage, &path)?;
         replace_durably(
             &*self.storage,
             &PartitionMetadata::path_in(&path),

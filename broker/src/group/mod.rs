@@ -868,6 +868,19 @@ impl GroupCoordinator {
             Err(code) => return vec![code; entries.len()],
         };
         let mut st = shard.state.lock();
+        // Checked again under the lock `on_topic_deleted` drops a deleted topic's offsets under
+        // (its partitions already gone from the log manager): a deletion since `commit_entry`
+        // looked either dropped what this writes, or is seen here. Otherwise an offset of the
+        // deleted topic would stay, for a topic created again under the name to resume from.
+        let entries = entries
+            .into_iter()
+            .map(|(tp, v)| match v {
+                Ok(_) if self.logs.get(&tp).is_none() => {
+                    (tp, Err(E::UnknownTopicOrPartition.code()))
+                }
+                v => (tp, v),
+            })
+            .collect();
         self.env(shard, now_ms).commit_offsets(&mut st, c, entries)
     }
 

@@ -1937,6 +1937,11 @@ pub(crate) mod tests {
 
     /// Commits `offset` of `t`-0 for group `g` (no generation, as a standalone consumer).
     fn commit(groups: &crate::group::GroupCoordinator, offset: i64) {
+        assert_eq!(commit_code(groups, offset), 0);
+    }
+
+    /// [`commit`]'s answer for `t`-0.
+    fn commit_code(groups: &crate::group::GroupCoordinator, offset: i64) -> i16 {
         use kafka_protocol::messages::offset_commit_request::{
             OffsetCommitRequestPartition, OffsetCommitRequestTopic,
         };
@@ -1952,10 +1957,39 @@ pub(crate) mod tests {
         r.topics = vec![t];
         match groups.handle(8, kafka_protocol::messages::RequestKind::OffsetCommit(r)) {
             kafka_protocol::messages::ResponseKind::OffsetCommit(resp) => {
-                assert_eq!(resp.topics[0].partitions[0].error_code, 0, "{resp:?}")
+                resp.topics[0].partitions[0].error_code
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// An OffsetCommit checked that its partition exists, then wrote: a deletion in between
+    /// (its offset drop included) left the commit's offset for the deleted topic, which a topic
+    /// created again under the name would resume from. The commit clamp runs between the two,
+    /// so the deletion runs from it.
+    #[test]
+    fn an_offset_commit_racing_a_deletion_leaves_no_offset_of_the_deleted_topic() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, _, racing) = RacingGroups::install(dir.path());
+        let weak = std::sync::Arc::downgrade(&b);
+        let deleted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = deleted.clone();
+        racing.groups.set_commit_clamp(Box::new(move |_, offset| {
+            if !done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                let b = weak.upgrade().expect("the broker");
+                delete_one(&b, "t", None).expect("deleted");
+            }
+            offset
+        }));
+        let code = commit_code(&racing.groups, 9);
+        assert!(deleted.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(b.topics.get("t").is_none());
+        assert_eq!(code, ResponseError::UnknownTopicOrPartition.code());
+        assert_eq!(
+            racing.committed(),
+            Some(0),
+            "an offset of the deleted topic stayed"
+        );
     }
 
     /// DeleteTopics let go of the name before it told the coordinators to drop the topic's

@@ -36,7 +36,7 @@ use mirrorlog_index::checkpoint::{
     CHECKPOINT_VERSION, LEADER_EPOCH_CHECKPOINT_FILE, decode_checkpoint, encode_checkpoint,
 };
 use mirrorlog_index::{EpochEntry, Error, LeaderEpoch, Offset};
-use mirrorlog_segment::io::{PwriteStorage, Storage};
+use mirrorlog_segment::io::{OpenMode, PwriteStorage, Storage};
 
 use crate::checkpoint_io::{index_io, read_if_exists, replace_durably};
 
@@ -96,13 +96,18 @@ impl LeaderEpochCache {
         })
     }
 
-    /// Writes the empty `leader-epoch-checkpoint` (0 bytes, read as no entries) of a partition
+    /// Creates the empty `leader-epoch-checkpoint` (0 bytes, read as no entries) of a partition
     /// being created in `dir`, as Kafka's `CheckpointFile` constructor creates a missing file with
-    /// the log. Written through `storage` as every change is (`.tmp` synced, renamed, directory
-    /// synced); only a create calls it, so an open never writes the checkpoint it has not changed.
+    /// the log. Through `storage`, without a sync of its own: a 0-byte file has no data to sync,
+    /// and its name is durable at the next sync of `dir` (the create's `partition.metadata`
+    /// replacement, which follows). Only a create calls it, so an open never writes the
+    /// checkpoint it has not changed.
     pub fn create_empty_checkpoint(storage: &dyn Storage, dir: &Path) -> Result<(), Error> {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
-        replace_durably(storage, &path, Vec::new()).map_err(index_io)
+        storage
+            .open(&path, OpenMode::CreateOrOpen)
+            .map(drop)
+            .map_err(index_io)
     }
 
     /// An empty cache that is never persisted (tests, simulation).

@@ -1182,8 +1182,8 @@ impl LogManager {
             &config,
             &self.config.default_log_config,
         )?;
-        // Kafka's new log has an empty epoch checkpoint; written before `partition.metadata`
-        // too, so a finished create always has it.
+        // Kafka's new log has an empty epoch checkpoint; created before `partition.metadata`,
+        // whose directory sync makes its name durable, so a finished create always has it.
         LeaderEpochCache::create_empty_checkpoint(&*self.storage, &path)?;
         replace_durably(
             &*self.storage,

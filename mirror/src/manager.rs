@@ -971,12 +971,32 @@ impl MirrorManager {
     /// topic was aligned: `drive` leaves a topic alone while a start moves it, and runs after
     /// this. Returns the partitions whose state could not be put back (the start's stays
     /// stored), with why, to hold FAILED in memory; the intent then stays for the next restart
-    /// (as it does when a topic change fails).
+    /// (as it does when a topic change fails). While a state of the topic's partitions is
+    /// unavailable (its data directory offline), nothing is put back and every partition is
+    /// returned: an unloaded state reads as none, though it may be the start's.
     fn roll_back_start(&self, intent: &StartIntent) -> Vec<(StateKey, String)> {
         let topic = intent.topic.as_str();
+        let key = |p: i32| PartitionMirrorState::new(&self.config.name, intent.topic_id, p).key();
+        // A state that is not loaded reads as absent, though it may be the start's
+        // LOG_ALIGNMENT: put back nothing (the topic neither) until every state is known, or
+        // the restart with the directory repaired would align a partition of a topic this one
+        // made writable again, its intent gone.
+        if let Some(e) =
+            (intent.partitions.iter()).find_map(|(p, _)| self.store.unavailable(&key(*p)))
+        {
+            let reason = format!(
+                "a start of topic {topic} was interrupted (a crash), and it cannot be put back \
+                 while a state of its partitions is unavailable ({e}): this partition is held \
+                 here neither aligned nor fetched; repair the data directory and restart"
+            );
+            tracing::warn!(mirror = %self.config.name, topic, "a start of the topic was interrupted; not put back yet: {e}");
+            return (intent.partitions.iter())
+                .map(|(p, _)| (key(*p), reason.clone()))
+                .collect();
+        }
         let mut held = vec![];
         for (p, before) in &intent.partitions {
-            let key = PartitionMirrorState::new(&self.config.name, intent.topic_id, *p).key();
+            let key = key(*p);
             let now = self.store.get(&key);
             let put_back = match (before, &now) {
                 (None, None) => Ok(()),

@@ -596,6 +596,15 @@ fn same_state(a: &PartitionMirrorState, b: &PartitionMirrorState) -> bool {
         && a.failure == b.failure
 }
 
+/// Whether a start moves a partition stored in `state` to LOG_ALIGNMENT (one running already
+/// is left as it is), and so whether putting back an interrupted start rewrites it.
+fn a_start_moves(state: S) -> bool {
+    !matches!(
+        state,
+        S::Mirroring | S::LogAlignment | S::Paused | S::Pausing
+    )
+}
+
 /// What a start changed of one partition, for a start that fails later to put back.
 struct StartedPartition {
     key: TopicPartition,
@@ -996,6 +1005,11 @@ impl MirrorManager {
         }
         let mut held = vec![];
         for (p, before) in &intent.partitions {
+            // Running before the start, so the start left it alone (and it may have moved on
+            // since, under an intent an earlier start left): nothing to put back.
+            if before.as_ref().is_some_and(|b| !a_start_moves(b.state)) {
+                continue;
+            }
             let key = key(*p);
             let now = self.store.get(&key);
             let put_back = match (before, &now) {
@@ -1927,10 +1941,7 @@ impl MirrorManager {
             .clone()
             .unwrap_or_else(|| PartitionMirrorState::new(&self.config.name, id, partition));
         let mut written = None;
-        if !matches!(
-            state.state,
-            S::Mirroring | S::LogAlignment | S::Paused | S::Pausing
-        ) {
+        if a_start_moves(state.state) {
             let e = state.state_epoch;
             state.transition(S::LogAlignment, e, self.now())?;
             self.store.put_if_epoch(&state, stored_epoch)?;

@@ -1041,9 +1041,16 @@ impl MirrorManager {
             s.mirror == self.config.name && s.topic_id == intent.topic_id && s.state != S::Stopped
         });
         if undone && !running {
-            // Any partition of it: a removal a crash cut short leaves some.
-            let exists = (intent.partitions.iter())
-                .any(|(p, _)| !matches!(self.logs.lookup(&tp(topic, *p)), Ok(None)));
+            // Any partition of it: a removal a crash cut short leaves some. A topic of that
+            // name with another id is not the one the start changed (the operator deleted that
+            // one and created their own since): left alone.
+            let here: Vec<_> = (intent.partitions.iter())
+                .map(|(p, _)| self.logs.lookup(&tp(topic, *p)))
+                .collect();
+            let another = here.iter().any(|h| {
+                matches!(h, Ok(Some(h)) if h.topic_id() != mirrorlog_index::TopicId(intent.topic_id))
+            });
+            let exists = !another && here.iter().any(|h| !matches!(h, Ok(None)));
             if exists && intent.topic_before != TopicBefore::Absent {
                 let removed: Vec<String> = (self.topics_api.topic_overrides(topic).into_iter())
                     .map(|(k, _)| k)
@@ -1058,7 +1065,7 @@ impl MirrorManager {
             }
             let r = match intent.topic_before {
                 TopicBefore::Absent if exists => self.topics_api.remove_mirror_topic(topic),
-                TopicBefore::Writable => self.topics_api.set_read_only(topic, false),
+                TopicBefore::Writable if exists => self.topics_api.set_read_only(topic, false),
                 _ => Ok(()),
             };
             if let Err(e) = r {

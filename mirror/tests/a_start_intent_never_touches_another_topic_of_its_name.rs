@@ -10,12 +10,8 @@
 
 mod common;
 
-use common::{ConfigDest, Dest, T0, manager, orders as tp};
-use mirrorlog_engine::clock::ManualClock;
+use common::{manager, orders as tp};
 use mirrorlog_index::{Offset, TopicId};
-use mirrorlog_mirror::claims::TopicClaims;
-use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
 use mirrorlog_mirror::state::{MirrorStateStore, StartIntent, TopicBefore};
 use std::sync::Arc;
 
@@ -50,16 +46,7 @@ fn the_operators_topic_of_the_same_name_is_left_alone() {
         .unwrap();
 
     // The restart.
-    let m = MirrorManager::new_with_claims(
-        MirrorConfig::new(MIRROR),
-        EngineSource::new(src.clone(), "source-cluster", 1),
-        dst.clone(),
-        Arc::new(ConfigDest(Dest(dst.clone()))),
-        store.clone(),
-        ManualClock::new(T0),
-        Arc::new(TopicClaims::new()),
-    )
-    .unwrap();
+    let m = common::config_mirror(MIRROR, &src, &dst, &store);
     for p in 0..2 {
         let h = dst
             .get(&tp(p))

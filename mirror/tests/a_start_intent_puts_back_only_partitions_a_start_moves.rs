@@ -10,13 +10,10 @@
 
 mod common;
 
-use common::{ConfigDest, Dest, T0, manager, orders as tp};
-use mirrorlog_engine::clock::ManualClock;
+use common::{ConfigDest, Dest, manager, orders as tp};
 use mirrorlog_engine::manager::LogManager;
 use mirrorlog_index::TopicId;
-use mirrorlog_mirror::claims::TopicClaims;
-use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
+use mirrorlog_mirror::manager::{DestinationTopics, MirrorManager};
 use mirrorlog_mirror::state::{
     MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, StartIntent, TopicBefore,
 };
@@ -30,16 +27,7 @@ fn mirror(
     dst: &Arc<LogManager>,
 ) -> (Arc<MirrorStateStore>, Arc<MirrorManager>) {
     let store = Arc::new(MirrorStateStore::open(dst.clone(), 2).unwrap());
-    let m = MirrorManager::new_with_claims(
-        MirrorConfig::new(MIRROR),
-        EngineSource::new(src.clone(), "source-cluster", 1),
-        dst.clone(),
-        Arc::new(ConfigDest(Dest(dst.clone()))),
-        store.clone(),
-        ManualClock::new(T0),
-        Arc::new(TopicClaims::new()),
-    )
-    .unwrap();
+    let m = common::config_mirror(MIRROR, src, dst, &store);
     (store, m)
 }
 

@@ -14,13 +14,11 @@
 
 mod common;
 
-use common::{ConfigDest, Dest, T0, manager, orders as tp};
+use common::{T0, manager, orders as tp};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{Offset, TopicId, TopicPartition};
-use mirrorlog_mirror::claims::TopicClaims;
-use mirrorlog_mirror::engine_source::EngineSource;
-use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
+use mirrorlog_mirror::manager::MirrorManager;
 use mirrorlog_mirror::state::{
     MIRROR_STATE_TOPIC, MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState,
     state_partition_for,
@@ -68,16 +66,7 @@ struct Node {
 fn node(w: &World, sim: &SimStorage) -> Node {
     let dst = open_dst(w, sim);
     let store = Arc::new(MirrorStateStore::open(dst.clone(), STATE_PARTITIONS).unwrap());
-    let mirror = MirrorManager::new_with_claims(
-        MirrorConfig::new(MIRROR),
-        EngineSource::new(w.src.clone(), "source-cluster", 1),
-        dst.clone(),
-        Arc::new(ConfigDest(Dest(dst.clone()))),
-        store.clone(),
-        ManualClock::new(T0),
-        Arc::new(TopicClaims::new()),
-    )
-    .unwrap();
+    let mirror = common::config_mirror(MIRROR, &w.src, &dst, &store);
     Node { dst, store, mirror }
 }
 

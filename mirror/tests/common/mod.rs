@@ -396,3 +396,24 @@ pub fn stopped_state(
     st.last_mirror_epoch = mirrorlog_index::LeaderEpoch(0);
     st
 }
+
+/// Mirror `name` of `src` (as cluster `source-cluster`, node 1) into `dst`, its topics through
+/// [`ConfigDest`], with a claims table of its own and the clock at [`T0`]: a node's mirror,
+/// built again at each restart (its restore runs here).
+pub fn config_mirror(
+    name: &str,
+    src: &Arc<LogManager>,
+    dst: &Arc<LogManager>,
+    store: &Arc<mirrorlog_mirror::state::MirrorStateStore>,
+) -> Arc<mirrorlog_mirror::manager::MirrorManager> {
+    mirrorlog_mirror::manager::MirrorManager::new_with_claims(
+        mirrorlog_mirror::manager::MirrorConfig::new(name),
+        mirrorlog_mirror::engine_source::EngineSource::new(src.clone(), "source-cluster", 1),
+        dst.clone(),
+        Arc::new(ConfigDest(Dest(dst.clone()))),
+        store.clone(),
+        mirrorlog_engine::clock::ManualClock::new(T0),
+        Arc::new(mirrorlog_mirror::claims::TopicClaims::new()),
+    )
+    .unwrap()
+}

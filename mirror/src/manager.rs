@@ -1421,12 +1421,13 @@ impl MirrorManager {
         // Before the claim: a topic this mirror does not hold is an error, and must not stay
         // claimed by it (no other mirror could start it, and nothing here would release it).
         let entries = self.topic_entries_to_change(topic)?;
-        // The operator completes a start whose undo could not be recorded: a restart must not
-        // put it back once its partitions are aligned.
-        self.forget_start_intent(topic)?;
         // A retry writes the log (alignment, fetching, the stop sequence): the owner's alone.
         {
             let _claiming = self.claim_lock.lock();
+            // The operator completes a start whose undo could not be recorded: a restart must not
+            // put it back once its partitions are aligned. Under the claim lock, which a start
+            // holds throughout, so a start running now keeps its own intent until it completes.
+            self.forget_start_intent(topic)?;
             if let Err(owner) = self.claims.claim(topic, &self.config.name) {
                 return Err(MirrorError::HeldByAnotherMirror {
                     topic: topic.to_string(),

@@ -30,7 +30,8 @@
 //!
 //! A file whose [`StorageFile::shares_syncs`] is true (the direct-I/O backend's `.log` files,
 //! whose ring already serves all concurrent waiters with one write or sync) is synced by each
-//! caller directly: counted in `requests`, never in `syncs` or `rounds`.
+//! caller directly: counted in `requests`, never in `syncs` or `rounds` (but a failure is
+//! remembered as for any file: see "Guarantee").
 //!
 //! # Guarantee
 //!
@@ -44,22 +45,35 @@
 //!
 //! `Err` means that sync failed; every caller waiting for the same sync gets the same error (op,
 //! path and OS error copied). After a failed `fdatasync` the kernel may have dropped dirty pages,
-//! and a later sync of the same file can succeed without bringing them back; so a failure means
-//! the file's durable content is unknown, and the owner of the file (the segment) must stop using
-//! it and recover, as `ActiveSegment` does. Group commit keeps no per-file memory of failures.
+//! and a later sync of the same file can succeed without bringing them back (Linux reports a
+//! failed write-back once per open file description); so a failure means the file's durable
+//! content is unknown, and the owner of the file (the segment) must stop using it and recover, as
+//! `ActiveSegment` does.
+//!
+//! **A failure is sticky per file**, because the owner learns of it only when a waiter returns,
+//! while the file's next sync would otherwise start at once and could return `Ok` for appends
+//! written after the lost ones — acknowledged, then cut off by recovery at the hole (PostgreSQL
+//! and Kafka likewise treat a failed `fsync` as fatal for the file or log directory). From the
+//! failure on, the ticket already queued for the file and every later request for it fail at
+//! once with a copy of the same error, without a sync. The memory is per `Arc` allocation: it
+//! holds a `Weak`, which keeps the allocation (not the file) alive, so a new file can never be
+//! mistaken for a failed one that was dropped; entries of dropped files are pruned (at every
+//! recorded failure, and by a sweep every as many requests as there are entries), so what is
+//! kept stays bounded by the failed files still open.
 //!
 //! # Bounds
 //!
 //! At most `max_batch_files` syncs are in flight at once. Each file has at most one queued
 //! ticket, and every ticket has at least one caller blocked on it, so the number of tickets never
 //! exceeds the number of threads blocked in [`GroupCommit::sync`]; a ticket is freed when its
-//! last waiter returns.
+//! last waiter returns. The failed files remembered are at most the failed files still open,
+//! plus the ones dropped since the last sweep (see "Guarantee").
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use mirrorlog_segment::io::{IoError, IoOp, StorageFile};
@@ -132,8 +146,11 @@ pub struct GroupCommitStats {
     /// [`GroupCommit::sync`] calls (counted as they are queued).
     pub requests: u64,
     /// `sync_data` calls issued (successful or not). Once every request has returned,
-    /// `requests - syncs` is the number of syncs saved by sharing.
+    /// `requests - refused - syncs` is the number of syncs saved by sharing.
     pub syncs: u64,
+    /// Requests failed without a sync because an earlier sync of their file failed (module
+    /// docs: "Guarantee"): the waiters of the ticket queued when it failed, and every later one.
+    pub refused: u64,
     /// Rounds started (each starts one or more syncs at once).
     pub rounds: u64,
 }
@@ -158,6 +175,15 @@ struct Ticket {
     cv: Arc<Condvar>,
 }
 
+/// A file whose sync failed (module docs: "Guarantee").
+struct FailedFile {
+    /// Whether the file is still open; also pins its allocation, so its address (the key) is
+    /// never reused by another file while this entry exists.
+    file: Weak<dyn StorageFile>,
+    /// The first failure, copied to every later request.
+    error: IoError,
+}
+
 #[derive(Default)]
 struct State {
     tickets: HashMap<u64, Ticket>,
@@ -170,6 +196,10 @@ struct State {
     syncing: HashSet<usize>,
     /// A leader is waiting (`max_wait_us`) for more tickets before starting a round.
     gathering: bool,
+    /// Files whose sync failed, by identity: their requests fail at once.
+    failed: HashMap<usize, FailedFile>,
+    /// Requests (while `failed` is not empty) until the next sweep of dropped failed files.
+    requests_until_sweep: usize,
     stats: GroupCommitStats,
 }
 
@@ -178,6 +208,46 @@ impl State {
         self.tickets
             .get_mut(&id)
             .expect("a ticket lives while it has waiters")
+    }
+
+    /// A copy of the failure of file `key`, if a sync of it failed. Also counts the request
+    /// towards the next sweep of dropped failed files.
+    fn failure_of(&mut self, key: usize) -> Option<IoError> {
+        if self.failed.is_empty() {
+            return None;
+        }
+        // The caller holds the file, and an entry pins its allocation: a hit is this file.
+        let hit = self.failed.get(&key).map(|f| copy_io_error(&f.error));
+        self.requests_until_sweep = self.requests_until_sweep.saturating_sub(1);
+        if self.requests_until_sweep == 0 {
+            self.prune_failed();
+        }
+        hit
+    }
+
+    /// Remembers that a sync of `file` (identity `key`) failed with `error`, keeping the first
+    /// failure, and fails the ticket queued for it meanwhile (its waiters return `error`).
+    fn record_failure(&mut self, key: usize, file: &Arc<dyn StorageFile>, error: &IoError) {
+        self.prune_failed();
+        self.failed.entry(key).or_insert_with(|| FailedFile {
+            file: Arc::downgrade(file),
+            error: copy_io_error(error),
+        });
+        self.requests_until_sweep = self.failed.len();
+        if let Some(id) = self.queued_by_file.remove(&key) {
+            let ticket = self.ticket(id);
+            debug_assert!(matches!(ticket.phase, Phase::Queued));
+            ticket.phase = Phase::Done(Err(copy_io_error(error)));
+            ticket.cv.notify_all();
+            let waiters = ticket.waiters as u64;
+            self.stats.refused += waiters;
+        }
+    }
+
+    /// Forgets the failed files that were dropped (nobody can ask for them again).
+    fn prune_failed(&mut self) {
+        self.failed.retain(|_, f| f.file.strong_count() > 0);
+        self.requests_until_sweep = self.failed.len();
     }
 }
 
@@ -245,22 +315,33 @@ impl GroupCommit {
     /// # Errors
     ///
     /// [`GroupCommitError::Sync`] when that sync failed; every caller served by it gets the
-    /// error, callers of other files (and of other syncs of this file) are unaffected.
+    /// error, callers of other files are unaffected. A failure is sticky: every later call for
+    /// the same file (the same `Arc` allocation) fails at once with a copy of it, without a sync.
     ///
     /// # Panics
     ///
     /// If `file.sync_data()` panics, in the thread that called it; the other callers waiting
     /// for that sync get an error instead of waiting forever.
     pub fn sync(&self, file: &Arc<dyn StorageFile>) -> Result<(), GroupCommitError> {
+        let key = file_key(file);
+        let mut st = self.state.lock();
+        st.stats.requests += 1;
+        if let Some(e) = st.failure_of(key) {
+            st.stats.refused += 1;
+            return Err(GroupCommitError::Sync(e));
+        }
         if file.shares_syncs() {
             // The file groups concurrent syncs itself (direct I/O): tickets and rounds would
             // only serialise waiters that its ring serves together.
-            self.state.lock().stats.requests += 1;
-            return file.sync_data().map_err(GroupCommitError::Sync);
+            drop(st);
+            let result = file.sync_data();
+            if let Err(e) = &result {
+                // Sticky here too, whatever the backend keeps: not every sync of a direct file
+                // records its failure in the file.
+                self.state.lock().record_failure(key, file, e);
+            }
+            return result.map_err(GroupCommitError::Sync);
         }
-        let mut st = self.state.lock();
-        st.stats.requests += 1;
-        let key = file_key(file);
         let id = match st.queued_by_file.get(&key).copied() {
             Some(id) => {
                 st.ticket(id).waiters += 1;
@@ -393,12 +474,17 @@ impl GroupCommit {
         };
         let ticket = st.ticket(id);
         if let Err(e) = &result {
-            tracing::warn!(error = %e, waiters = ticket.waiters, "group commit: sync failed");
+            tracing::warn!(error = %e, waiters = ticket.waiters, "group commit: sync failed; the file's later requests fail too");
         }
+        let failure = result.as_ref().err().map(copy_io_error);
         ticket.phase = Phase::Done(result);
         ticket.cv.notify_all();
         let was_syncing = st.syncing.remove(&key);
         assert!(was_syncing, "a started ticket's file is syncing");
+        if let Some(e) = failure {
+            // Before the queued ticket can start: its sync might return `Ok` (module docs).
+            st.record_failure(key, file, &e);
+        }
         if let Some(&next) = st.queued_by_file.get(&key) {
             self.make_ready(st, next);
         }
@@ -431,7 +517,7 @@ impl GroupCommit {
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use mirrorlog_segment::io::{OpenMode, SimStorage, Storage};
+    use mirrorlog_segment::io::{Fault, FaultKind, OpenMode, SimStorage, Storage};
     use std::os::fd::RawFd;
     use std::path::{Path, PathBuf};
 
@@ -494,7 +580,8 @@ mod tests {
             GroupCommitStats {
                 requests: 1,
                 syncs: 1,
-                rounds: 1
+                rounds: 1,
+                refused: 0,
             }
         );
         assert_eq!(sim.durable_bytes(Path::new("/d/a.log")).unwrap(), b"abc");
@@ -537,6 +624,32 @@ mod tests {
 
     /// `EIO` on Linux.
     const EIO: i32 = 5;
+
+    #[test]
+    fn a_failed_file_is_forgotten_once_dropped_and_never_confused_with_a_new_one() {
+        let sim = SimStorage::new();
+        sim.inject(Fault::new(IoOp::SyncData, FaultKind::Eio).on_path("bad.log"));
+        let gc = GroupCommit::new(GroupCommitConfig::default());
+        let bad = sim_file(&sim, "bad.log");
+        gc.sync(&bad).unwrap_err();
+        gc.sync(&bad).unwrap_err();
+        let key = file_key(&bad);
+        drop(bad);
+        assert_eq!(gc.state.lock().failed.len(), 1, "not swept yet");
+        // The entry pins the dropped file's allocation, so no new file gets its address.
+        let good = sim_file(&sim, "good.log");
+        assert_ne!(file_key(&good), key);
+        gc.sync(&good).unwrap();
+        assert!(
+            gc.state.lock().failed.is_empty(),
+            "swept within one request"
+        );
+        // Reopened, the path is a new file: it is synced.
+        let again = sim_file(&sim, "bad.log");
+        gc.sync(&again).unwrap();
+        let stats = gc.stats();
+        assert_eq!((stats.requests, stats.syncs, stats.refused), (4, 3, 1));
+    }
 
     /// A file whose `sync_data` panics: a programmer error in a backend must not strand the
     /// other waiters.

@@ -59,7 +59,10 @@
 //! holds a `Weak`, which keeps the allocation (not the file) alive, so a new file can never be
 //! mistaken for a failed one that was dropped; entries of dropped files are pruned (at every
 //! recorded failure, and by a sweep every as many requests as there are entries), so what is
-//! kept stays bounded by the failed files still open.
+//! kept stays bounded by the failed files still open. The storage file remembers its failure
+//! too (every backend, `mirrorlog_segment::io` docs: "Durability"), which also covers the file's
+//! syncs outside the group commit (a segment flush, a roll's seal); the memory here saves the
+//! queued waiters a call and counts them (`refused`).
 //!
 //! # Bounds
 //!
@@ -217,7 +220,7 @@ impl State {
             return None;
         }
         // The caller holds the file, and an entry pins its allocation: a hit is this file.
-        let hit = self.failed.get(&key).map(|f| copy_io_error(&f.error));
+        let hit = self.failed.get(&key).map(|f| f.error.copy());
         self.requests_until_sweep = self.requests_until_sweep.saturating_sub(1);
         if self.requests_until_sweep == 0 {
             self.prune_failed();
@@ -231,13 +234,13 @@ impl State {
         self.prune_failed();
         self.failed.entry(key).or_insert_with(|| FailedFile {
             file: Arc::downgrade(file),
-            error: copy_io_error(error),
+            error: error.copy(),
         });
         self.requests_until_sweep = self.failed.len();
         if let Some(id) = self.queued_by_file.remove(&key) {
             let ticket = self.ticket(id);
             debug_assert!(matches!(ticket.phase, Phase::Queued));
-            ticket.phase = Phase::Done(Err(copy_io_error(error)));
+            ticket.phase = Phase::Done(Err(error.copy()));
             ticket.cv.notify_all();
             let waiters = ticket.waiters as u64;
             self.stats.refused += waiters;
@@ -255,15 +258,6 @@ impl State {
 /// cannot be reused by another file while the file is queued or syncing).
 fn file_key(file: &Arc<dyn StorageFile>) -> usize {
     Arc::as_ptr(file).cast::<()>() as usize
-}
-
-/// A copy of `e` for one more waiter: same op, path, error kind and OS error code.
-fn copy_io_error(e: &IoError) -> IoError {
-    let source = match e.source.raw_os_error() {
-        Some(code) => io::Error::from_raw_os_error(code),
-        None => io::Error::new(e.source.kind(), e.source.to_string()),
-    };
-    IoError::new(e.op, e.path.clone(), source)
 }
 
 /// Shares `fdatasync`s among concurrent callers, across files (module docs). `Send + Sync`;
@@ -373,7 +367,7 @@ impl GroupCommit {
             let ticket = st.ticket(id);
             match &mut ticket.phase {
                 Phase::Done(result) => {
-                    let result = result.as_ref().map(|_| ()).map_err(copy_io_error);
+                    let result = result.as_ref().map(|_| ()).map_err(IoError::copy);
                     ticket.waiters -= 1;
                     if ticket.waiters == 0 {
                         st.tickets.remove(&id);
@@ -476,7 +470,7 @@ impl GroupCommit {
         if let Err(e) = &result {
             tracing::warn!(error = %e, waiters = ticket.waiters, "group commit: sync failed; the file's later requests fail too");
         }
-        let failure = result.as_ref().err().map(copy_io_error);
+        let failure = result.as_ref().err().map(IoError::copy);
         ticket.phase = Phase::Done(result);
         ticket.cv.notify_all();
         let was_syncing = st.syncing.remove(&key);
@@ -603,27 +597,6 @@ mod tests {
         assert_eq!(sim.durable_bytes(Path::new("/d/a.log")).unwrap(), [0, 1, 2]);
         assert_eq!(gc.stats().rounds, 3);
     }
-
-    #[test]
-    fn a_copied_error_keeps_op_path_kind_and_os_code() {
-        let e = IoError::new(
-            IoOp::SyncData,
-            "/d/x.log",
-            io::Error::from_raw_os_error(EIO),
-        );
-        let c = copy_io_error(&e);
-        assert_eq!(c.op, IoOp::SyncData);
-        assert_eq!(c.path, PathBuf::from("/d/x.log"));
-        assert_eq!(c.kind(), e.kind());
-        assert_eq!(c.source.raw_os_error(), Some(EIO));
-        let custom = IoError::new(IoOp::SyncData, "/d/y", io::Error::other("boom"));
-        let c = copy_io_error(&custom);
-        assert_eq!(c.kind(), io::ErrorKind::Other);
-        assert!(c.to_string().contains("boom"));
-    }
-
-    /// `EIO` on Linux.
-    const EIO: i32 = 5;
 
     #[test]
     fn a_failed_file_is_forgotten_once_dropped_and_never_confused_with_a_new_one() {

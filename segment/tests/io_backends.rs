@@ -557,8 +557,15 @@ mod simulated_faults {
         assert_names(&err, IoOp::SyncData, &path);
         assert_eq!(err.source.raw_os_error(), Some(libc::EIO));
         assert_eq!(sim.file_bytes(&path).unwrap(), b"durable-");
-        // A later sync succeeds and does not resurrect the lost bytes.
-        f.sync_data().unwrap();
+        // A later sync of the file fails the same way (it would otherwise succeed, with the
+        // lost bytes gone); one through a new handle succeeds and does not resurrect them.
+        let again = f.sync_data().unwrap_err();
+        assert_names(&again, IoOp::SyncData, &path);
+        assert_eq!(again.source.raw_os_error(), Some(libc::EIO));
+        sim.open(&path, OpenMode::ReadWrite)
+            .unwrap()
+            .sync_data()
+            .unwrap();
         assert_eq!(durable_after_crash(&sim, &path), b"durable-");
     }
 

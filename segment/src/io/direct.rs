@@ -51,7 +51,8 @@
 //! # Errors
 //!
 //! A failed write or sync is **sticky**: the file's durable content is then unknown, so every later
-//! append and sync of that file fails with the first error (the segment stops using it and the
+//! append and sync of that file fails with the first error (the ring's syncs and the `fdatasync`s
+//! made from the caller's thread alike: preallocation, trimming, in-place rewrites) (the segment stops using it and the
 //! log recovers, as after a failed `fdatasync` in buffered mode). A file system without `O_DIRECT`
 //! support fails at open with `EINVAL` and says so.
 
@@ -340,24 +341,6 @@ struct InFlight {
     done: bool,
 }
 
-/// The first failure of a file, kept to fail every later operation with.
-#[derive(Debug, Clone)]
-struct Sticky {
-    op: IoOp,
-    errno: Option<i32>,
-    message: String,
-}
-
-impl Sticky {
-    fn to_error(&self, path: &Path) -> IoError {
-        let source = match self.errno {
-            Some(e) => io::Error::from_raw_os_error(e),
-            None => io::Error::other(self.message.clone()),
-        };
-        IoError::new(self.op, path, source)
-    }
-}
-
 struct FileState {
     /// End of the appended bytes: the file's length as readers see it.
     logical_len: u64,
@@ -387,7 +370,9 @@ struct FileState {
     /// Recent appends, contiguous, ending at `logical_len`.
     cache: VecDeque<(u64, Bytes)>,
     cache_bytes: usize,
-    error: Option<Sticky>,
+    /// The first failure (a write's or a sync's, the ring's or a direct `fdatasync`'s), copied
+    /// to every later operation.
+    error: Option<IoError>,
 }
 
 impl FileState {
@@ -429,16 +414,22 @@ impl FileInner {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn fail(&self, st: &mut FileState, op: IoOp, e: &io::Error) {
+    fn fail(&self, st: &mut FileState, op: IoOp, e: io::Error) {
         if st.error.is_none() {
             tracing::error!(path = %self.path.display(), %op, error = %e, "direct I/O failed");
-            st.error = Some(Sticky {
-                op,
-                errno: e.raw_os_error(),
-                message: e.to_string(),
-            });
+            st.error = Some(IoError::new(op, &self.path, e));
         }
         self.changed.notify_all();
+    }
+
+    /// An `fdatasync` of the direct descriptor from the caller's thread (a preallocation's, a
+    /// cut's, a rewrite's). A failure is sticky like the ring's: after it, the kernel may report
+    /// `Ok` to a later sync of pages it dropped (`io` module docs: "Durability").
+    fn sync_direct(&self, st: &mut FileState) -> IoResult<()> {
+        if let Err(e) = self.direct.sync_data() {
+            self.fail(st, IoOp::SyncData, e);
+        }
+        check(st)
     }
 }
 
@@ -547,10 +538,7 @@ impl DirectFile {
     }
 
     fn check(&self, st: &FileState) -> IoResult<()> {
-        match &st.error {
-            Some(s) => Err(s.to_error(&self.inner.path)),
-            None => Ok(()),
-        }
+        check(st)
     }
 
     /// Appends `buf` at the logical end (copied into chunks; written through the ring).
@@ -570,10 +558,7 @@ impl DirectFile {
             // failing with ENOSPC (nothing was copied or written, so the file is unchanged and
             // the segment stays usable once space returns), not as a broken file.
             got.map_err(|e| IoError::new(IoOp::WriteAt, &inner.path, e))?;
-            inner
-                .direct
-                .sync_data()
-                .map_err(|e| IoError::new(IoOp::SyncData, &inner.path, e))?;
+            inner.sync_direct(st)?;
             st.allocated = target;
         }
         let chunk_bytes = inner.config.chunk_bytes;
@@ -643,13 +628,18 @@ impl DirectFile {
 
     fn sync_metadata(&self, st: &mut FileState) -> IoResult<()> {
         if st.metadata_dirty {
-            self.inner
-                .direct
-                .sync_data()
-                .map_err(|e| IoError::new(IoOp::SyncData, &self.inner.path, e))?;
+            self.inner.sync_direct(st)?;
             st.metadata_dirty = false;
         }
         Ok(())
+    }
+}
+
+/// `Err` (a copy of the file's first failure) once an operation of the file failed.
+fn check(st: &FileState) -> IoResult<()> {
+    match &st.error {
+        Some(e) => Err(e.copy()),
+        None => Ok(()),
     }
 }
 
@@ -1388,7 +1378,7 @@ impl Core {
                 if res == -libc::ECANCELED {
                     // Its linked write was short and is being finished: sync again later.
                 } else if res < 0 {
-                    file.fail(&mut st, IoOp::SyncData, &io::Error::from_raw_os_error(-res));
+                    file.fail(&mut st, IoOp::SyncData, io::Error::from_raw_os_error(-res));
                 } else {
                     st.durable_len = st.durable_len.max(target);
                 }
@@ -1418,12 +1408,12 @@ impl Core {
                 self.release(idx);
                 let mut st = file.lock();
                 if res < 0 {
-                    file.fail(&mut st, IoOp::WriteAt, &io::Error::from_raw_os_error(-res));
+                    file.fail(&mut st, IoOp::WriteAt, io::Error::from_raw_os_error(-res));
                 } else if done + written < padded {
                     file.fail(
                         &mut st,
                         IoOp::WriteAt,
-                        &io::Error::other(format!(
+                        io::Error::other(format!(
                             "short direct write: {written} of {} bytes at {}",
                             padded - done,
                             chunk.pos + done as u64

@@ -35,12 +35,26 @@
 //!
 //! Every failure is an [`IoError`]: the operation ([`IoOp`]), the file or directory it was about,
 //! and the operating-system error, never dropped. A rename names its source path.
+//!
+//! # Durability
+//!
+//! A file's bytes are durable once a sync of them returned `Ok`. **A failed sync is fatal for
+//! the open file**: after a failed `fdatasync` Linux reports the failed write-back once per open
+//! file description and drops the dirty pages, so the next sync of the file — the group commit's
+//! next round, a segment flush, a roll's seal — could return `Ok` for bytes that never reached
+//! the disk (PostgreSQL and Kafka likewise treat a failed `fsync` as fatal). Every backend's
+//! [`StorageFile`] therefore remembers its first failed sync and answers every later one with a
+//! copy of that error, without syncing ([`StorageFile::sync_data`]); an atomic flag is all a
+//! healthy file checks. Syncs of one file run one at a time, so two overlapping syncs cannot
+//! split the one report between them. Writes are still accepted: the file's owner (a segment)
+//! poisons itself and the log recovers from what is durable.
 
 use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 
@@ -127,6 +141,16 @@ impl IoError {
     /// The kind of the underlying `std::io::Error`.
     pub fn kind(&self) -> io::ErrorKind {
         self.source.kind()
+    }
+
+    /// A copy of this error, for one more caller: the same op, path, error kind and OS error
+    /// code (a non-OS source keeps its kind and message). `std::io::Error` is not `Clone`.
+    pub fn copy(&self) -> IoError {
+        let source = match self.source.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(self.source.kind(), self.source.to_string()),
+        };
+        IoError::new(self.op, self.path.clone(), source)
     }
 
     /// Whether the device ran out of space (`ENOSPC`).
@@ -281,6 +305,66 @@ pub(crate) fn short_read(path: &Path, len: usize, pos: u64, done: usize) -> IoEr
     )
 }
 
+/// The first failed sync of one open file, so that no later sync of it reports success (module
+/// docs: "Durability"). Every backend's file syncs through [`SyncFailure::run`].
+#[derive(Debug, Default)]
+pub(crate) struct SyncFailure {
+    /// Set once `first` holds an error: checked first, so a failed file costs no lock.
+    failed: AtomicBool,
+    /// The first failure. Also held across each sync: two overlapping syncs of one open file
+    /// description would split the kernel's one report of a failed write-back between them, so
+    /// the one answered `Ok` could return before the other recorded the failure.
+    first: Mutex<Option<IoError>>,
+}
+
+impl SyncFailure {
+    /// `Err` (a copy of the first failure) if a sync of the file failed.
+    pub(crate) fn check(&self) -> IoResult<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match &*self.lock() {
+            Some(e) => Err(e.copy()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `sync` (one sync of the file, possibly after writes) unless an earlier one failed,
+    /// in which case it returns a copy of that failure without running. A [`IoOp::SyncData`]
+    /// error of `sync` is remembered; its other errors (a write's) are only returned.
+    pub(crate) fn run(&self, sync: impl FnOnce() -> IoResult<()>) -> IoResult<()> {
+        self.check()?;
+        let mut first = self.lock();
+        if let Some(e) = &*first {
+            return Err(e.copy());
+        }
+        let result = sync();
+        if let Err(e) = &result
+            && e.op == IoOp::SyncData
+        {
+            *first = Some(e.copy());
+            self.failed.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// A durable write: `write(true)` writes and then syncs (one submission where the backend
+    /// links them) through [`run`](Self::run); after a failed sync, `write(false)` still writes
+    /// and the earlier failure is returned.
+    pub(crate) fn durable_write(&self, write: impl Fn(bool) -> IoResult<()>) -> IoResult<()> {
+        if let Err(e) = self.check() {
+            // Writes still go (the owner stops using the file); only the sync is refused.
+            write(false)?;
+            return Err(e);
+        }
+        self.run(|| write(true))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<IoError>> {
+        self.first.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// Positioned operations on one open file. Shared as `Arc<dyn StorageFile>` across threads: every
 /// method takes `&self` and is safe to call concurrently (writes to overlapping ranges race as
 /// they would with `pwrite`).
@@ -328,6 +412,16 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     }
 
     /// `fdatasync`: the bytes written so far (and the length) become durable.
+    ///
+    /// **A failure is sticky**: once a sync of this file failed (this call, the sync part of a
+    /// durable [`write_all_at`](Self::write_all_at), or a sync the backend makes of its own,
+    /// such as [`finish_appends`](Self::finish_appends)), every later sync of it returns a copy
+    /// of that error (same op, path and OS error) without syncing, in every backend. After a
+    /// failed `fdatasync` Linux reports the failed write-back once per open file description
+    /// and drops the pages, so a later sync could return `Ok` for bytes that were lost. Writes
+    /// are still accepted; the file's owner must stop trusting it (a segment poisons itself).
+    /// Syncs of one file run one at a time, so an `Ok` is never answered while an overlapping
+    /// sync of the file is failing.
     fn sync_data(&self) -> IoResult<()>;
 
     /// Truncates or extends (with zeros) the file to `len` bytes.
@@ -568,6 +662,89 @@ mod tests {
         );
         assert!(std::error::Error::source(&e).is_some());
         assert!(!e.is_no_space());
+    }
+
+    #[test]
+    fn a_copied_error_keeps_op_path_kind_and_os_code() {
+        let e = IoError::new(
+            IoOp::SyncData,
+            "/d/x.log",
+            io::Error::from_raw_os_error(libc::EIO),
+        );
+        let c = e.copy();
+        assert_eq!(c.op, IoOp::SyncData);
+        assert_eq!(c.path, PathBuf::from("/d/x.log"));
+        assert_eq!(c.kind(), e.kind());
+        assert_eq!(c.source.raw_os_error(), Some(libc::EIO));
+        let custom = IoError::new(IoOp::SyncData, "/d/y", io::Error::other("boom"));
+        let c = custom.copy();
+        assert_eq!(c.kind(), io::ErrorKind::Other);
+        assert!(c.to_string().contains("boom"));
+    }
+
+    /// A sim file with unsynced bytes whose next sync fails as Linux's does (`SyncFails`).
+    fn file_whose_next_sync_fails(sim: &SimStorage) -> Arc<dyn StorageFile> {
+        sim.create_dir_all(Path::new("/d")).unwrap();
+        let f = sim
+            .open(Path::new("/d/0.log"), OpenMode::CreateNew)
+            .unwrap();
+        f.write_at(Bytes::from_static(b"lost"), 0).unwrap();
+        sim.inject(Fault::new(IoOp::SyncData, FaultKind::SyncFails).on_path("0.log"));
+        f
+    }
+
+    #[test]
+    fn a_failed_sync_fails_every_later_sync_of_the_file() {
+        let sim = SimStorage::new();
+        let f = file_whose_next_sync_fails(&sim);
+        let first = f.sync_data().unwrap_err();
+        assert_eq!(first.source.raw_os_error(), Some(libc::EIO));
+        // The pages are gone and the fault fired: a fresh sync would succeed, with nothing to
+        // write. It must not report the lost bytes durable.
+        let syncs = sim.syncs_completed();
+        let again = f.sync_data().unwrap_err();
+        assert_eq!(
+            (again.op, again.path.clone(), again.source.raw_os_error()),
+            (first.op, first.path.clone(), Some(libc::EIO))
+        );
+        // Writes still go; a durable one writes, then refuses its sync.
+        f.write_all_at(&[Bytes::from_static(b"more")], 4, true)
+            .unwrap_err();
+        let mut buf = [0u8; 4];
+        f.read_exact_at(&mut buf, 4).unwrap();
+        assert_eq!(&buf, b"more");
+        assert_eq!(sim.syncs_completed(), syncs, "no sync reached the disk");
+        // Another open of the file is a new handle: it syncs.
+        let g = sim
+            .open(Path::new("/d/0.log"), OpenMode::ReadWrite)
+            .unwrap();
+        g.sync_data().unwrap();
+    }
+
+    #[test]
+    fn a_failed_durable_write_fails_every_later_sync_of_the_file() {
+        let sim = SimStorage::new();
+        let f = file_whose_next_sync_fails(&sim);
+        let e = f
+            .write_all_at(&[Bytes::from_static(b"more")], 4, true)
+            .unwrap_err();
+        assert_eq!(e.op, IoOp::SyncData);
+        assert_eq!(f.sync_data().unwrap_err().op, IoOp::SyncData);
+    }
+
+    #[test]
+    fn a_failed_write_is_not_a_failed_sync() {
+        let sim = SimStorage::new();
+        sim.create_dir_all(Path::new("/d")).unwrap();
+        let f = sim
+            .open(Path::new("/d/0.log"), OpenMode::CreateNew)
+            .unwrap();
+        sim.inject(Fault::new(IoOp::WriteAt, FaultKind::Eio).on_path("0.log"));
+        let e = f
+            .write_all_at(&[Bytes::from_static(b"x")], 0, true)
+            .unwrap_err();
+        assert_eq!(e.op, IoOp::WriteAt);
+        f.sync_data().unwrap();
     }
 
     #[test]

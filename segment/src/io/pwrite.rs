@@ -12,7 +12,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{
-    IoError, IoOp, IoResult, MAX_IO_BYTES, OpenMode, Storage, StorageFile, real_fs, to_off_t,
+    IoError, IoOp, IoResult, MAX_IO_BYTES, OpenMode, Storage, StorageFile, SyncFailure, real_fs,
+    to_off_t,
 };
 
 /// The most buffers one `pwritev` takes (Linux's `IOV_MAX`, `UIO_MAXIOV`).
@@ -44,6 +45,7 @@ impl Storage for PwriteStorage {
         Ok(Arc::new(PwriteFile {
             file,
             path: path.to_path_buf(),
+            sync_failure: SyncFailure::default(),
         }))
     }
 
@@ -77,6 +79,8 @@ impl Storage for PwriteStorage {
 struct PwriteFile {
     file: File,
     path: PathBuf,
+    /// The file's first failed sync, returned by every later one (module docs of `io`).
+    sync_failure: SyncFailure,
 }
 
 impl PwriteFile {
@@ -154,9 +158,11 @@ impl StorageFile for PwriteFile {
     }
 
     fn sync_data(&self) -> IoResult<()> {
-        self.file
-            .sync_data()
-            .map_err(|e| self.err(IoOp::SyncData, e))
+        self.sync_failure.run(|| {
+            self.file
+                .sync_data()
+                .map_err(|e| self.err(IoOp::SyncData, e))
+        })
     }
 
     fn set_len(&self, len: u64) -> IoResult<()> {

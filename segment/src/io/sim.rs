@@ -45,7 +45,9 @@
 //! [`FaultKind::SyncFails`] a faulted operation has no effect (a faulted `sync_dir` leaves the
 //! directory's durable entries as they were). `write_all_at` is one [`IoOp::WriteAt`] operation
 //! (over the concatenation of its buffers), followed when durable by one [`IoOp::SyncData`]
-//! operation.
+//! operation. A failed sync of a file (faulted or not) fails every later sync through the same
+//! handle without reaching the simulated disk, as on every backend (`io` module docs:
+//! "Durability"); a handle opened afterwards syncs again.
 //!
 //! # Crashes
 //!
@@ -66,7 +68,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 
-use super::{IoError, IoOp, IoResult, OpenMode, Storage, StorageFile};
+use super::{IoError, IoOp, IoResult, OpenMode, Storage, StorageFile, SyncFailure};
 /// The largest file the simulator holds (1 GiB); beyond it writes fail with `EFBIG`.
 pub const SIM_FILE_BYTES_MAX: u64 = 1 << 30;
 
@@ -124,7 +126,8 @@ pub enum FaultKind {
     },
     /// Only for [`IoOp::SyncData`]: the sync fails with `EIO` and, as Linux does after a failed
     /// writeback, the dirty pages are dropped: the file's live bytes revert to its durable bytes,
-    /// and a later successful sync will not bring the lost writes back.
+    /// and a later successful sync will not bring the lost writes back. Like every failed sync
+    /// (of any backend), it is sticky: later syncs through the same handle fail too.
     SyncFails,
 }
 
@@ -554,6 +557,7 @@ impl Storage for SimStorage {
             inode: id,
             path: path.to_path_buf(),
             writable: mode.is_writable(),
+            sync_failure: SyncFailure::default(),
         }))
     }
 
@@ -685,6 +689,8 @@ pub struct SimFile {
     inode: InodeId,
     path: PathBuf,
     writable: bool,
+    /// The handle's first failed sync, returned by every later one (module docs of `io`).
+    sync_failure: SyncFailure,
 }
 
 impl SimFile {
@@ -741,14 +747,21 @@ impl StorageFile for SimFile {
     }
 
     fn write_all_at(&self, bufs: &[Bytes], pos: u64, durable: bool) -> IoResult<()> {
-        let mut st = self.lock();
         let data: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
-        self.write_bytes(&mut st, &data, pos)?;
+        let write = |durable: bool| {
+            let mut st = self.lock();
+            self.write_bytes(&mut st, &data, pos)?;
+            if durable {
+                st.sync(self.inode, &self.path)
+                    .map_err(|e| self.err(IoOp::SyncData, e))?;
+            }
+            Ok(())
+        };
         if durable {
-            st.sync(self.inode, &self.path)
-                .map_err(|e| self.err(IoOp::SyncData, e))?;
+            self.sync_failure.durable_write(write)
+        } else {
+            write(false)
         }
-        Ok(())
     }
 
     fn read_at(&self, buf: &mut [u8], pos: u64) -> IoResult<usize> {
@@ -763,9 +776,11 @@ impl StorageFile for SimFile {
     }
 
     fn sync_data(&self) -> IoResult<()> {
-        let mut st = self.lock();
-        st.sync(self.inode, &self.path)
-            .map_err(|e| self.err(IoOp::SyncData, e))
+        self.sync_failure.run(|| {
+            self.lock()
+                .sync(self.inode, &self.path)
+                .map_err(|e| self.err(IoOp::SyncData, e))
+        })
     }
 
     fn set_len(&self, len: u64) -> IoResult<()> {

@@ -45,7 +45,8 @@ use bytes::Bytes;
 use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::{
-    IoError, IoOp, IoResult, MAX_IO_BYTES, OpenMode, Storage, StorageFile, real_fs, to_off_t,
+    IoError, IoOp, IoResult, MAX_IO_BYTES, OpenMode, Storage, StorageFile, SyncFailure, real_fs,
+    to_off_t,
 };
 
 /// Rounds in a row without any progress (bytes written or sync done) after which a write gives up.
@@ -148,6 +149,7 @@ impl Storage for UringStorage {
             file,
             path: path.to_path_buf(),
             pool: Arc::clone(&self.pool),
+            sync_failure: SyncFailure::default(),
         }))
     }
 
@@ -566,11 +568,39 @@ struct UringFile {
     file: File,
     path: PathBuf,
     pool: Arc<RingPool>,
+    /// The file's first failed sync, returned by every later one (module docs of `io`).
+    sync_failure: SyncFailure,
 }
 
 impl UringFile {
     fn err(&self, (op, e): (IoOp, io::Error)) -> IoError {
         IoError::new(op, &self.path, e)
+    }
+
+    /// Writes `bufs` from `pos` in one submission, followed by a linked `fdatasync` when
+    /// `durable` (a plain sync when `bufs` is empty). The caller goes through `sync_failure`
+    /// when `durable`.
+    fn write(&self, bufs: &[Bytes], pos: u64, durable: bool) -> IoResult<()> {
+        let total: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+        // An offset of -1 would mean "the file position" to the kernel: reject what does not fit.
+        to_off_t(pos.saturating_add(total)).map_err(|e| self.err((IoOp::WriteAt, e)))?;
+        let pieces = pieces(bufs, pos);
+        if pieces.is_empty() && !durable {
+            return Ok(());
+        }
+        let fd = self.file.as_raw_fd();
+        let op = if pieces.is_empty() {
+            IoOp::SyncData
+        } else {
+            IoOp::WriteAt
+        };
+        self.pool
+            .with_ring(op, |ring| {
+                // SAFETY: the pieces point into `bufs`, borrowed for this whole call, and
+                // `write_pieces` returns only after the kernel is done with them.
+                unsafe { ring.write_pieces(fd, pieces, durable) }
+            })
+            .map_err(|e| self.err(e))
     }
 }
 
@@ -584,21 +614,12 @@ impl StorageFile for UringFile {
     }
 
     fn write_all_at(&self, bufs: &[Bytes], pos: u64, durable: bool) -> IoResult<()> {
-        let total: u64 = bufs.iter().map(|b| b.len() as u64).sum();
-        // An offset of -1 would mean "the file position" to the kernel: reject what does not fit.
-        to_off_t(pos.saturating_add(total)).map_err(|e| self.err((IoOp::WriteAt, e)))?;
-        let pieces = pieces(bufs, pos);
-        if pieces.is_empty() && !durable {
-            return Ok(());
+        if durable {
+            self.sync_failure
+                .durable_write(|durable| self.write(bufs, pos, durable))
+        } else {
+            self.write(bufs, pos, false)
         }
-        let fd = self.file.as_raw_fd();
-        self.pool
-            .with_ring(IoOp::WriteAt, |ring| {
-                // SAFETY: the pieces point into `bufs`, borrowed for this whole call, and
-                // `write_pieces` returns only after the kernel is done with them.
-                unsafe { ring.write_pieces(fd, pieces, durable) }
-            })
-            .map_err(|e| self.err(e))
     }
 
     fn read_at(&self, buf: &mut [u8], pos: u64) -> IoResult<usize> {
@@ -614,13 +635,7 @@ impl StorageFile for UringFile {
     }
 
     fn sync_data(&self) -> IoResult<()> {
-        let fd = self.file.as_raw_fd();
-        self.pool
-            .with_ring(IoOp::SyncData, |ring| {
-                // SAFETY: no pieces, so no buffer is referenced.
-                unsafe { ring.write_pieces(fd, Vec::new(), true) }
-            })
-            .map_err(|e| self.err(e))
+        self.sync_failure.run(|| self.write(&[], 0, true))
     }
 
     fn set_len(&self, len: u64) -> IoResult<()> {

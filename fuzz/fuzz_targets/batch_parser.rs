@@ -38,5 +38,12 @@ fn exercise(batch: &RecordBatch) {
             }
         }
     }
+    if let Ok(metas) = batch.record_metas() {
+        for m in metas.take(10_000) {
+            if m.is_err() {
+                break;
+            }
+        }
+    }
     let _ = batch.control_record();
 }

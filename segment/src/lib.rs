@@ -17,7 +17,7 @@ pub mod io;
 
 pub use batch::{
     BatchBuilder, BatchError, BatchHeaderMut, Batches, Compression, ControlRecord,
-    ControlRecordType, Record, RecordBatch, TimestampType,
+    ControlRecordType, Record, RecordBatch, RecordMeta, RecordMetas, TimestampType,
 };
 pub mod scan;
 pub mod segment;

@@ -12,10 +12,14 @@
 //! - zstd: standard zstd frames.
 //!
 //! Decompression is bounded: a stream that would inflate past the caller's limit is an error, so
-//! a hostile batch cannot make us allocate without bound.
+//! a hostile batch cannot make us allocate without bound. It is also incremental
+//! ([`Decompressor`], a `Read`): a caller that needs only the records' offsets and timestamps
+//! reads them through a small buffer and never holds the inflated batch.
 
+use bytes::buf::Reader;
+use bytes::{Buf, Bytes};
 use std::fmt;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 
 /// A batch's compression codec (attribute bits 0–2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -142,115 +146,217 @@ pub(crate) fn compress(codec: Compression, data: &[u8]) -> Vec<u8> {
     }
 }
 
-/// Decompresses a records area; the error says what the decoder found wrong.
-pub(crate) fn decompress(
-    codec: Compression,
-    data: &[u8],
-    limit: usize,
-) -> Result<bytes::Bytes, String> {
-    let out = match codec {
-        Compression::None => data.to_vec(),
-        Compression::Gzip => gunzip(data, limit)?,
-        Compression::Snappy => xerial_decompress(data, limit)?,
-        Compression::Lz4 => {
-            check_kafka_lz4_header(data)?;
-            read_bounded(lz4_flex::frame::FrameDecoder::new(data), limit)?
-        }
-        Compression::Zstd => {
-            let dec = zstd::stream::read::Decoder::with_buffer(data).map_err(|e| e.to_string())?;
-            read_bounded(dec, limit)?
-        }
-    };
-    Ok(bytes::Bytes::from(out))
-}
-
-fn read_bounded(reader: impl Read, limit: usize) -> Result<Vec<u8>, String> {
+/// Decompresses a records area whole; the error says what the decoder found wrong.
+pub(crate) fn decompress(codec: Compression, data: &Bytes, limit: usize) -> Result<Bytes, String> {
+    if codec == Compression::None {
+        return Ok(data.clone());
+    }
     let mut out = Vec::new();
-    let read = reader
-        .take(limit as u64 + 1)
+    Decompressor::new(codec, data.clone(), limit)?
         .read_to_end(&mut out)
         .map_err(|e| e.to_string())?;
-    if read > limit {
-        return Err(format!("decompressed size exceeds the {limit}-byte limit"));
+    Ok(Bytes::from(out))
+}
+
+/// A compressed records area as a `Read`: the output comes out piece by piece as it is read,
+/// through each codec's own streaming decoder (only snappy-java's xerial chunk loop is ours),
+/// so a reader that keeps a small buffer holds a small buffer whatever the batch inflates to.
+/// Reading past `limit` decompressed bytes is an error, as it is for [`decompress`].
+pub(crate) struct Decompressor {
+    decoder: Decoder,
+    produced: u64,
+    limit: u64,
+}
+
+enum Decoder {
+    Gzip(Gunzip),
+    Snappy(Xerial),
+    Lz4(lz4_flex::frame::FrameDecoder<Reader<Bytes>>),
+    Zstd(zstd::stream::read::Decoder<'static, Reader<Bytes>>),
+}
+
+impl Decompressor {
+    /// A decoder for `data` compressed with `codec` (not [`Compression::None`]); what can be
+    /// checked before any output (lz4's header, zstd's context, a headerless snappy block) is
+    /// checked here.
+    pub(crate) fn new(
+        codec: Compression,
+        data: Bytes,
+        limit: usize,
+    ) -> Result<Decompressor, String> {
+        let decoder = match codec {
+            Compression::None => unreachable!("an uncompressed records area needs no decoder"),
+            Compression::Gzip => Decoder::Gzip(Gunzip {
+                member: Some(flate2::bufread::GzDecoder::new(data.reader())),
+            }),
+            Compression::Snappy => Decoder::Snappy(Xerial::new(data, limit)?),
+            Compression::Lz4 => {
+                check_kafka_lz4_header(&data)?;
+                Decoder::Lz4(lz4_flex::frame::FrameDecoder::new(data.reader()))
+            }
+            Compression::Zstd => Decoder::Zstd(
+                zstd::stream::read::Decoder::with_buffer(data.reader())
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        Ok(Decompressor {
+            decoder,
+            produced: 0,
+            limit: limit as u64,
+        })
     }
-    Ok(out)
+}
+
+impl Read for Decompressor {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = match &mut self.decoder {
+            Decoder::Gzip(d) => d.read(buf)?,
+            Decoder::Snappy(d) => d.read(buf)?,
+            Decoder::Lz4(d) => d.read(buf)?,
+            Decoder::Zstd(d) => d.read(buf)?,
+        };
+        self.produced += n as u64;
+        if self.produced > self.limit {
+            return Err(io::Error::other(format!(
+                "decompressed size exceeds the {}-byte limit",
+                self.limit
+            )));
+        }
+        Ok(n)
+    }
 }
 
 /// Java's `GZIPInputStream`: members back to back; after a member, bytes that do not start
 /// another gzip header end the stream and are ignored (its `readTrailer`).
-fn gunzip(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut rest = data;
-    loop {
-        let mut member = flate2::bufread::GzDecoder::new(rest);
-        let room = (limit - out.len()) as u64 + 1;
-        (&mut member)
-            .take(room)
-            .read_to_end(&mut out)
-            .map_err(|e| e.to_string())?;
-        if out.len() > limit {
-            return Err(format!("decompressed size exceeds the {limit}-byte limit"));
+struct Gunzip {
+    /// The member being read; `None` once the stream ended.
+    member: Option<flate2::bufread::GzDecoder<Reader<Bytes>>>,
+}
+
+impl Read for Gunzip {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while let Some(member) = &mut self.member {
+            let n = member.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let rest = self.member.take().expect("a member").into_inner();
+            // Another member needs at least the 10-byte header with magic 1f 8b and method 8.
+            let next = rest.get_ref();
+            if next.len() >= 10 && next[..3] == [0x1f, 0x8b, 8] {
+                self.member = Some(flate2::bufread::GzDecoder::new(rest));
+            }
         }
-        rest = member.into_inner();
-        // Another member needs at least the 10-byte header with magic 1f 8b and method 8.
-        if rest.len() < 10 || rest[..3] != [0x1f, 0x8b, 8] {
-            return Ok(out);
-        }
+        Ok(0)
     }
 }
 
-fn xerial_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
-    let mut dec = snap::raw::Decoder::new();
-    if data.len() < XERIAL_HEADER_LEN || data[..8] != XERIAL_MAGIC {
-        // snappy-java reads a stream without its header as one raw block.
-        let len = snap::raw::decompress_len(data).map_err(|e| e.to_string())?;
-        if len > limit {
-            return Err(format!(
-                "decompressed size {len} exceeds the {limit}-byte limit"
-            ));
-        }
-        return dec.decompress_vec(data).map_err(|e| e.to_string());
-    }
-    let mut out = Vec::new();
-    let mut pos = XERIAL_HEADER_LEN;
-    while pos < data.len() {
-        if data.len() - pos < 4 {
-            return Err(format!("xerial chunk length truncated at byte {pos}"));
-        }
-        if data[pos..pos + 4] == XERIAL_MAGIC[..4] {
-            // snappy-java reads a chunk length equal to the magic's head as the start of a
-            // concatenated stream: a whole header follows, then that stream's chunks; a
-            // header that is not valid ends the input.
-            let header = data
-                .get(pos..pos + XERIAL_HEADER_LEN)
-                .ok_or_else(|| format!("concatenated xerial header truncated at byte {pos}"))?;
-            if header[..8] != XERIAL_MAGIC {
-                break;
+/// snappy-java's stream, one chunk decoded at a time (a chunk inflates to at most about 21
+/// times its compressed size, and snappy-java writes 32 KiB ones).
+struct Xerial {
+    data: Bytes,
+    /// The next chunk's length field in `data`.
+    pos: usize,
+    /// The current chunk's output, and how much of it was read.
+    chunk: Vec<u8>,
+    read: usize,
+    produced: usize,
+    limit: usize,
+    decoder: snap::raw::Decoder,
+}
+
+impl Xerial {
+    fn new(data: Bytes, limit: usize) -> Result<Xerial, String> {
+        let mut x = Xerial {
+            pos: XERIAL_HEADER_LEN,
+            data,
+            chunk: Vec::new(),
+            read: 0,
+            produced: 0,
+            limit,
+            decoder: snap::raw::Decoder::new(),
+        };
+        if x.data.len() < XERIAL_HEADER_LEN || x.data[..8] != XERIAL_MAGIC {
+            // snappy-java reads a stream without its header as one raw block.
+            let len = snap::raw::decompress_len(&x.data).map_err(|e| e.to_string())?;
+            if len > limit {
+                return Err(format!(
+                    "decompressed size {len} exceeds the {limit}-byte limit"
+                ));
             }
-            pos += XERIAL_HEADER_LEN;
-            continue;
+            x.chunk = x
+                .decoder
+                .decompress_vec(&x.data)
+                .map_err(|e| e.to_string())?;
+            x.pos = x.data.len();
         }
-        let len = i32::from_be_bytes(data[pos..pos + 4].try_into().expect("4 bytes"));
-        pos += 4;
-        if len < 0 || len as usize > data.len() - pos {
-            return Err(format!(
-                "xerial chunk at byte {} declares {len} bytes, {} remain",
-                pos - 4,
-                data.len() - pos
-            ));
-        }
-        let block = &data[pos..pos + len as usize];
-        pos += len as usize;
-        let n = snap::raw::decompress_len(block).map_err(|e| e.to_string())?;
-        if out.len() + n > limit {
-            return Err(format!("decompressed size exceeds the {limit}-byte limit"));
-        }
-        let start = out.len();
-        out.resize(start + n, 0);
-        dec.decompress(block, &mut out[start..])
-            .map_err(|e| e.to_string())?;
+        Ok(x)
     }
-    Ok(out)
+
+    /// Decodes the next chunk into `chunk`; false at the end of the stream.
+    fn next_chunk(&mut self) -> Result<bool, String> {
+        let data = &self.data;
+        while self.pos < data.len() {
+            let pos = self.pos;
+            if data.len() - pos < 4 {
+                return Err(format!("xerial chunk length truncated at byte {pos}"));
+            }
+            if data[pos..pos + 4] == XERIAL_MAGIC[..4] {
+                // snappy-java reads a chunk length equal to the magic's head as the start of a
+                // concatenated stream: a whole header follows, then that stream's chunks; a
+                // header that is not valid ends the input.
+                let header = data
+                    .get(pos..pos + XERIAL_HEADER_LEN)
+                    .ok_or_else(|| format!("concatenated xerial header truncated at byte {pos}"))?;
+                if header[..8] != XERIAL_MAGIC {
+                    self.pos = data.len();
+                    break;
+                }
+                self.pos += XERIAL_HEADER_LEN;
+                continue;
+            }
+            let len = i32::from_be_bytes(data[pos..pos + 4].try_into().expect("4 bytes"));
+            let start = pos + 4;
+            if len < 0 || len as usize > data.len() - start {
+                return Err(format!(
+                    "xerial chunk at byte {pos} declares {len} bytes, {} remain",
+                    data.len() - start
+                ));
+            }
+            let block = &data[start..start + len as usize];
+            self.pos = start + len as usize;
+            let n = snap::raw::decompress_len(block).map_err(|e| e.to_string())?;
+            if self.produced + n > self.limit {
+                return Err(format!(
+                    "decompressed size exceeds the {}-byte limit",
+                    self.limit
+                ));
+            }
+            self.chunk.clear();
+            self.chunk.resize(n, 0);
+            self.decoder
+                .decompress(block, &mut self.chunk)
+                .map_err(|e| e.to_string())?;
+            self.produced += n;
+            self.read = 0;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
+
+impl Read for Xerial {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.read == self.chunk.len() {
+            if buf.is_empty() || !self.next_chunk().map_err(io::Error::other)? {
+                return Ok(0);
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.read);
+        buf[..n].copy_from_slice(&self.chunk[self.read..self.read + n]);
+        self.read += n;
+        Ok(n)
+    }
 }
 
 /// Kafka's `KafkaLZ4BlockInputStream` header rules, checked before the frame is decoded.
@@ -285,6 +391,10 @@ fn check_kafka_lz4_header(data: &[u8]) -> Result<(), String> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn decompress(codec: Compression, data: &[u8], limit: usize) -> Result<Bytes, String> {
+        super::decompress(codec, &Bytes::copy_from_slice(data), limit)
+    }
 
     const ALL: [Compression; 5] = [
         Compression::None,

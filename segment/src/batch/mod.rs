@@ -20,7 +20,7 @@ pub use builder::BatchBuilder;
 pub use compression::{Compression, MAX_DECOMPRESSED_BYTES};
 pub use control::{ControlRecord, ControlRecordType, EndTxnMarker, MirrorPidReset};
 pub use error::BatchError;
-pub use record::{Header, Record, RecordMeta, Records};
+pub use record::{Header, Record, RecordMeta, RecordMetas, Records, STREAM_BUFFER_BYTES};
 pub use stamp::BatchHeaderMut;
 
 use bytes::Bytes;
@@ -438,6 +438,41 @@ impl RecordBatch {
     /// buffer; compressed ones decompress the records area once into a new buffer (bounded by
     /// [`MAX_DECOMPRESSED_BYTES`]) and slice that.
     pub fn records(&self) -> Result<Records, BatchError> {
+        let (codec, area) = self.records_area()?;
+        let data = if codec == Compression::None {
+            area
+        } else {
+            compression::decompress(codec, &area, MAX_DECOMPRESSED_BYTES)
+                .map_err(|reason| self.decompression_error(codec, reason))?
+        };
+        Ok(Records::new(self, data))
+    }
+
+    /// Each record's offset and timestamp, checked as [`records`](Self::records) checks them,
+    /// without decompressing the batch whole: memory stays bounded whatever a compressed batch
+    /// inflates to (see [`RecordMetas`]). Uncompressed batches are walked in place.
+    pub fn record_metas(&self) -> Result<RecordMetas, BatchError> {
+        self.record_metas_with(MAX_DECOMPRESSED_BYTES, STREAM_BUFFER_BYTES)
+    }
+
+    /// [`record_metas`](Self::record_metas) with another bound on the decompressed bytes and
+    /// another buffer size.
+    pub(crate) fn record_metas_with(
+        &self,
+        limit: usize,
+        buffer_bytes: usize,
+    ) -> Result<RecordMetas, BatchError> {
+        let (codec, area) = self.records_area()?;
+        if codec == Compression::None {
+            return Ok(RecordMetas::in_place(Records::new(self, area)));
+        }
+        let decoder = compression::Decompressor::new(codec, area, limit)
+            .map_err(|reason| self.decompression_error(codec, reason))?;
+        Ok(RecordMetas::streamed(self, codec, decoder, buffer_bytes))
+    }
+
+    /// The codec and the (possibly compressed) records area, once the count is known sane.
+    fn records_area(&self) -> Result<(Compression, Bytes), BatchError> {
         let codec = self.compression()?;
         let count = self.records_count();
         if count < 0 {
@@ -448,19 +483,15 @@ impl RecordBatch {
                 count,
             ));
         }
-        let area = self.buf.slice(RECORD_BATCH_OVERHEAD..);
-        let data = if codec == Compression::None {
-            area
-        } else {
-            compression::decompress(codec, &area, MAX_DECOMPRESSED_BYTES).map_err(|reason| {
-                BatchError::Decompression {
-                    position: self.position,
-                    codec,
-                    reason,
-                }
-            })?
-        };
-        Ok(Records::new(self, data))
+        Ok((codec, self.buf.slice(RECORD_BATCH_OVERHEAD..)))
+    }
+
+    fn decompression_error(&self, codec: Compression, reason: String) -> BatchError {
+        BatchError::Decompression {
+            position: self.position,
+            codec,
+            reason,
+        }
     }
 
     /// The control record of a control batch (its first record), or `None` for a data batch.

@@ -667,3 +667,144 @@ fn the_metadata_walk_reads_varints_of_one_two_and_three_bytes() {
     assert_eq!(meta, full);
     assert_eq!(meta.len(), 7);
 }
+
+/// `batch`'s header over `area` compressed with `codec` as its records area, `count` records
+/// declared, the CRC updated: a batch whose decompressed bytes are exactly `area`.
+fn with_records_area(
+    batch: &RecordBatch,
+    codec: Compression,
+    area: &[u8],
+    count: i32,
+) -> RecordBatch {
+    let mut bytes = batch.as_bytes()[..RECORD_BATCH_OVERHEAD].to_vec();
+    bytes.extend_from_slice(&compression::compress(codec, area));
+    let len = (bytes.len() - LOG_OVERHEAD) as i32;
+    bytes[field::BATCH_LENGTH..field::BATCH_LENGTH + 4].copy_from_slice(&len.to_be_bytes());
+    let attributes = (batch.attributes() & !attr::COMPRESSION_MASK) | codec.id() as i16;
+    bytes[field::ATTRIBUTES..field::ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
+    bytes[field::RECORDS_COUNT..field::RECORDS_COUNT + 4].copy_from_slice(&count.to_be_bytes());
+    BatchHeaderMut::new(&mut bytes).unwrap().update_crc();
+    RecordBatch::new(bytes.into()).unwrap()
+}
+
+type MetaResults = Vec<Result<(Offset, TimestampMs), BatchError>>;
+
+/// What the full decode says of each record's offset and timestamp, errors included.
+fn full_walk(batch: &RecordBatch) -> Result<MetaResults, BatchError> {
+    Ok(batch
+        .records()?
+        .map(|r| r.map(|r| (r.offset, r.timestamp)))
+        .collect())
+}
+
+/// What the streamed walk says, through a buffer of `buffer_bytes`.
+fn streamed_walk(batch: &RecordBatch, buffer_bytes: usize) -> Result<MetaResults, BatchError> {
+    Ok(batch
+        .record_metas_with(MAX_DECOMPRESSED_BYTES, buffer_bytes)?
+        .map(|r| r.map(|m| (m.offset, m.timestamp)))
+        .collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// On the same decompressed bytes the streamed walk says what the full decode says, record
+    /// by record, for every codec: the records area overwritten at random (or not) and the
+    /// declared count off by a little (or not), errors and their reasons included.
+    #[test]
+    fn the_streamed_walk_agrees_with_the_full_decode_on_any_records_area(
+        spec in spec_strategy(),
+        codec in proptest::sample::select(CODECS.to_vec()),
+        damage in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+        count_change in prop_oneof![4 => Just(0i32), 1 => -2i32..3],
+        buffer_bytes in prop_oneof![Just(STREAM_BUFFER_BYTES), 1usize..40],
+    ) {
+        let plain = build(&Spec { codec: Compression::None, ..spec });
+        let mut area = plain.as_bytes()[field::RECORDS..].to_vec();
+        let len = area.len();
+        for (at, byte) in damage {
+            area[at.index(len)] = byte;
+        }
+        let count = (plain.records_count() + count_change).max(0);
+        let batch = with_records_area(&plain, codec, &area, count);
+        prop_assert_eq!(streamed_walk(&batch, buffer_bytes), full_walk(&batch), "{}", codec);
+    }
+
+    /// Damaged compressed bytes (cut short, or overwritten): when the full decode can still
+    /// decompress them both walks agree exactly; when it cannot, the streamed walk fails too —
+    /// after records that the undamaged batch holds when the stream was only cut short
+    /// (overwritten bytes may decode to other records before a checksum gives them away).
+    #[test]
+    fn damaged_compressed_bytes_fail_the_streamed_walk_too(
+        spec in spec_strategy(),
+        cut in proptest::option::of(any::<prop::sample::Index>()),
+        damage in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+        buffer_bytes in prop_oneof![Just(STREAM_BUFFER_BYTES), 1usize..40],
+    ) {
+        prop_assume!(spec.codec != Compression::None);
+        let good = build(&spec);
+        let mut area = good.as_bytes()[field::RECORDS..].to_vec();
+        if let Some(cut) = cut {
+            area.truncate(cut.index(area.len()));
+        }
+        let len = area.len();
+        let only_cut = damage.is_empty();
+        for (at, byte) in damage {
+            if len > 0 {
+                area[at.index(len)] = byte;
+            }
+        }
+        let mut bytes = good.as_bytes()[..field::RECORDS].to_vec();
+        bytes.extend_from_slice(&area);
+        let total = (bytes.len() - LOG_OVERHEAD) as i32;
+        bytes[field::BATCH_LENGTH..field::BATCH_LENGTH + 4].copy_from_slice(&total.to_be_bytes());
+        BatchHeaderMut::new(&mut bytes).unwrap().update_crc();
+        let batch = RecordBatch::new(bytes.into()).unwrap();
+        let streamed = streamed_walk(&batch, buffer_bytes);
+        if compression::decompress(spec.codec, &batch.as_bytes().slice(field::RECORDS..), MAX_DECOMPRESSED_BYTES).is_ok() {
+            prop_assert_eq!(streamed, full_walk(&batch));
+        } else {
+            prop_assert!(full_walk(&batch).is_err());
+            // Failing before the first record (a bad header) is failing too.
+            if let Ok(items) = streamed {
+                prop_assert!(matches!(items.last(), Some(Err(_))), "{:?}", items);
+                let oks = &items[..items.len() - 1];
+                if only_cut {
+                    let original = full_walk(&good).unwrap();
+                    prop_assert_eq!(oks, &original[..oks.len()]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_streamed_walk_past_the_limit_is_a_decompression_error() {
+    let big = BatchBuilder::new()
+        .record(TimestampMs(1), None, Some(&[0u8; 100_000]))
+        .build();
+    for codec in CODECS.into_iter().skip(1) {
+        let area = &big.as_bytes()[field::RECORDS..];
+        let batch = with_records_area(&big, codec, area, 1);
+        let errs: Vec<_> = batch
+            .record_metas_with(50_000, STREAM_BUFFER_BYTES)
+            .and_then(|m| m.collect::<Result<Vec<_>, _>>())
+            .err()
+            .into_iter()
+            .collect();
+        assert!(
+            matches!(&errs[..], [BatchError::Decompression { reason, .. }] if reason.contains("limit")),
+            "{codec}: {errs:?}"
+        );
+        let at_the_limit = batch.record_metas_with(area.len(), STREAM_BUFFER_BYTES);
+        assert_eq!(at_the_limit.unwrap().count(), 1);
+    }
+}
+
+#[test]
+fn uncompressed_batches_are_walked_in_place() {
+    let b = simple_batch(Compression::None);
+    let metas = b.record_metas().unwrap();
+    assert!(format!("{metas:?}").contains("Records"), "{metas:?}");
+    assert_eq!(metas.count(), 3);
+}

@@ -273,13 +273,13 @@ impl PartitionLog {
         let check_ts = self.config.timestamp_type == TimestampType::CreateTime;
         let mut max_ts = TimestampMs::NONE;
         // Offsets and timestamps only: no key, value or header slices (Kafka's
-        // skipKeyValueIterator).
-        let mut records = batch.records()?;
-        let mut i = 0usize;
+        // skipKeyValueIterator), and a compressed batch streamed through a small buffer rather
+        // than decompressed whole, so a batch that inflates to hundreds of MiB holds little.
+        let records = batch.record_metas()?;
         // The first out-of-bounds record's reason, and every such record (Kafka checks them all).
         let mut first_bad: Option<(u32, i64, String)> = None;
         let mut invalid: Vec<(u32, i64)> = vec![];
-        while let Some(r) = records.next_meta() {
+        for (i, r) in records.enumerate() {
             let r = r?;
             if r.offset != batch.base_offset().plus(i as i64) {
                 return Err(EngineError::InvalidRecord(format!(
@@ -309,7 +309,6 @@ impl PartitionLog {
                     first_bad.get_or_insert((i as u32, ts, reason));
                 }
             }
-            i += 1;
         }
         if let Some((record_index, timestamp, reason)) = first_bad {
             return Err(EngineError::InvalidTimestamp {

@@ -481,7 +481,8 @@ impl SegmentReader {
                 continue;
             }
             let batch = self.read_batch(&loc)?;
-            for r in batch.records().map_err(|e| self.corrupt(e))? {
+            // Offsets and timestamps only: a compressed batch is streamed, not inflated whole.
+            for r in batch.record_metas().map_err(|e| self.corrupt(e))? {
                 let r = r.map_err(|e| self.corrupt(e))?;
                 if r.timestamp >= timestamp && r.offset >= starting_offset {
                     return Ok(Some((r.offset, r.timestamp)));

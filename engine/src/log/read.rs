@@ -198,7 +198,8 @@ impl PartitionLog {
                 for seg in self.segments_from(batch_last) {
                     if let Some(loc) = seg.find_batch(batch_last)? {
                         let batch = seg.read_batch(&loc)?;
-                        for r in batch.records()? {
+                        // Offsets and timestamps only: streamed, as Kafka does.
+                        for r in batch.record_metas()? {
                             let r = r?;
                             if r.timestamp == ts && r.offset >= self.log_start_offset {
                                 return Ok(with_epoch(r.offset, ts));

@@ -275,12 +275,11 @@ impl PartitionLog {
         // Offsets and timestamps only: no key, value or header slices (Kafka's
         // skipKeyValueIterator), and a compressed batch streamed through a small buffer rather
         // than decompressed whole, so a batch that inflates to hundreds of MiB holds little.
-        let records = batch.record_metas()?;
         // The first out-of-bounds record's reason, and every such record (Kafka checks them all).
         let mut first_bad: Option<(u32, i64, String)> = None;
         let mut invalid: Vec<(u32, i64)> = vec![];
-        for (i, r) in records.enumerate() {
-            let r = r?;
+        let mut i = 0usize;
+        batch.record_metas()?.try_each(|r| {
             if r.offset != batch.base_offset().plus(i as i64) {
                 return Err(EngineError::InvalidRecord(format!(
                     "record {i} has offset delta {}, expected {i}",
@@ -309,7 +308,9 @@ impl PartitionLog {
                     first_bad.get_or_insert((i as u32, ts, reason));
                 }
             }
-        }
+            i += 1;
+            Ok(())
+        })?;
         if let Some((record_index, timestamp, reason)) = first_bad {
             return Err(EngineError::InvalidTimestamp {
                 record_index,

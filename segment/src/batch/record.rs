@@ -273,6 +273,7 @@ impl Records {
     /// The next record's offset and timestamp, with every check of [`Iterator::next`] but no
     /// `Bytes` slices and no header vector (Kafka's `skipKeyValueIterator`). For a compressed
     /// batch, [`RecordBatch::record_metas`] gives the same without inflating it whole.
+    #[inline]
     pub fn next_meta(&mut self) -> Option<Result<RecordMeta, BatchError>> {
         self.advance(Self::read_meta)
     }
@@ -330,6 +331,33 @@ impl RecordMetas {
             bases: BatchBases::of(batch),
             failed: false,
         })))
+    }
+}
+
+impl RecordMetas {
+    /// Calls `f` with each record's offset and timestamp until it fails or the records end,
+    /// then says the first error — `f`'s or the walk's. The same walk as the iterator, with
+    /// the batch's kind decided once rather than at each record: a leader checks every record
+    /// of every produced batch this way, and the per-record dispatch cost the in-place walk
+    /// about a fifth of its time.
+    #[inline]
+    pub fn try_each<E: From<BatchError>>(
+        self,
+        mut f: impl FnMut(RecordMeta) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match self.0 {
+            Metas::InPlace(mut r) => {
+                while let Some(m) = r.next_meta() {
+                    f(m?)?;
+                }
+            }
+            Metas::Streamed(mut s) => {
+                while let Some(m) = s.next_meta() {
+                    f(m?)?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -808,3 +808,43 @@ fn uncompressed_batches_are_walked_in_place() {
     assert!(format!("{metas:?}").contains("Records"), "{metas:?}");
     assert_eq!(metas.count(), 3);
 }
+
+#[test]
+fn try_each_yields_what_the_iterator_yields_and_stops_at_the_first_error() {
+    for codec in CODECS {
+        let b = simple_batch(codec);
+        let mut seen = vec![];
+        b.record_metas()
+            .unwrap()
+            .try_each(|m| -> Result<(), BatchError> {
+                seen.push(m);
+                Ok(())
+            })
+            .unwrap();
+        let iterated: Vec<_> = b.record_metas().unwrap().map(Result::unwrap).collect();
+        assert_eq!(seen, iterated, "{codec}");
+        // The walk's own error: a count one short leaves bytes behind.
+        let plain = simple_batch(Compression::None);
+        let short = with_records_area(&plain, codec, &plain.as_bytes()[field::RECORDS..], 2);
+        let mut calls = 0;
+        let err = short
+            .record_metas()
+            .unwrap()
+            .try_each(|_| -> Result<(), BatchError> {
+                calls += 1;
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BatchError::CorruptRecord {
+                    record_index: 2,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(calls, 2);
+    }
+}

@@ -6,8 +6,8 @@
 //! the one the failover cut off, which the stop aborted — and its last stable offset equals the
 //! high watermark (nothing left open). READ_UNCOMMITTED sees every data record.
 //!
-//! Needs `MIRRORLOG_PYTHON` (scripts/test.sh sets it); without it the test says so and checks
-//! nothing.
+//! Needs `MIRRORLOG_PYTHON` (scripts/test.sh sets it); without it the test fails, unless
+//! `MIRRORLOG_SKIP_CLIENT_TESTS` is set (then it says so and checks nothing).
 
 mod common;
 

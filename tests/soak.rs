@@ -17,7 +17,8 @@
 //!
 //! `MIRRORLOG_SOAK_SECS` (default 20; the README's soak uses 600) sets the crash phase's length,
 //! `MIRRORLOG_SOAK_SEED` replays a crash schedule. Needs `MIRRORLOG_PYTHON` (scripts/test.sh
-//! sets it); without it the test says so and checks nothing.
+//! sets it); without it the test fails, unless `MIRRORLOG_SKIP_CLIENT_TESTS` is set (then it
+//! says so and checks nothing).
 
 mod common;
 

@@ -19,13 +19,26 @@ pub struct Serve {
     pub dir: PathBuf,
 }
 
-/// A free local port (bound then released; the broker binds it next).
+/// A free local port for a broker this test starts (bound then released; the broker binds it
+/// next). Taken below Linux's ephemeral range (32768..61000), so no client's outgoing
+/// connection takes it in between, and never twice in one test binary, whose tests run side by
+/// side (the kernel's `:0` answer could hand two of them one port: a broker then failed with
+/// "Address already in use").
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Test binaries run one after another, each from its own place in the span.
+    let start = std::process::id().wrapping_mul(7919) % SPAN;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FIRST + (start + n) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {FIRST}..{}", FIRST + SPAN);
 }
 
 impl Serve {

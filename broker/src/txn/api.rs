@@ -6,6 +6,7 @@ use super::coordinator::TxnCoordinator;
 use super::error::TxnError;
 use super::state::TxnState;
 use crate::errors::READ_ONLY_TOPIC;
+use crate::topics::INTERNAL_TOPICS;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
@@ -362,10 +363,11 @@ impl TxnCoordinator {
         resp
     }
 
-    /// One transaction's per-partition results, as Kafka's `KafkaApis` builds them: partitions
-    /// the broker does not have are UNKNOWN_TOPIC_OR_PARTITION (mirror partitions
-    /// READ_ONLY_TOPIC) and the rest OPERATION_NOT_ATTEMPTED; otherwise the coordinator's
-    /// answer for all.
+    /// One transaction's per-partition results, as Kafka's `KafkaApis` builds them: a client's
+    /// (v0–3) partitions of internal topics are TOPIC_AUTHORIZATION_FAILED
+    /// ([`client_refused_internal`]), partitions the broker does not have
+    /// UNKNOWN_TOPIC_OR_PARTITION (mirror partitions READ_ONLY_TOPIC) and, when any is, the rest
+    /// OPERATION_NOT_ATTEMPTED; otherwise the coordinator's answer for all.
     fn add_partitions_results(
         &self,
         version: i16,
@@ -408,6 +410,10 @@ impl TxnCoordinator {
             }
         } else {
             for tp in &tps {
+                if client_refused_internal(version, &tp.topic) {
+                    codes.insert(tp.clone(), ResponseError::TopicAuthorizationFailed.code());
+                    continue;
+                }
                 match self.hosted_read_only(tp) {
                     None => {
                         codes.insert(tp.clone(), ResponseError::UnknownTopicOrPartition.code());
@@ -500,6 +506,15 @@ impl TxnCoordinator {
         };
         resp
     }
+}
+
+/// Whether AddPartitionsToTxn at `version` refuses a partition of `topic` as an internal one:
+/// Kafka's `KafkaApis` answers TOPIC_AUTHORIZATION_FAILED for the internal topics a client
+/// (v0–3) names, whose logs only their coordinators write (EndTxn would write its marker
+/// there); the broker-to-broker versions (v4+) skip the check, as in Kafka, but never take
+/// `__mirror_state`, which no Kafka broker knows.
+fn client_refused_internal(version: i16, topic: &str) -> bool {
+    topic == MIRROR_STATE_TOPIC || (version <= 3 && INTERNAL_TOPICS.contains(&topic))
 }
 
 fn supported(api: ApiKey, version: i16) -> bool {

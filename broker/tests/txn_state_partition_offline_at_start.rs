@@ -10,17 +10,17 @@
 
 mod common;
 
-use common::two_dir_broker::{add_partition, call, close, end_txn, find, init, open, s, state_tp};
+use common::two_dir_broker::{
+    add_partition, call, close, end_txn, find, init, open, produce_txn, s, state_tp,
+};
 use kafka_protocol::ResponseError as E;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::txn::TxnConfig;
 use mirrorlog_broker::txn::state_log::partition_for;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_index::{ProducerEpoch, ProducerId as Pid, Sequence, TimestampMs, TopicPartition};
-use mirrorlog_segment::BatchBuilder;
+use mirrorlog_index::TopicPartition;
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::path::Path;
 use std::sync::Arc;
@@ -37,29 +37,6 @@ fn add_offsets(b: &Broker, txn_id: &str, pid: i64, epoch: i16) -> i16 {
         panic!("not an AddOffsetsToTxn response");
     };
     resp.error_code
-}
-
-/// A transactional Produce v9 of one batch of (`pid`, `epoch`) to `tp`: its error.
-fn produce_txn(b: &Broker, txn_id: &str, pid: i64, epoch: i16, tp: &TopicPartition) -> i16 {
-    let mut bb = BatchBuilder::new()
-        .producer(Pid(pid), ProducerEpoch(epoch), Sequence(0))
-        .transactional(true);
-    bb.append(TimestampMs(T0), None, Some(b"v"), &[]);
-    let mut pd = PartitionProduceData::default();
-    pd.index = tp.partition;
-    pd.records = Some(bb.build().into_bytes());
-    let mut t = TopicProduceData::default();
-    t.name = TopicName(s(&tp.topic));
-    t.partition_data = vec![pd];
-    let mut r = ProduceRequest::default();
-    r.acks = -1;
-    r.timeout_ms = 30_000;
-    r.transactional_id = Some(TransactionalId(s(txn_id)));
-    r.topic_data = vec![t];
-    let ResponseKind::Produce(resp) = call(b, ApiKey::Produce, 9, r.into()) else {
-        panic!("not a Produce response");
-    };
-    resp.responses[0].partition_responses[0].error_code
 }
 
 #[test]
@@ -141,7 +118,7 @@ fn a_transaction_state_partition_in_an_offline_dir_leaves_only_its_ids_unavailab
     // Its open transaction cannot be verified (KIP-890): Kafka's answer to the producer for a
     // coordinator that does not serve the id is the retriable NOT_ENOUGH_REPLICAS.
     assert_eq!(
-        produce_txn(&b, &off_id, off_pid, off_epoch, &t_good),
+        produce_txn(&b, &off_id, (off_pid, off_epoch), T0, &t_good),
         E::NotEnoughReplicas.code()
     );
 

@@ -910,7 +910,10 @@ impl TxnCoordinator {
     /// One marker, durable on return. A partition that is gone, or is a read-only mirror, is
     /// skipped (Kafka drops markers for deleted partitions; a mirror's offsets must stay the
     /// source's). A marker the engine refuses for its producer or coordinator epoch is skipped
-    /// too (Kafka drops it): a newer epoch owns that producer id there.
+    /// too (Kafka drops it): a newer epoch owns that producer id there. A partition in an
+    /// offline data directory is not gone: its marker fails and is retried (Kafka's marker
+    /// waits for a partition without a leader), or the partition would come back with the
+    /// transaction open and nobody to end it.
     fn write_marker(
         &self,
         tp: &TopicPartition,
@@ -919,9 +922,13 @@ impl TxnCoordinator {
         commit: bool,
         now: i64,
     ) -> Result<(), String> {
-        let Some(h) = self.logs.get(tp) else {
-            tracing::warn!(partition = %tp, "partition is gone: transaction marker skipped");
-            return Ok(());
+        let h = match self.logs.lookup(tp) {
+            Ok(Some(h)) => h,
+            Ok(None) => {
+                tracing::warn!(partition = %tp, "partition is gone: transaction marker skipped");
+                return Ok(());
+            }
+            Err(e) => return Err(format!("{tp}: {e}")),
         };
         if h.read().is_read_only() {
             tracing::warn!(partition = %tp, "partition is a read-only mirror: transaction marker skipped");

@@ -4,15 +4,17 @@
 
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, ApiKey, EndTxnRequest, InitProducerIdRequest, ProducerId,
-    RequestHeader, RequestKind, ResponseKind, TopicName, TransactionalId,
+    AddPartitionsToTxnRequest, ApiKey, EndTxnRequest, InitProducerIdRequest, ProduceRequest,
+    ProducerId, RequestHeader, RequestKind, ResponseKind, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::server::{Handler, RequestContext};
 use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_index::TopicPartition;
+use mirrorlog_index::{ProducerEpoch, ProducerId as Pid, Sequence, TimestampMs, TopicPartition};
+use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::io::SimStorage;
 use std::path::Path;
 use std::sync::Arc;
@@ -139,4 +141,34 @@ pub fn find(b: &Broker, key_type: i8, keys: &[&str]) -> Vec<i16> {
         panic!("not a FindCoordinator response");
     };
     resp.coordinators.iter().map(|c| c.error_code).collect()
+}
+
+/// A transactional Produce v9 of one batch of (`pid`, `epoch`) at `timestamp_ms` to `tp`: its
+/// error.
+pub fn produce_txn(
+    b: &Broker,
+    txn_id: &str,
+    (pid, epoch): (i64, i16),
+    timestamp_ms: i64,
+    tp: &TopicPartition,
+) -> i16 {
+    let mut bb = BatchBuilder::new()
+        .producer(Pid(pid), ProducerEpoch(epoch), Sequence(0))
+        .transactional(true);
+    bb.append(TimestampMs(timestamp_ms), None, Some(b"v"), &[]);
+    let mut pd = PartitionProduceData::default();
+    pd.index = tp.partition;
+    pd.records = Some(bb.build().into_bytes());
+    let mut t = TopicProduceData::default();
+    t.name = TopicName(s(&tp.topic));
+    t.partition_data = vec![pd];
+    let mut r = ProduceRequest::default();
+    r.acks = -1;
+    r.timeout_ms = 30_000;
+    r.transactional_id = Some(TransactionalId(s(txn_id)));
+    r.topic_data = vec![t];
+    let ResponseKind::Produce(resp) = call(b, ApiKey::Produce, 9, r.into()) else {
+        panic!("not a Produce response");
+    };
+    resp.responses[0].partition_responses[0].error_code
 }

@@ -8,12 +8,11 @@
 
 mod common;
 
-use common::txn::{NoGroups, manual_logs};
+use common::txn::{NoGroups, PartitionResults, flatten, manual_logs};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
-use kafka_protocol::messages::add_partitions_to_txn_response::AddPartitionsToTxnTopicResult;
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, RequestKind, ResponseKind,
     TopicName, TransactionalId,
@@ -49,29 +48,13 @@ fn topics(partitions: &[(&str, i32)]) -> Vec<AddPartitionsToTxnTopic> {
         .collect()
 }
 
-/// (topic, partition, error code) per partition.
-fn flatten(results: &[AddPartitionsToTxnTopicResult]) -> Vec<(String, i32, i16)> {
-    results
-        .iter()
-        .flat_map(|t| {
-            t.results_by_partition.iter().map(|p| {
-                (
-                    t.name.0.to_string(),
-                    p.partition_index,
-                    p.partition_error_code,
-                )
-            })
-        })
-        .collect()
-}
-
 /// AddPartitionsToTxn at `version` for one transaction: its partitions' results.
 fn add(
     txn: &TxnCoordinator,
     version: i16,
     producer: (i64, i16),
     partitions: &[(&str, i32)],
-) -> Vec<(String, i32, i16)> {
+) -> PartitionResults {
     let mut r = AddPartitionsToTxnRequest::default();
     if version <= 3 {
         r.v3_and_below_transactional_id = TransactionalId(s("tx"));

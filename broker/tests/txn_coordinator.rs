@@ -4,11 +4,13 @@
 //! between PrepareCommit and the markers, and the wire-level error codes. Nothing here waits
 //! on real time.
 
+mod common;
+
+use common::txn::{PartitionResults, flatten};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
-use kafka_protocol::messages::add_partitions_to_txn_response::AddPartitionsToTxnTopicResult;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey,
     EndTxnRequest, GroupId, InitProducerIdRequest, InitProducerIdResponse, RequestKind,
@@ -194,24 +196,6 @@ fn add_partitions_response(
         ResponseKind::AddPartitionsToTxn(x) => x,
         other => panic!("unexpected response {other:?}"),
     }
-}
-
-/// (topic, partition, error code) per partition.
-type PartitionResults = Vec<(String, i32, i16)>;
-
-fn flatten(results: &[AddPartitionsToTxnTopicResult]) -> PartitionResults {
-    results
-        .iter()
-        .flat_map(|t| {
-            t.results_by_partition.iter().map(|p| {
-                (
-                    t.name.0.to_string(),
-                    p.partition_index,
-                    p.partition_error_code,
-                )
-            })
-        })
-        .collect()
 }
 
 fn add_offsets(b: &Broker, version: i16, id: &str, producer: (i64, i16), group: &str) -> i16 {

@@ -9,17 +9,15 @@
 
 mod common;
 
-use common::two_dir_broker::{add_partition, close, init, open, produce_txn, state_tp};
+use common::two_dir_broker::{TwoDirs, add_partition, close, init, produce_txn, state_tp};
 use kafka_protocol::ResponseError as E;
 use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::txn::TxnConfig;
 use mirrorlog_broker::txn::state_log::partition_for;
-use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TopicPartition;
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -36,23 +34,19 @@ fn lso_and_leo(b: &Broker, tp: &TopicPartition) -> (i64, i64) {
 
 #[test]
 fn a_timeout_abort_waits_for_the_partition_of_an_offline_dir() {
-    let d1 = tempfile::tempdir().unwrap();
-    let d2 = tempfile::tempdir().unwrap();
-    let sim = Arc::new(SimStorage::new());
-    let clock = ManualClock::new(T0);
-    let parts = TxnConfig::default().transaction_state_partitions;
-
-    let b = open(d1.path(), d2.path(), &sim, &clock);
+    let dirs = TwoDirs::new(T0);
+    let b = dirs.open();
     b.topics
         .create(&b.logs, "t", 2, LogConfig::default(), None)
         .unwrap();
     // The directory to fail holds neither `__transaction_state-0` nor the id's state partition,
     // but one partition of `t`.
+    let parts = TxnConfig::default().transaction_state_partitions;
     let good = dir_of(&b, &state_tp(0));
-    let bad: PathBuf = if good == d1.path() {
-        d2.path()
+    let bad: PathBuf = if good == dirs.d1.path() {
+        dirs.d2.path()
     } else {
-        d1.path()
+        dirs.d1.path()
     }
     .into();
     let id = (0..1000)
@@ -77,10 +71,11 @@ fn a_timeout_abort_waits_for_the_partition_of_an_offline_dir() {
 
     // The partition's directory fails at the next start; the transaction times out there.
     let fault_path = bad.join(t_bad.to_string());
-    sim.inject(Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(fault_path.to_str().unwrap()));
-    let b = open(d1.path(), d2.path(), &sim, &clock);
+    dirs.sim
+        .inject(Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(fault_path.to_str().unwrap()));
+    let b = dirs.open();
     assert!(b.logs.offline_dirs().iter().any(|(p, _)| *p == bad));
-    clock.advance(61_000);
+    dirs.clock.advance(61_000);
     b.tick();
     b.tick();
     // The abort is decided but its marker cannot be written: the transaction is not complete.
@@ -92,7 +87,7 @@ fn a_timeout_abort_waits_for_the_partition_of_an_offline_dir() {
     close(b);
 
     // Repaired: the start writes the marker, and the partition's transaction is closed.
-    let b = open(d1.path(), d2.path(), &sim, &clock);
+    let b = dirs.open();
     assert!(b.logs.offline_dirs().is_empty());
     let (lso, leo) = lso_and_leo(&b, &t_bad);
     assert_eq!(leo, 2, "the record and the ABORT marker");

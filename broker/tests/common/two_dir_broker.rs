@@ -38,6 +38,36 @@ pub fn open(d1: &Path, d2: &Path, sim: &Arc<SimStorage>, clock: &Arc<ManualClock
     b
 }
 
+/// Two data directories on one simulated storage, and a manual clock: what a test opens a
+/// broker on, closes it and opens it again (after arming a fault) as a restart.
+pub struct TwoDirs {
+    /// The first data directory.
+    pub d1: tempfile::TempDir,
+    /// The second data directory.
+    pub d2: tempfile::TempDir,
+    /// The storage both are on.
+    pub sim: Arc<SimStorage>,
+    /// The broker's clock.
+    pub clock: Arc<ManualClock>,
+}
+
+impl TwoDirs {
+    /// Two empty directories, the clock at `now_ms`.
+    pub fn new(now_ms: i64) -> TwoDirs {
+        TwoDirs {
+            d1: tempfile::tempdir().unwrap(),
+            d2: tempfile::tempdir().unwrap(),
+            sim: Arc::new(SimStorage::new()),
+            clock: ManualClock::new(now_ms),
+        }
+    }
+
+    /// [`open`] on these directories.
+    pub fn open(&self) -> Arc<Broker> {
+        open(self.d1.path(), self.d2.path(), &self.sim, &self.clock)
+    }
+}
+
 /// Shuts the broker down cleanly (it must not be shared any more). Its mirrors stop first:
 /// their threads hold the broker for the length of each pass, so the unwrap raced a pass
 /// ("broker still shared", seen once in CI).

@@ -1,6 +1,7 @@
 //! A transaction coordinator on its own: a log manager on the pwrite backend and a manual clock,
 //! and no group coordinator behind it.
 
+use kafka_protocol::messages::add_partitions_to_txn_response::AddPartitionsToTxnTopicResult;
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
@@ -54,4 +55,23 @@ pub fn abort_marker(txn: &TxnCoordinator, topic: &str, producer_id: i64, epoch: 
         ResponseKind::WriteTxnMarkers(x) => x.markers[0].topics[0].partitions[0].error_code,
         other => panic!("{other:?}"),
     }
+}
+
+/// (topic, partition, error code) per partition of an AddPartitionsToTxn answer.
+pub type PartitionResults = Vec<(String, i32, i16)>;
+
+/// The per-partition results of an AddPartitionsToTxn answer, in its order.
+pub fn flatten(results: &[AddPartitionsToTxnTopicResult]) -> PartitionResults {
+    results
+        .iter()
+        .flat_map(|t| {
+            t.results_by_partition.iter().map(|p| {
+                (
+                    t.name.0.to_string(),
+                    p.partition_index,
+                    p.partition_error_code,
+                )
+            })
+        })
+        .collect()
 }

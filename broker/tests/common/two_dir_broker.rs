@@ -12,11 +12,15 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::server::{Handler, RequestContext};
+use mirrorlog_broker::txn::TxnConfig;
+use mirrorlog_broker::txn::state_log::partition_for;
 use mirrorlog_engine::clock::ManualClock;
+use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::{ProducerEpoch, ProducerId as Pid, Sequence, TimestampMs, TopicPartition};
 use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::io::SimStorage;
-use std::path::Path;
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A string of the protocol.
@@ -65,6 +69,69 @@ impl TwoDirs {
     /// [`open`] on these directories.
     pub fn open(&self) -> Arc<Broker> {
         open(self.d1.path(), self.d2.path(), &self.sim, &self.clock)
+    }
+}
+
+/// The data directory holding `tp`.
+pub fn dir_of(b: &Broker, tp: &TopicPartition) -> PathBuf {
+    b.logs.get(tp).unwrap().data_dir().to_path_buf()
+}
+
+/// (last stable offset, log end offset) of `tp`.
+pub fn lso_and_leo(b: &Broker, tp: &TopicPartition) -> (i64, i64) {
+    let log = b.logs.get(tp).unwrap();
+    let log = log.read();
+    (log.last_stable_offset().get(), log.log_end_offset().get())
+}
+
+/// How a test puts one partition of a transaction in a directory that fails, and nothing of the
+/// transaction coordinator's: topic `t` (2 partitions) exists, `bad` is the directory that
+/// holds neither `__transaction_state-0` nor `txn_id`'s state partition, `t_bad` the partition
+/// of `t` in it.
+pub struct SplitTxn {
+    /// The directory [`fail_at_next_open`](Self::fail_at_next_open) fails.
+    pub bad: PathBuf,
+    /// A transactional id whose state is in the other directory.
+    pub txn_id: String,
+    /// The partition of `t` in `bad`.
+    pub t_bad: TopicPartition,
+}
+
+impl SplitTxn {
+    /// Creates topic `t` on `b` and picks the directory, id and partition.
+    pub fn new(dirs: &TwoDirs, b: &Broker) -> SplitTxn {
+        b.topics
+            .create(&b.logs, "t", 2, LogConfig::default(), None)
+            .unwrap();
+        let parts = TxnConfig::default().transaction_state_partitions;
+        let good = dir_of(b, &state_tp(0));
+        let bad: PathBuf = if good == dirs.d1.path() {
+            dirs.d2.path()
+        } else {
+            dirs.d1.path()
+        }
+        .into();
+        let txn_id = (0..1000)
+            .map(|i| format!("tx-{i}"))
+            .find(|id| dir_of(b, &state_tp(partition_for(id, parts))) == good)
+            .expect("an id whose state is in the good dir");
+        let t_bad = (0..2)
+            .map(|p| TopicPartition {
+                topic: "t".into(),
+                partition: p,
+            })
+            .find(|tp| dir_of(b, tp) == bad)
+            .expect("a partition of t in the dir that fails");
+        SplitTxn { bad, txn_id, t_bad }
+    }
+
+    /// Arms the fault that takes `bad` offline while the next start loads it (listing
+    /// `t_bad`'s directory fails).
+    pub fn fail_at_next_open(&self, dirs: &TwoDirs) {
+        let fault_path = self.bad.join(self.t_bad.to_string());
+        dirs.sim.inject(
+            Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(fault_path.to_str().unwrap()),
+        );
     }
 }
 

@@ -367,7 +367,9 @@ impl TxnCoordinator {
     /// (v0–3) partitions of internal topics are TOPIC_AUTHORIZATION_FAILED
     /// ([`client_refused_internal`]), partitions the broker does not have
     /// UNKNOWN_TOPIC_OR_PARTITION (mirror partitions READ_ONLY_TOPIC) and, when any is, the rest
-    /// OPERATION_NOT_ATTEMPTED; otherwise the coordinator's answer for all.
+    /// OPERATION_NOT_ATTEMPTED; otherwise the coordinator's answer for all. A partition of a data
+    /// directory offline since start is not unknown (Kafka checks the metadata, which lists it):
+    /// it is added, whether or not it is a mirror's (that is in its unread log).
     fn add_partitions_results(
         &self,
         version: i16,
@@ -415,6 +417,10 @@ impl TxnCoordinator {
                     continue;
                 }
                 match self.hosted_read_only(tp) {
+                    // In a data directory that was offline at start: the partition exists (Kafka's
+                    // metadata has it), so it joins; the Produce to it fails, and its marker waits
+                    // for the directory.
+                    None if self.offline(tp) => {}
                     None => {
                         codes.insert(tp.clone(), ResponseError::UnknownTopicOrPartition.code());
                     }

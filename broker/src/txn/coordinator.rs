@@ -462,7 +462,8 @@ impl TxnCoordinator {
 
     /// AddPartitionsToTxn: the partitions join the producer's transaction (opening one when
     /// none is). Whether the partitions exist is the caller's check (the wire handler answers
-    /// UNKNOWN_TOPIC_OR_PARTITION for them without calling this).
+    /// UNKNOWN_TOPIC_OR_PARTITION for them without calling this; a partition of an offline data
+    /// directory exists).
     ///
     /// # Errors
     /// `InvalidRequest`, `InvalidProducerIdMapping`, `ProducerFenced`,

@@ -15,7 +15,9 @@ pub fn engine_error_code(e: &EngineError) -> i16 {
     engine_error(e).code()
 }
 
-fn engine_error(e: &EngineError) -> ResponseError {
+/// The Kafka error of an engine error (READ_ONLY_TOPIC, which Kafka does not know, is
+/// [`engine_error_code`]'s).
+pub(crate) fn engine_error(e: &EngineError) -> ResponseError {
     match e {
         EngineError::Corrupt(_) => ResponseError::CorruptMessage,
         EngineError::InvalidRecord(_) => ResponseError::InvalidRecord,

@@ -374,7 +374,7 @@ impl TxnCoordinator {
     /// # Errors
     /// `InvalidRequest`, `InvalidTransactionTimeout`, `ProducerFenced`,
     /// `ConcurrentTransactions` (markers of the previous transaction are still pending),
-    /// `StateLogUnavailable`, `ProducerIdUnavailable`.
+    /// `StateLogWrite`, `ProducerIdUnavailable`.
     pub fn init_producer_id(
         &self,
         transactional_id: Option<&str>,
@@ -467,7 +467,7 @@ impl TxnCoordinator {
     ///
     /// # Errors
     /// `InvalidRequest`, `InvalidProducerIdMapping`, `ProducerFenced`,
-    /// `ConcurrentTransactions`, `StateLogUnavailable`.
+    /// `ConcurrentTransactions`, `StateLogWrite`.
     pub fn add_partitions(
         &self,
         transactional_id: &str,
@@ -597,7 +597,7 @@ impl TxnCoordinator {
     ///
     /// # Errors
     /// `InvalidRequest`, `InvalidProducerIdMapping`, `ProducerFenced`,
-    /// `ConcurrentTransactions`, `InvalidTxnState`, `StateLogUnavailable`.
+    /// `ConcurrentTransactions`, `InvalidTxnState`, `StateLogWrite`.
     pub fn end_txn(
         &self,
         transactional_id: &str,
@@ -735,7 +735,7 @@ impl TxnCoordinator {
     fn persist(&self, id: &str, m: Option<&TxnMetadata>) -> Result<(), TxnError> {
         let batch = state_log::txn_record_batch(id, m, self.clock.now_ms());
         self.append_state(self.partition_for(id), batch, true)
-            .map_err(|e| TxnError::StateLogUnavailable(e.to_string()))
+            .map_err(|e| TxnError::state_log_write(&e))
     }
 
     fn broker_batch(&self, block_end: i64) -> Bytes {
@@ -1105,7 +1105,7 @@ impl TxnCoordinator {
         let Some(_guard) = self.rewrite.try_lock() else {
             return Ok(());
         };
-        let storage = |e: EngineError| TxnError::StateLogUnavailable(e.to_string());
+        let storage = |e: EngineError| TxnError::state_log_write(&e);
         for p in 0..self.state_partitions {
             if self.unloaded.contains_key(&p) {
                 // Nothing of it is in memory: a rewrite would drop its live records.
@@ -1115,7 +1115,10 @@ impl TxnCoordinator {
             let h = self
                 .logs
                 .get(&tp)
-                .ok_or_else(|| TxnError::StateLogUnavailable(format!("{tp} is missing")))?;
+                .ok_or_else(|| TxnError::StateLogWrite {
+                    append_error: kafka_protocol::ResponseError::UnknownTopicOrPartition,
+                    reason: format!("{tp} is missing"),
+                })?;
             let (start, end) = {
                 let log = h.read();
                 (log.log_start_offset(), log.log_end_offset())

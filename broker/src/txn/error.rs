@@ -2,6 +2,7 @@
 //! Kafka error it becomes.
 
 use kafka_protocol::ResponseError;
+use mirrorlog_engine::error::EngineError;
 
 /// A transaction request the coordinator refused or could not complete.
 #[non_exhaustive]
@@ -36,10 +37,17 @@ pub enum TxnError {
     /// by AddPartitionsToTxn v4+ is not in the transaction.
     #[error("the partition is not in the transaction")]
     PartitionNotInTransaction,
-    /// `NOT_COORDINATOR`: `__transaction_state` could not be written (storage failure); the
-    /// client looks the coordinator up again and retries.
-    #[error("the transaction log could not be written: {0}")]
-    StateLogUnavailable(String),
+    /// `__transaction_state` could not be written: answered as Kafka's `TransactionStateManager`
+    /// maps the append's error ([`state_log_error`]) — a storage failure NOT_COORDINATOR (the
+    /// client looks the coordinator up again and retries), a record too large
+    /// UNKNOWN_SERVER_ERROR.
+    #[error("the transaction log could not be written ({append_error:?}): {reason}")]
+    StateLogWrite {
+        /// The append's error, as a Produce would get it.
+        append_error: ResponseError,
+        /// What failed.
+        reason: String,
+    },
     /// `COORDINATOR_NOT_AVAILABLE`: no producer id could be allocated.
     #[error("no producer id could be allocated: {0}")]
     ProducerIdUnavailable(String),
@@ -59,6 +67,14 @@ pub enum TxnError {
 }
 
 impl TxnError {
+    /// A failed append to `__transaction_state`.
+    pub(crate) fn state_log_write(e: &EngineError) -> TxnError {
+        TxnError::StateLogWrite {
+            append_error: crate::errors::engine_error(e),
+            reason: e.to_string(),
+        }
+    }
+
     /// The Kafka error, at the newest request versions.
     pub fn response_error(&self) -> ResponseError {
         match self {
@@ -69,7 +85,7 @@ impl TxnError {
             TxnError::ConcurrentTransactions => ResponseError::ConcurrentTransactions,
             TxnError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
             TxnError::PartitionNotInTransaction => ResponseError::TransactionAbortable,
-            TxnError::StateLogUnavailable(_) => ResponseError::NotCoordinator,
+            TxnError::StateLogWrite { append_error, .. } => state_log_error(*append_error),
             TxnError::ProducerIdUnavailable(_) => ResponseError::CoordinatorNotAvailable,
             TxnError::NotLoaded(_) => ResponseError::NotCoordinator,
             TxnError::ProducerIdsNotLoaded(_) => ResponseError::CoordinatorLoadInProgress,
@@ -89,6 +105,77 @@ impl TxnError {
                 ResponseError::InvalidTxnState.code()
             }
             e => e.response_error().code(),
+        }
+    }
+}
+
+/// What the coordinator answers for an append to `__transaction_state` that failed with
+/// `append_error`, as Kafka's `TransactionStateManager.appendTransactionToLog` maps it: the
+/// partition missing or short of replicas (or the append timed out) COORDINATOR_NOT_AVAILABLE,
+/// the partition not led here or its log dir failed NOT_COORDINATOR, a record or batch too
+/// large UNKNOWN_SERVER_ERROR (retrying or moving cannot help), any other error as it is.
+pub fn state_log_error(append_error: ResponseError) -> ResponseError {
+    match append_error {
+        ResponseError::UnknownTopicOrPartition
+        | ResponseError::NotEnoughReplicas
+        | ResponseError::NotEnoughReplicasAfterAppend
+        | ResponseError::RequestTimedOut => ResponseError::CoordinatorNotAvailable,
+        ResponseError::NotLeaderOrFollower | ResponseError::KafkaStorageError => {
+            ResponseError::NotCoordinator
+        }
+        ResponseError::MessageTooLarge | ResponseError::RecordListTooLarge => {
+            ResponseError::UnknownServerError
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_log_append_errors_map_as_kafkas_transaction_state_manager() {
+        for (append, answer) in [
+            (
+                ResponseError::UnknownTopicOrPartition,
+                ResponseError::CoordinatorNotAvailable,
+            ),
+            (
+                ResponseError::NotEnoughReplicas,
+                ResponseError::CoordinatorNotAvailable,
+            ),
+            (
+                ResponseError::NotEnoughReplicasAfterAppend,
+                ResponseError::CoordinatorNotAvailable,
+            ),
+            (
+                ResponseError::RequestTimedOut,
+                ResponseError::CoordinatorNotAvailable,
+            ),
+            (
+                ResponseError::NotLeaderOrFollower,
+                ResponseError::NotCoordinator,
+            ),
+            (
+                ResponseError::KafkaStorageError,
+                ResponseError::NotCoordinator,
+            ),
+            (
+                ResponseError::MessageTooLarge,
+                ResponseError::UnknownServerError,
+            ),
+            (
+                ResponseError::RecordListTooLarge,
+                ResponseError::UnknownServerError,
+            ),
+            (ResponseError::CorruptMessage, ResponseError::CorruptMessage),
+        ] {
+            let e = TxnError::StateLogWrite {
+                append_error: append,
+                reason: String::new(),
+            };
+            assert_eq!(e.response_error(), answer, "{append:?}");
         }
     }
 }

@@ -39,6 +39,15 @@ pub const MAX_TRANSACTIONAL_ID_BYTES: usize = i16::MAX as usize;
 const MARKER_THREADS: usize = 8;
 /// Lookups of a transactional id retried when it was expiring under us.
 const DEAD_ENTRY_RETRIES: usize = 3;
+/// A transaction whose completion (markers, then the Complete record) failed is retried by
+/// `tick` this long after the first failure, then after twice as long at each further failure,
+/// up to [`COMPLETION_RETRY_BACKOFF_MAX_MS`]: 0.1, 0.2, 0.4, ... 6.4, 10, 10 s. The failures
+/// retried here (a partition's data directory offline, a partition whose write failed) mostly
+/// last until a restart, which retries at once; retrying every tick only repeated the failure.
+const COMPLETION_RETRY_BACKOFF_MS: i64 = 100;
+/// The longest wait between two retries of one transaction's completion: a failure that clears
+/// without a restart delays the transaction's end by at most this much.
+const COMPLETION_RETRY_BACKOFF_MAX_MS: i64 = 10_000;
 
 /// The transaction coordinator. See the [module docs](super).
 pub struct TxnCoordinator {
@@ -58,9 +67,9 @@ pub struct TxnCoordinator {
     txns: RwLock<HashMap<String, Entry>>,
     producer_ids: Mutex<ProducerIdBlock>,
     /// Transactional ids left in PrepareCommit/PrepareAbort because a marker or the completion
-    /// record could not be written, with the partitions whose marker is already written;
-    /// `tick` retries the rest.
-    pending: Mutex<HashMap<String, BTreeSet<TopicPartition>>>,
+    /// record could not be written, with the partitions whose marker is already written and
+    /// when to retry; `tick` retries the rest.
+    pending: Mutex<HashMap<String, Pending>>,
     schedule: Mutex<Schedule>,
     /// Serialises state-log rewrites.
     rewrite: Mutex<()>,
@@ -81,6 +90,27 @@ pub type StateHook = Box<dyn Fn(i32) + Send + Sync>;
 struct ProducerIdBlock {
     next: i64,
     end: i64,
+}
+
+/// A transaction whose completion failed (or, at open, was interrupted).
+#[derive(Debug, Default)]
+struct Pending {
+    /// The partitions whose marker is written.
+    done: BTreeSet<TopicPartition>,
+    /// Failed attempts since the transaction was prepared or loaded.
+    failures: u32,
+    /// When (the coordinator's clock) `tick` next retries; 0 at open: at once.
+    next_retry_ms: i64,
+    /// The failure last warned about: the same failure again is logged at debug level only.
+    warned: Option<String>,
+}
+
+/// How long `tick` waits before the retry that follows the `failures`th failure.
+fn completion_retry_backoff_ms(failures: u32) -> i64 {
+    let doublings = failures.saturating_sub(1).min(20);
+    COMPLETION_RETRY_BACKOFF_MS
+        .saturating_mul(1 << doublings)
+        .min(COMPLETION_RETRY_BACKOFF_MAX_MS)
 }
 
 /// When `tick`'s periodic jobs are next due.
@@ -249,7 +279,7 @@ impl TxnCoordinator {
             pending: Mutex::new(
                 prepared
                     .iter()
-                    .map(|id| (id.clone(), BTreeSet::new()))
+                    .map(|id| (id.clone(), Pending::default()))
                     .collect(),
             ),
             schedule: Mutex::new(Schedule {
@@ -274,7 +304,7 @@ impl TxnCoordinator {
             completing = prepared.len(),
             "transaction coordinator loaded"
         );
-        coordinator.retry_pending();
+        coordinator.retry_pending(now);
         Ok(Arc::new(coordinator))
     }
 
@@ -632,8 +662,9 @@ impl TxnCoordinator {
     }
 
     /// Background work, to be called every 100 ms – 1 s: retries completions whose markers
-    /// could not be written; every `abort_timed_out_transaction_cleanup_interval_ms`, aborts
-    /// transactions open longer than their timeout (the epoch is bumped, so the producer is
+    /// could not be written, each with its exponential backoff (0.1 s doubling up to 10 s,
+    /// `COMPLETION_RETRY_BACKOFF_MS`); every `abort_timed_out_transaction_cleanup_interval_ms`,
+    /// aborts transactions open longer than their timeout (the epoch is bumped, so the producer is
     /// fenced, and ABORT markers are written); every
     /// `remove_expired_transaction_cleanup_interval_ms`, forgets transactional ids idle for
     /// `transactional_id_expiration_ms` (a tombstone is written); and rewrites a
@@ -643,8 +674,8 @@ impl TxnCoordinator {
     /// Returns whether it may have written markers (a retried completion or a timeout abort
     /// was attempted), so the caller can wake fetches waiting on a last stable offset.
     pub fn tick(&self) -> bool {
-        let mut wrote = self.retry_pending();
         let now = self.clock.now_ms();
+        let mut wrote = self.retry_pending(now);
         let (abort_due, expire_due) = {
             let mut s = self.schedule.lock();
             let abort_due = now >= s.next_abort_check_ms;
@@ -785,15 +816,42 @@ impl TxnCoordinator {
         Ok(())
     }
 
-    /// Completes a prepared transaction, or leaves it for `tick` to retry.
+    /// Completes a prepared transaction, or leaves it for `tick` to retry after a backoff
+    /// ([`COMPLETION_RETRY_BACKOFF_MS`]). A failure is warned about once, and again only when
+    /// its reason changes; the same failure repeated is logged at debug level.
     fn complete_or_defer(&self, id: &str, m: &mut TxnMetadata) {
-        let mut done = self.pending.lock().remove(id).unwrap_or_default();
-        if let Err(e) = self.complete(id, m, &mut done) {
-            tracing::warn!(
+        let mut p = self.pending.lock().remove(id).unwrap_or_default();
+        match self.complete(id, m, &mut p.done) {
+            Ok(()) if p.failures > 0 => tracing::info!(
                 transactional_id = id,
-                "completing the transaction failed, will retry: {e}"
-            );
-            self.pending.lock().insert(id.to_string(), done);
+                failures = p.failures,
+                "transaction completed after failed attempts"
+            ),
+            Ok(()) => {}
+            Err(e) => {
+                p.failures = p.failures.saturating_add(1);
+                let backoff_ms = completion_retry_backoff_ms(p.failures);
+                p.next_retry_ms = self.clock.now_ms().saturating_add(backoff_ms);
+                let reason = e.to_string();
+                if p.warned.as_ref() == Some(&reason) {
+                    tracing::debug!(
+                        transactional_id = id,
+                        failures = p.failures,
+                        "completing the transaction failed again, will retry in {backoff_ms} ms: \
+                         {e}"
+                    );
+                } else {
+                    tracing::warn!(
+                        transactional_id = id,
+                        failures = p.failures,
+                        "completing the transaction failed, will retry in {backoff_ms} ms (then \
+                         less often, up to {COMPLETION_RETRY_BACKOFF_MAX_MS} ms apart; the same \
+                         failure again is logged at debug level): {e}"
+                    );
+                    p.warned = Some(reason);
+                }
+                self.pending.lock().insert(id.to_string(), p);
+            }
         }
     }
 
@@ -1019,10 +1077,17 @@ impl TxnCoordinator {
         }
     }
 
-    /// Returns whether a completion was attempted (markers may have been written).
-    fn retry_pending(&self) -> bool {
+    /// Retries the completions due at `now`. Returns whether one was attempted (markers may
+    /// have been written).
+    fn retry_pending(&self, now: i64) -> bool {
         let mut attempted = false;
-        let ids: Vec<String> = self.pending.lock().keys().cloned().collect();
+        let ids: Vec<String> = self
+            .pending
+            .lock()
+            .iter()
+            .filter(|(_, p)| p.next_retry_ms <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
         for id in ids {
             let Some(e) = self.entry(&id) else {
                 self.pending.lock().remove(&id);
@@ -1112,13 +1177,10 @@ impl TxnCoordinator {
                 continue;
             }
             let tp = state_tp(p);
-            let h = self
-                .logs
-                .get(&tp)
-                .ok_or_else(|| TxnError::StateLogWrite {
-                    append_error: kafka_protocol::ResponseError::UnknownTopicOrPartition,
-                    reason: format!("{tp} is missing"),
-                })?;
+            let h = self.logs.get(&tp).ok_or_else(|| TxnError::StateLogWrite {
+                append_error: kafka_protocol::ResponseError::UnknownTopicOrPartition,
+                reason: format!("{tp} is missing"),
+            })?;
             let (start, end) = {
                 let log = h.read();
                 (log.log_start_offset(), log.log_end_offset())

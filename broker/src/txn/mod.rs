@@ -17,7 +17,8 @@
 //!   the group coordinator ([`TxnOffsetsSink::complete_txn`]) when offsets were added, then
 //!   writes CompleteCommit/CompleteAbort. Markers are written synchronously (several
 //!   partitions in parallel), not by a background sender as in Kafka. Markers that fail are
-//!   retried by [`TxnCoordinator::tick`] (only the partitions still missing one) and, since the
+//!   retried by [`TxnCoordinator::tick`] (only the partitions still missing one, with an
+//!   exponential backoff from 0.1 s up to 10 s, the failure warned about once) and, since the
 //!   engine refuses writes to a partition whose write failed until it is reopened, by the next
 //!   [`TxnCoordinator::open`].
 //! - After every append the partition's high watermark is moved to its log end (one node).

@@ -644,6 +644,22 @@ impl Env<'_> {
         Ok(out)
     }
 
+    /// Kafka's `onLoaded` for a classic group: a group loaded with more members than
+    /// `group.max.size` allows (the limit was lowered while it was stored) rebalances at once,
+    /// so that its members rejoin and those beyond the limit are refused (GROUP_MAX_SIZE_REACHED)
+    /// and dropped; otherwise a Stable group keeps every member, as a known member is always
+    /// accepted back.
+    pub fn on_loaded(&self, g: &mut Group) {
+        let max = self.config.group_max_size as usize;
+        if g.num_members() > max {
+            let reason = format!(
+                "loaded with {} members, over group.max.size {max}",
+                g.num_members()
+            );
+            self.prepare_rebalance(g, &reason);
+        }
+    }
+
     /// Runs a group's timers: MEMBER_ID_REQUIRED members and sessions that expired, the end of
     /// the join phase (rebalance timeout, initial delay), members that did not sync in time.
     pub fn tick_group(&self, g: &mut Group) {

@@ -20,7 +20,8 @@
 //!   drive it with a manual clock.
 //! - On [`GroupCoordinator::open`] every partition is replayed (later records win, tombstones
 //!   delete, transactional offsets wait for their producer's COMMIT marker); groups come back with
-//!   their generation, protocol and members.
+//!   their generation, protocol and members (a group over `group.max.size` then rebalances, as
+//!   Kafka's `onLoaded`).
 //!
 //! # Invariants
 //!
@@ -277,9 +278,16 @@ impl GroupCoordinator {
                     let config = &config;
                     s.spawn(move || {
                         let mut st = shard.state.lock();
-                        shard
-                            .load(&mut st, config, now)
-                            .map(|stats| (stats, st.groups.len()))
+                        let stats = shard.load(&mut st, config, now)?;
+                        let env = Env {
+                            shard,
+                            config,
+                            now_ms: now,
+                        };
+                        for g in st.groups.values_mut() {
+                            env.on_loaded(g);
+                        }
+                        Ok::<_, anyhow::Error>((stats, st.groups.len()))
                     })
                 })
                 .collect();

@@ -610,7 +610,9 @@ impl Env<'_> {
         members: &[(String, Option<String>)],
     ) -> Result<Vec<i16>, i16> {
         let Some(g) = groups.get_mut(group_id) else {
-            return Err(E::UnknownMemberId.code());
+            // As Kafka's `GroupCoordinatorService.leaveGroup`: no such group is each member's
+            // error, not the request's (before v3, the one member's error is the response's).
+            return Ok(vec![E::UnknownMemberId.code(); members.len()]);
         };
         if g.is(GroupState::Dead) {
             return Err(E::CoordinatorNotAvailable.code());

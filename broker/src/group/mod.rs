@@ -779,6 +779,9 @@ impl GroupCoordinator {
                 .map(|a| (a.member_id.to_string(), a.assignment))
                 .collect(),
         };
+        if params.group_id.is_empty() {
+            return SyncGroupResponse::default().with_error_code(E::InvalidGroupId.code());
+        }
         let shard = match self.shard_for(&params.group_id) {
             Ok(shard) => shard,
             Err(code) => return SyncGroupResponse::default().with_error_code(code),
@@ -806,6 +809,9 @@ impl GroupCoordinator {
 
     fn heartbeat(&self, r: HeartbeatRequest) -> HeartbeatResponse {
         let group_id = r.group_id.0.to_string();
+        if group_id.is_empty() {
+            return HeartbeatResponse::default().with_error_code(E::InvalidGroupId.code());
+        }
         let shard = match self.shard_for(&group_id) {
             Ok(shard) => shard,
             Err(code) => return HeartbeatResponse::default().with_error_code(code),
@@ -839,6 +845,9 @@ impl GroupCoordinator {
                 })
                 .collect()
         };
+        if group_id.is_empty() {
+            return LeaveGroupResponse::default().with_error_code(E::InvalidGroupId.code());
+        }
         let shard = match self.shard_for(&group_id) {
             Ok(shard) => shard,
             Err(code) => return LeaveGroupResponse::default().with_error_code(code),
@@ -1036,9 +1045,8 @@ impl GroupCoordinator {
         topics: Option<Vec<(String, Vec<i32>)>>,
         require_stable: bool,
     ) -> Result<Vec<(String, Vec<Fetched>)>, i16> {
-        if group_id.is_empty() {
-            return Err(E::InvalidGroupId.code());
-        }
+        // The empty id is looked up like any other (Kafka refuses only a null one, "for
+        // backwards compatibility"): no group has it, so nothing is committed.
         let shard = self.shard_for(group_id)?;
         let st = shard.state.lock();
         Ok(self.env(shard, self.clock.now_ms()).fetch_offsets(
@@ -1261,17 +1269,15 @@ impl GroupCoordinator {
             .groups_names
             .iter()
             .map(|id| {
-                let code = if id.is_empty() || id.len() > MAX_GROUP_ID_BYTES {
-                    E::InvalidGroupId.code()
-                } else {
-                    match self.shard_for(id) {
-                        Ok(shard) => {
-                            let mut st = shard.state.lock();
-                            self.env(shard, self.clock.now_ms())
-                                .delete_group(&mut st.groups, id)
-                        }
-                        Err(code) => code,
+                // Any id is looked up (Kafka refuses only a null one): the empty one, or one
+                // too long to store, names no group (GROUP_ID_NOT_FOUND).
+                let code = match self.shard_for(id) {
+                    Ok(shard) => {
+                        let mut st = shard.state.lock();
+                        self.env(shard, self.clock.now_ms())
+                            .delete_group(&mut st.groups, id)
                     }
+                    Err(code) => code,
                 };
                 DeletableGroupResult::default()
                     .with_group_id(id.clone())

@@ -165,6 +165,14 @@ impl Env<'_> {
         if let Err(code) = validate_offset_commit(g, c) {
             return vec![code; n];
         }
+        // As Kafka's `validateOffsetCommit`: a member's OffsetCommit in a Stable or
+        // PreparingRebalance group is also its heartbeat (a TxnOffsetCommit is not).
+        if c.txn.is_none()
+            && (g.is(GroupState::Stable) || g.is(GroupState::PreparingRebalance))
+            && let Some(m) = g.member_mut(&c.member_id)
+        {
+            m.heartbeat_deadline_ms = self.now_ms + i64::from(m.session_timeout_ms);
+        }
         let mut codes = vec![0i16; n];
         let mut recs = Vec::new();
         let mut applied = Vec::new();

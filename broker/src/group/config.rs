@@ -46,9 +46,11 @@ pub struct GroupConfig {
     /// looks for expired offsets and dead groups. Default 600000; range 1 ..= i64::MAX.
     pub offsets_retention_check_interval_ms: i64,
     /// `offset.metadata.max.bytes`: the largest metadata string a commit may carry
-    /// (OFFSET_METADATA_TOO_LARGE beyond). Default 4096; range 0 ..= i32::MAX (Kafka checks no
-    /// bound; a negative value there refuses every commit), though the
-    /// record stores it with an `int16` length, so 32767 bytes is the effective ceiling.
+    /// (OFFSET_METADATA_TOO_LARGE beyond), counted as Kafka counts it despite the name: in
+    /// UTF-16 code units (Java's `String.length()`), not bytes. Default 4096; range
+    /// 0 ..= i32::MAX (Kafka checks no bound; a negative value there refuses every commit),
+    /// though the record stores it with an `int16` length, so 32767 bytes is the effective
+    /// ceiling.
     pub offset_metadata_max_bytes: i32,
     /// `offsets.load.buffer.size`: bytes read at a time while loading `__consumer_offsets`.
     /// Default 5242880; range 1 ..= i32::MAX.

@@ -671,8 +671,11 @@ impl GroupCoordinator {
 
     /// A commit entry: the metadata bound, the partition's existence, then the clamp.
     fn commit_entry(&self, tp: TopicPartition, mut v: OffsetValue) -> CommitEntry {
-        if v.metadata.len() > self.config.offset_metadata_max_bytes as usize
-            || v.metadata.len() > i16::MAX as usize
+        // Kafka bounds the Java string's `length()`, in UTF-16 code units; the record's
+        // `int16` length bounds its UTF-8 bytes.
+        let max = self.config.offset_metadata_max_bytes as usize;
+        if v.metadata.len() > i16::MAX as usize
+            || (v.metadata.len() > max && v.metadata.encode_utf16().count() > max)
         {
             return (tp, Err(E::OffsetMetadataTooLarge.code()));
         }

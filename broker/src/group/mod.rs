@@ -669,8 +669,12 @@ impl GroupCoordinator {
             .collect()
     }
 
-    /// A commit entry: the metadata bound, the partition's existence, then the clamp.
+    /// A commit entry: the partition's existence, the metadata bound, then the clamp.
     fn commit_entry(&self, tp: TopicPartition, mut v: OffsetValue) -> CommitEntry {
+        // First, as Kafka's `KafkaApis` answers it before the coordinator looks at metadata.
+        let Some(handle) = self.logs.get(&tp) else {
+            return (tp, Err(E::UnknownTopicOrPartition.code()));
+        };
         // Kafka bounds the Java string's `length()`, in UTF-16 code units; the record's
         // `int16` length bounds its UTF-8 bytes.
         let max = self.config.offset_metadata_max_bytes as usize;
@@ -679,9 +683,6 @@ impl GroupCoordinator {
         {
             return (tp, Err(E::OffsetMetadataTooLarge.code()));
         }
-        let Some(handle) = self.logs.get(&tp) else {
-            return (tp, Err(E::UnknownTopicOrPartition.code()));
-        };
         if let Some(clamp) = self.commit_clamp.read().as_ref() {
             let clamped = clamp(&tp, v.offset);
             if clamped != v.offset {
@@ -880,6 +881,11 @@ impl GroupCoordinator {
 
     /// Commits `entries` for `c` and answers each entry's error code in order.
     fn commit(&self, c: &Committer, entries: Vec<CommitEntry>, now_ms: i64) -> Vec<i16> {
+        with_known_partitions(entries, |entries| self.commit_known(c, entries, now_ms))
+    }
+
+    /// [`commit`](Self::commit) of partitions the broker had when `commit_entry` looked.
+    fn commit_known(&self, c: &Committer, entries: Vec<CommitEntry>, now_ms: i64) -> Vec<i16> {
         if c.group_id.is_empty() || c.group_id.len() > MAX_GROUP_ID_BYTES {
             return vec![E::InvalidGroupId.code(); entries.len()];
         }
@@ -901,7 +907,9 @@ impl GroupCoordinator {
                 v => (tp, v),
             })
             .collect();
-        self.env(shard, now_ms).commit_offsets(&mut st, c, entries)
+        with_known_partitions(entries, |entries| {
+            self.env(shard, now_ms).commit_offsets(&mut st, c, entries)
+        })
     }
 
     fn offset_commit(&self, v: i16, r: OffsetCommitRequest) -> OffsetCommitResponse {
@@ -1002,11 +1010,14 @@ impl GroupCoordinator {
                 .flatten();
             match verifier {
                 None => self.commit(&committer, entries, now),
-                Some(verifier) => {
+                // Partitions the broker does not have are answered before verification, as
+                // Kafka's `KafkaApis` does.
+                Some(verifier) => with_known_partitions(entries, |entries| {
                     let tp = TopicPartition {
                         topic: OFFSETS_TOPIC.to_string(),
                         partition: self.partition_for(&committer.group_id),
                     };
+                    let n = entries.len();
                     crate::txn::verified(
                         &*verifier,
                         &r.transactional_id.0,
@@ -1016,7 +1027,7 @@ impl GroupCoordinator {
                         || self.commit(&committer, entries, now),
                     )
                     .unwrap_or_else(|e| vec![txn_offset_commit_verification_error(&e, v); n])
-                }
+                }),
             }
         };
         let mut codes = codes.into_iter();
@@ -1370,6 +1381,37 @@ impl GroupCoordinator {
             Err(code) => OffsetDeleteResponse::default().with_error_code(code),
         }
     }
+}
+
+/// Runs `f` on the entries of partitions the broker has (not at all when there is none) and
+/// answers the others UNKNOWN_TOPIC_OR_PARTITION, the codes in the entries' order: Kafka's
+/// `KafkaApis` answers those before the group coordinator sees the request, so no group-level
+/// error (an unknown group, a stale generation) replaces that answer.
+fn with_known_partitions(
+    entries: Vec<CommitEntry>,
+    f: impl FnOnce(Vec<CommitEntry>) -> Vec<i16>,
+) -> Vec<i16> {
+    let unknown = E::UnknownTopicOrPartition.code();
+    let mut codes = vec![unknown; entries.len()];
+    let mut at = Vec::with_capacity(entries.len());
+    let known: Vec<CommitEntry> = entries
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (_, v))| *v != Err(unknown))
+        .map(|(i, e)| {
+            at.push(i);
+            e
+        })
+        .collect();
+    if known.is_empty() {
+        return codes;
+    }
+    let answered = f(known);
+    assert_eq!(answered.len(), at.len(), "one code per known partition");
+    for (i, code) in at.into_iter().zip(answered) {
+        codes[i] = code;
+    }
+    codes
 }
 
 /// A JoinGroup response for version `v`: before v7 the protocol name may not be null.

@@ -7,11 +7,8 @@
 mod common;
 
 use bytes::Bytes;
-use common::groups::logs_with;
+use common::groups::{commit_as, logs_with};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -61,29 +58,6 @@ fn stable_member(c: &GroupCoordinator) -> (String, i32) {
     (id, r.generation_id)
 }
 
-fn commit(c: &GroupCoordinator, member: &str, generation: i32, offset: i64) {
-    let req = OffsetCommitRequest::default()
-        .with_group_id(GroupId(s(GROUP)))
-        .with_generation_id_or_member_epoch(generation)
-        .with_member_id(s(member))
-        .with_group_instance_id(Some(s("i-1")))
-        .with_topics(vec![
-            OffsetCommitRequestTopic::default()
-                .with_name(TopicName(s("orders")))
-                .with_partitions(vec![
-                    OffsetCommitRequestPartition::default()
-                        .with_partition_index(0)
-                        .with_committed_offset(offset),
-                ]),
-        ]);
-    match c.handle(9, RequestKind::OffsetCommit(req)) {
-        ResponseKind::OffsetCommit(r) => {
-            assert_eq!(r.topics[0].partitions[0].error_code, 0, "{r:?}")
-        }
-        other => panic!("{other:?}"),
-    }
-}
-
 #[test]
 fn an_offset_commit_keeps_a_members_session_alive() {
     let dir = tempfile::tempdir().unwrap();
@@ -95,7 +69,17 @@ fn an_offset_commit_keeps_a_members_session_alive() {
     for n in 0..6 {
         clock.advance(SESSION_MS / 2);
         c.tick(clock.now_ms());
-        commit(&c, &id, generation, n);
+        assert_eq!(
+            commit_as(
+                &c,
+                GROUP,
+                generation,
+                &id,
+                Some("i-1"),
+                &[("orders", 0, n, "")]
+            ),
+            vec![0]
+        );
     }
     let snap = c.group_snapshot(GROUP).unwrap();
     assert_eq!(

@@ -8,11 +8,8 @@
 
 mod common;
 
-use common::groups::logs_with;
+use common::groups::{commit_as, logs_with};
 use kafka_protocol::ResponseError as E;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
@@ -28,33 +25,8 @@ fn s(v: &str) -> StrBytes {
 /// OffsetCommit v9 of `parts` (topic, partition, metadata) by a member of generation 5 that
 /// the group does not know: the codes in order.
 fn commit(c: &GroupCoordinator, group: &str, parts: &[(&str, i32, &str)]) -> Vec<i16> {
-    let req = OffsetCommitRequest::default()
-        .with_group_id(GroupId(s(group)))
-        .with_generation_id_or_member_epoch(5)
-        .with_member_id(s("ghost"))
-        .with_topics(
-            parts
-                .iter()
-                .map(|(t, p, m)| {
-                    OffsetCommitRequestTopic::default()
-                        .with_name(TopicName(s(t)))
-                        .with_partitions(vec![
-                            OffsetCommitRequestPartition::default()
-                                .with_partition_index(*p)
-                                .with_committed_offset(1)
-                                .with_committed_metadata(Some(s(m))),
-                        ])
-                })
-                .collect(),
-        );
-    match c.handle(9, RequestKind::OffsetCommit(req)) {
-        ResponseKind::OffsetCommit(r) => r
-            .topics
-            .iter()
-            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
-            .collect(),
-        other => panic!("{other:?}"),
-    }
+    let parts: Vec<_> = parts.iter().map(|&(t, p, m)| (t, p, 1, m)).collect();
+    commit_as(c, group, 5, "ghost", None, &parts)
 }
 
 /// TxnOffsetCommit v3 of `parts` by the same stale member: the codes in order.

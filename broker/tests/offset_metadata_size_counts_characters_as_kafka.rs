@@ -5,39 +5,14 @@
 
 mod common;
 
-use common::groups::logs_with;
+use common::groups::{commit_as, logs_with};
 use kafka_protocol::ResponseError as E;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::group::{GroupConfig, GroupCoordinator};
 use mirrorlog_engine::clock::ManualClock;
 
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
 /// An admin-style commit (no member) with `metadata`: its error code.
 fn commit(c: &GroupCoordinator, metadata: &str) -> i16 {
-    let req = OffsetCommitRequest::default()
-        .with_group_id(GroupId(s("meta")))
-        .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![
-            OffsetCommitRequestTopic::default()
-                .with_name(TopicName(s("orders")))
-                .with_partitions(vec![
-                    OffsetCommitRequestPartition::default()
-                        .with_partition_index(0)
-                        .with_committed_offset(7)
-                        .with_committed_metadata(Some(s(metadata))),
-                ]),
-        ]);
-    match c.handle(9, RequestKind::OffsetCommit(req)) {
-        ResponseKind::OffsetCommit(r) => r.topics[0].partitions[0].error_code,
-        other => panic!("{other:?}"),
-    }
+    commit_as(c, "meta", -1, "", None, &[("orders", 0, 7, metadata)])[0]
 }
 
 #[test]

@@ -146,3 +146,46 @@ pub fn close(logs: Arc<LogManager>, coord: Arc<GroupCoordinator>) {
     drop(coord);
     Arc::try_unwrap(logs).unwrap().shutdown().unwrap();
 }
+
+/// One partition of a commit: (topic, partition, offset, metadata).
+pub type CommitPart<'a> = (&'a str, i32, i64, &'a str);
+
+/// OffsetCommit v9 of `parts` (a topic entry each) by `member` (`""`: none) of `generation`
+/// (−1: none), with `instance` as its static id: each partition's error code, in order.
+pub fn commit_as(
+    c: &GroupCoordinator,
+    group: &str,
+    generation: i32,
+    member: &str,
+    instance: Option<&str>,
+    parts: &[CommitPart],
+) -> Vec<i16> {
+    let req = OffsetCommitRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_generation_id_or_member_epoch(generation)
+        .with_member_id(s(member))
+        .with_group_instance_id(instance.map(s))
+        .with_topics(
+            parts
+                .iter()
+                .map(|(t, p, o, m)| {
+                    OffsetCommitRequestTopic::default()
+                        .with_name(TopicName(s(t)))
+                        .with_partitions(vec![
+                            OffsetCommitRequestPartition::default()
+                                .with_partition_index(*p)
+                                .with_committed_offset(*o)
+                                .with_committed_metadata(Some(s(m))),
+                        ])
+                })
+                .collect(),
+        );
+    match c.handle(9, RequestKind::OffsetCommit(req)) {
+        ResponseKind::OffsetCommit(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}

@@ -761,7 +761,8 @@ impl MirrorManager {
     /// not retryable, naming the owner.
     ///
     /// # Errors
-    /// An invalid configuration.
+    /// An invalid configuration; a storage error finishing the deletion of an earlier mirror
+    /// of this name that a crash cut short ([`delete_states`](Self::delete_states)).
     pub fn new_with_claims(
         config: MirrorConfig,
         source: Arc<dyn SourceCluster>,
@@ -794,6 +795,13 @@ impl MirrorManager {
             stop: AtomicBool::new(false),
             threads: Mutex::new(vec![]),
         };
+        // A mirror of this name whose deletion a crash cut short: its records are not this
+        // mirror's to restore (a start intent of it put back would change a topic it no
+        // longer held).
+        if m.store.mirror_deletion_pending(&m.config.name) {
+            tracing::warn!(mirror = %m.config.name, "finishing the deletion of an earlier mirror of this name, which a crash cut short");
+            m.finish_deletion()?;
+        }
         m.restore();
         Ok(Arc::new(m))
     }
@@ -1470,20 +1478,36 @@ impl MirrorManager {
     /// Deletes every `__mirror_state` record of this mirror (tombstones), after
     /// [`shutdown`](Self::shutdown): DeleteClusterMirror.
     ///
+    /// The tombstones are many writes, so a deletion record goes first and is tombstoned last
+    /// (`__mirror_state` FORMAT): a crash (or a failed write) part-way leaves it, and a mirror
+    /// created under this name later finishes the deletion before it restores anything, so it
+    /// never puts back a start intent of this one (which would remove or rewrite a topic this
+    /// mirror no longer holds) nor restores its states.
+    ///
     /// # Errors
-    /// A tombstone cannot be written.
+    /// A record cannot be written.
     pub fn delete_states(&self) -> Result<(), MirrorError> {
-        for st in self.store.all() {
-            if st.mirror == self.config.name {
-                self.store.delete(&st.key())?;
-            }
-        }
-        for intent in self.store.start_intents(&self.config.name) {
-            self.store.delete_start_intent(&intent.key())?;
-        }
+        self.store.put_mirror_deletion(&self.config.name)?;
+        self.finish_deletion()?;
         self.partitions.lock().clear();
         self.topics.lock().clear();
         self.claims.release_all(&self.config.name);
+        Ok(())
+    }
+
+    /// Tombstones every start intent, then every state of this mirror, then its deletion
+    /// record ([`delete_states`](Self::delete_states)).
+    fn finish_deletion(&self) -> Result<(), MirrorError> {
+        let name = &self.config.name;
+        for intent in self.store.start_intents(name) {
+            self.store.delete_start_intent(&intent.key())?;
+        }
+        for st in self.store.all() {
+            if &st.mirror == name {
+                self.store.delete(&st.key())?;
+            }
+        }
+        self.store.delete_mirror_deletion(name)?;
         Ok(())
     }
 

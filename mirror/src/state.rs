@@ -118,6 +118,14 @@
 //!                     L bytes: a partition state value as above)
 //! ```
 //!
+//! **Mirror deletions** (key type 4, [`KEY_TYPE_MIRROR_DELETION`]): DeleteClusterMirror
+//! ([`MirrorStateStore::put_mirror_deletion`]) writes one before it tombstones the mirror's
+//! start intents and states, one by one, and tombstones it last, so a crash part-way leaves it;
+//! a mirror created under that name later finishes the deletion before it restores anything,
+//! and never puts back a deleted mirror's start intent or restores its states. The key is a
+//! partition state key with type 4, an all-zero topic id and partition −1 (the whole mirror),
+//! hashed like one. Value, version 0: the version alone (`i16 = 0`, 2 bytes).
+//!
 //! Decoding is strict: a wrong length, an unknown state byte, a boolean other than 0/1, invalid
 //! UTF-8 or an unknown version is an error ([`StateError::Corrupt`],
 //! [`StateError::UnsupportedVersion`]), never a panic. A later value version appends fields and
@@ -987,6 +995,42 @@ impl StartIntent {
 /// The value version [`encode_intent_value`] writes.
 pub const INTENT_VALUE_VERSION: i16 = 0;
 
+/// The key type of a mirror deletion record (module docs, FORMAT).
+pub const KEY_TYPE_MIRROR_DELETION: i16 = 4;
+
+/// The value version of a mirror deletion record.
+pub const DELETION_VALUE_VERSION: i16 = 0;
+
+/// The key of the deletion record of `mirror`: type [`KEY_TYPE_MIRROR_DELETION`], an all-zero
+/// topic id, partition −1.
+pub fn mirror_deletion_key(mirror: &str) -> StateKey {
+    StateKey {
+        mirror: mirror.to_string(),
+        topic_id: [0; 16],
+        partition: -1,
+    }
+}
+
+/// Decodes a mirror deletion record's value.
+///
+/// # Errors
+/// [`StateError::UnsupportedVersion`] for another version; [`StateError::Corrupt`].
+fn decode_deletion_value(bytes: &[u8]) -> Result<(), StateError> {
+    let mut r = Reader {
+        buf: bytes,
+        pos: 0,
+        what: "mirror deletion",
+    };
+    let version = r.i16()?;
+    if version != DELETION_VALUE_VERSION {
+        return Err(StateError::UnsupportedVersion {
+            what: "mirror deletion",
+            version,
+        });
+    }
+    r.finish()
+}
+
 /// A start intent's key bytes (key type [`KEY_TYPE_START_INTENT`]).
 pub fn encode_intent_key(key: &StateKey) -> Vec<u8> {
     encode_typed_key(KEY_TYPE_START_INTENT, key)
@@ -1191,6 +1235,8 @@ pub struct MirrorStateStore {
     states: RwLock<HashMap<StateKey, PartitionMirrorState>>,
     /// The start intents (module docs), by [`StartIntent::key`].
     intents: RwLock<HashMap<StateKey, StartIntent>>,
+    /// The mirrors whose deletion is under way or was cut short (module docs), by name.
+    deletions: RwLock<std::collections::BTreeSet<String>>,
     /// See [`COMPACTION_MIN_DIRTY_RECORDS`].
     min_dirty: std::sync::atomic::AtomicU64,
 }
@@ -1316,11 +1362,18 @@ impl MirrorStateStore {
         }
         let mut states = HashMap::new();
         let mut intents = HashMap::new();
+        let mut deletions = std::collections::BTreeSet::new();
         let mut records = 0u64;
         for (h, counts) in &handles {
             let Ok(h) = h else { continue };
             let mut counts = counts.lock();
-            let n = load_partition(h, &mut states, &mut intents, &mut counts.unknown)?;
+            let mut loaded = Loaded {
+                states: &mut states,
+                intents: &mut intents,
+                deletions: &mut deletions,
+                unknown: &mut counts.unknown,
+            };
+            let n = load_partition(h, &mut loaded)?;
             counts.in_log = n;
             records += n;
         }
@@ -1329,6 +1382,7 @@ impl MirrorStateStore {
             records,
             states = states.len(),
             start_intents = intents.len(),
+            mirror_deletions = deletions.len(),
             "loaded {MIRROR_STATE_TOPIC}"
         );
         Ok(MirrorStateStore {
@@ -1336,6 +1390,7 @@ impl MirrorStateStore {
             partitions: handles,
             states: RwLock::new(states),
             intents: RwLock::new(intents),
+            deletions: RwLock::new(deletions),
             min_dirty: std::sync::atomic::AtomicU64::new(COMPACTION_MIN_DIRTY_RECORDS),
         })
     }
@@ -1529,6 +1584,49 @@ impl MirrorStateStore {
         })
     }
 
+    /// Whether the deletion of `mirror` is under way or was cut short: its deletion record
+    /// is stored (module docs).
+    pub fn mirror_deletion_pending(&self, mirror: &str) -> bool {
+        self.deletions.read().contains(mirror)
+    }
+
+    /// Records that `mirror` is being deleted, before its start intents and states are
+    /// tombstoned (module docs); durable on return.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn put_mirror_deletion(&self, mirror: &str) -> Result<(), StateError> {
+        let key = mirror_deletion_key(mirror);
+        let value = DELETION_VALUE_VERSION.to_be_bytes().to_vec();
+        let record = (
+            encode_typed_key(KEY_TYPE_MIRROR_DELETION, &key),
+            Some(value),
+        );
+        self.write_record(
+            &key,
+            || Ok(true),
+            record,
+            || {
+                self.deletions.write().insert(mirror.to_string());
+            },
+        )
+        .map(drop)
+    }
+
+    /// Tombstones the deletion record of `mirror`, once every start intent and state of it is
+    /// tombstoned; durable on return. Returns whether one was stored.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn delete_mirror_deletion(&self, mirror: &str) -> Result<bool, StateError> {
+        let key = mirror_deletion_key(mirror);
+        let check = || Ok(self.deletions.read().contains(mirror));
+        let record = (encode_typed_key(KEY_TYPE_MIRROR_DELETION, &key), None);
+        self.write_record(&key, check, record, || {
+            self.deletions.write().remove(mirror);
+        })
+    }
+
     /// Appends `record` to the partition of `key` when `check` (run under the partition's
     /// writers' lock) says so, then runs `apply` (the in-memory change); returns whether it
     /// wrote.
@@ -1626,7 +1724,12 @@ impl MirrorStateStore {
                 .map(|(k, v)| (k.clone(), encode_intent_value(v)))
                 .collect()
         };
-        let n_live = (live.len() + intents.len() + counts.unknown.len()) as u64;
+        let deletions: Vec<Vec<u8>> = (self.deletions.read().iter())
+            .map(|m| mirror_deletion_key(m))
+            .filter(|k| self.partition_index(k) == p)
+            .map(|k| encode_typed_key(KEY_TYPE_MIRROR_DELETION, &k))
+            .collect();
+        let n_live = (live.len() + intents.len() + deletions.len() + counts.unknown.len()) as u64;
         if counts.in_log.saturating_sub(n_live) < min_dirty {
             counts.check_at = n_live.saturating_add(min_dirty);
             return;
@@ -1640,6 +1743,11 @@ impl MirrorStateStore {
                 intents
                     .into_iter()
                     .map(|(k, v)| (encode_intent_key(&k), Some(v))),
+            )
+            .chain(
+                deletions
+                    .into_iter()
+                    .map(|k| (k, Some(DELETION_VALUE_VERSION.to_be_bytes().to_vec()))),
             )
             .chain(
                 counts
@@ -1703,12 +1811,7 @@ impl MirrorStateStore {
 /// Replays one `__mirror_state` partition into `states`; returns the records read. The high
 /// watermark moves to the log end first: every record there was appended durably before it was
 /// acknowledged, and a crash may have left the checkpointed watermark behind.
-fn load_partition(
-    h: &PartitionHandle,
-    states: &mut HashMap<StateKey, PartitionMirrorState>,
-    intents: &mut HashMap<StateKey, StartIntent>,
-    unknown: &mut BTreeMap<Vec<u8>, Vec<u8>>,
-) -> Result<u64, StateError> {
+fn load_partition(h: &PartitionHandle, loaded: &mut Loaded<'_>) -> Result<u64, StateError> {
     let tp = h.topic_partition().clone();
     let mut log = h.write();
     let leo = log.log_end_offset();
@@ -1737,15 +1840,7 @@ fn load_partition(
                     continue;
                 }
                 records += 1;
-                apply_record(
-                    &tp,
-                    r.offset,
-                    r.key.as_deref(),
-                    r.value.as_deref(),
-                    states,
-                    intents,
-                    unknown,
-                )?;
+                apply_record(&tp, r.offset, r.key.as_deref(), r.value.as_deref(), loaded)?;
             }
             next = batch.next_offset();
         }
@@ -1760,16 +1855,29 @@ fn load_partition(
     Ok(records)
 }
 
-/// One `__mirror_state` record: a state or a start intent (later wins), or a tombstone.
+/// What a load of `__mirror_state` fills: the latest record of every key, by its type.
+struct Loaded<'a> {
+    states: &'a mut HashMap<StateKey, PartitionMirrorState>,
+    intents: &'a mut HashMap<StateKey, StartIntent>,
+    deletions: &'a mut std::collections::BTreeSet<String>,
+    unknown: &'a mut BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+/// One `__mirror_state` record: a state, a start intent or a mirror deletion (later wins), or
+/// a tombstone.
 fn apply_record(
     tp: &TopicPartition,
     offset: Offset,
     key: Option<&[u8]>,
     value: Option<&[u8]>,
-    states: &mut HashMap<StateKey, PartitionMirrorState>,
-    intents: &mut HashMap<StateKey, StartIntent>,
-    unknown: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    loaded: &mut Loaded<'_>,
 ) -> Result<(), StateError> {
+    let Loaded {
+        states,
+        intents,
+        deletions,
+        unknown,
+    } = loaded;
     let at = |e: StateError| match e {
         StateError::Corrupt {
             what,
@@ -1805,6 +1913,20 @@ fn apply_record(
                     intents.insert(key, intent);
                 }
             }
+            return Ok(());
+        }
+        Err(StateError::UnsupportedVersion {
+            version: KEY_TYPE_MIRROR_DELETION,
+            ..
+        }) => {
+            let key = decode_typed_key(KEY_TYPE_MIRROR_DELETION, key).map_err(at)?;
+            match value {
+                None => deletions.remove(&key.mirror),
+                Some(v) => {
+                    decode_deletion_value(v).map_err(at)?;
+                    deletions.insert(key.mirror)
+                }
+            };
             return Ok(());
         }
         Err(StateError::UnsupportedVersion { version, .. }) => {

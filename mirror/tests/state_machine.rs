@@ -1336,3 +1336,46 @@ fn start_intents_are_stored_as_documented_and_kept_by_compaction() {
     let store = MirrorStateStore::open(mgr, 3).unwrap();
     assert_eq!(store.start_intent("east", intent.topic_id), None);
 }
+
+/// A mirror deletion record's key is a partition state key of type 4 with an all-zero topic id
+/// and partition −1, its value the version alone; it survives a reopen and the compaction
+/// stand-in, and its tombstone deletes it.
+#[test]
+fn mirror_deletions_are_stored_as_documented_and_kept_by_compaction() {
+    use mirrorlog_mirror::state::{KEY_TYPE_MIRROR_DELETION, mirror_deletion_key};
+    let key = mirror_deletion_key("east");
+    let mut expected = KEY_TYPE_MIRROR_DELETION.to_be_bytes().to_vec();
+    expected.extend_from_slice(&encode_key(&key)[2..]);
+    assert_eq!(expected[expected.len() - 20..expected.len() - 4], [0; 16]);
+    assert_eq!(expected[expected.len() - 4..], (-1i32).to_be_bytes());
+
+    let dir = tempfile::tempdir().unwrap();
+    let mgr = open_manager(dir.path(), pwrite());
+    let store = MirrorStateStore::open(mgr.clone(), 1).unwrap();
+    store.put_mirror_deletion("east").unwrap();
+    assert!(
+        raw_records(&mgr, 0).contains(&(expected.clone(), Some(vec![0, 0]))),
+        "{:?}",
+        raw_records(&mgr, 0)
+    );
+    store.set_compaction_min_dirty_records(2);
+    for i in 0..10 {
+        store.put(&state("west", 2, S::Mirroring, i)).unwrap();
+    }
+    drop(store);
+    let store = MirrorStateStore::open(mgr.clone(), 1).unwrap();
+    let h = mgr
+        .get(&TopicPartition {
+            topic: MIRROR_STATE_TOPIC.into(),
+            partition: 0,
+        })
+        .unwrap();
+    assert!(h.read().log_start_offset().get() > 0, "compacted");
+    assert!(store.mirror_deletion_pending("east"));
+    assert!(!store.mirror_deletion_pending("west"));
+    assert!(store.delete_mirror_deletion("east").unwrap());
+    assert!(!store.delete_mirror_deletion("east").unwrap());
+    drop(store);
+    let store = MirrorStateStore::open(mgr, 1).unwrap();
+    assert!(!store.mirror_deletion_pending("east"));
+}

@@ -126,6 +126,30 @@
 //! partition state key with type 4, an all-zero topic id and partition −1 (the whole mirror),
 //! hashed like one. Value, version 0: the version alone (`i16 = 0`, 2 bytes).
 //!
+//! **Chunked start intents**: an intent whose value is over
+//! [`MirrorStateStore::intent_chunk_bytes`] (default [`INTENT_CHUNK_BYTES`], 512 KiB; a topic of
+//! thousands of partitions with long failure reasons writes megabytes, where Kafka's default
+//! `max.message.bytes` is 1 MiB and a batch over `segment.bytes` cannot be written at all) is
+//! split: its version-0 value above is cut into pieces of at most that many bytes, each written
+//! durably as a chunk record (key type 5, [`KEY_TYPE_START_INTENT_CHUNK`]), and then the intent's
+//! own key gets a version-1 value, the head, naming them. A crash before the head leaves chunks
+//! no head names: no intent (the start changed nothing yet); after it, the whole intent. So an
+//! intent is restored whole or not at all. A new intent of the key writes new chunks under a
+//! new generation, never over the chunks of the head still stored, then its head, then
+//! tombstones the older chunks; a deletion tombstones the head first, then its chunks. Chunks no
+//! head names (a crash between) are left out by the compaction stand-in and tombstoned at the
+//! next write of their key. Every chunk lives in its intent key's `__mirror_state` partition
+//! (hashed as the intent key, without the generation and index), so an intent and its chunks
+//! are loaded, or unavailable, together; a head whose chunks are not all there is corrupt.
+//!
+//! ```text
+//! chunk key:   the intent's key (type 5 in place of 3), then
+//!              u32 generation, u32 chunk index (0, 1, …)                     32+N bytes
+//! chunk value: i16 version = 0, then the piece (the rest of the value)
+//! head value:  i16 version = 1, u32 generation, u32 chunk count C,
+//!              u32 total length (of the version-0 value the C pieces make)   14 bytes
+//! ```
+//!
 //! Decoding is strict: a wrong length, an unknown state byte, a boolean other than 0/1, invalid
 //! UTF-8 or an unknown version is an error ([`StateError::Corrupt`],
 //! [`StateError::UnsupportedVersion`]), never a panic. A later value version appends fields and
@@ -1031,6 +1055,123 @@ fn decode_deletion_value(bytes: &[u8]) -> Result<(), StateError> {
     r.finish()
 }
 
+/// The key type of a chunk of a start intent's value (module docs, FORMAT).
+pub const KEY_TYPE_START_INTENT_CHUNK: i16 = 5;
+
+/// The value version of a start intent head: its value is in chunks (module docs, FORMAT).
+pub const INTENT_HEAD_VERSION: i16 = 1;
+
+/// The value version of a start intent chunk.
+pub const INTENT_CHUNK_VALUE_VERSION: i16 = 0;
+
+/// The default of [`MirrorStateStore::intent_chunk_bytes`]: the largest start intent value
+/// written as one record, and the largest chunk of a larger one. Half of Kafka's default
+/// `max.message.bytes` (1 MiB), so a chunk's record and batch stay well under it.
+pub const INTENT_CHUNK_BYTES: usize = 512 << 10;
+
+/// Which chunk: the intent's key, the generation, the index.
+type ChunkId = (StateKey, u32, u32);
+
+/// A chunk record's key bytes (module docs, FORMAT).
+pub fn encode_intent_chunk_key(key: &StateKey, generation: u32, index: u32) -> Vec<u8> {
+    let mut out = encode_typed_key(KEY_TYPE_START_INTENT_CHUNK, key);
+    out.extend_from_slice(&generation.to_be_bytes());
+    out.extend_from_slice(&index.to_be_bytes());
+    out
+}
+
+/// Decodes a chunk record's key: the intent's key, the generation, the index.
+///
+/// # Errors
+/// [`StateError::UnsupportedVersion`] for another key type; [`StateError::Corrupt`].
+pub fn decode_intent_chunk_key(bytes: &[u8]) -> Result<(StateKey, u32, u32), StateError> {
+    let Some(split) = bytes.len().checked_sub(8) else {
+        return Err(StateError::Corrupt {
+            what: "start intent chunk key".into(),
+            position: bytes.len(),
+            reason: format!("{} bytes, fewer than 8", bytes.len()),
+        });
+    };
+    let key = decode_typed_key(KEY_TYPE_START_INTENT_CHUNK, &bytes[..split])?;
+    let generation = u32::from_be_bytes(bytes[split..split + 4].try_into().expect("4 bytes"));
+    let index = u32::from_be_bytes(bytes[split + 4..].try_into().expect("4 bytes"));
+    Ok((key, generation, index))
+}
+
+/// What a start intent head names: the chunks holding the intent's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntentHead {
+    /// The chunks' generation.
+    pub generation: u32,
+    /// How many chunks (indexes 0 .. chunks).
+    pub chunks: u32,
+    /// The length of the value they make.
+    pub total_bytes: u32,
+}
+
+/// A start intent head's value (version [`INTENT_HEAD_VERSION`]).
+pub fn encode_intent_head(head: IntentHead) -> Vec<u8> {
+    let mut out = Vec::with_capacity(14);
+    out.extend_from_slice(&INTENT_HEAD_VERSION.to_be_bytes());
+    out.extend_from_slice(&head.generation.to_be_bytes());
+    out.extend_from_slice(&head.chunks.to_be_bytes());
+    out.extend_from_slice(&head.total_bytes.to_be_bytes());
+    out
+}
+
+/// A start intent as a record of its key holds it.
+#[derive(Debug, Clone)]
+enum StoredIntent {
+    /// The whole intent (version 0).
+    Inline(Box<StartIntent>),
+    /// A head: the intent is in chunks.
+    Chunked(IntentHead),
+}
+
+/// A start intent record's value: the intent itself (version 0), or a head (version 1).
+fn decode_intent_record(key: &StateKey, bytes: &[u8]) -> Result<StoredIntent, StateError> {
+    if bytes.len() >= 2 && i16::from_be_bytes([bytes[0], bytes[1]]) == INTENT_HEAD_VERSION {
+        let mut r = Reader {
+            buf: bytes,
+            pos: 2,
+            what: "start intent head",
+        };
+        let head = IntentHead {
+            generation: r.u32()?,
+            chunks: r.u32()?,
+            total_bytes: r.u32()?,
+        };
+        r.finish()?;
+        return Ok(StoredIntent::Chunked(head));
+    }
+    decode_intent_value(key, bytes).map(|i| StoredIntent::Inline(Box::new(i)))
+}
+
+/// A chunk record's value: its piece.
+fn decode_chunk_value(bytes: &[u8]) -> Result<Vec<u8>, StateError> {
+    let mut r = Reader {
+        buf: bytes,
+        pos: 0,
+        what: "start intent chunk",
+    };
+    let version = r.i16()?;
+    if version != INTENT_CHUNK_VALUE_VERSION {
+        return Err(StateError::UnsupportedVersion {
+            what: "start intent chunk",
+            version,
+        });
+    }
+    Ok(bytes[2..].to_vec())
+}
+
+/// A chunk record's value holding `piece`.
+fn encode_chunk_value(piece: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + piece.len());
+    out.extend_from_slice(&INTENT_CHUNK_VALUE_VERSION.to_be_bytes());
+    out.extend_from_slice(piece);
+    out
+}
+
 /// A start intent's key bytes (key type [`KEY_TYPE_START_INTENT`]).
 pub fn encode_intent_key(key: &StateKey) -> Vec<u8> {
     encode_typed_key(KEY_TYPE_START_INTENT, key)
@@ -1233,8 +1374,18 @@ pub struct MirrorStateStore {
     /// data directory was offline at open (see [`open`](Self::open)).
     partitions: Vec<(StatePartition, Mutex<Records>)>,
     states: RwLock<HashMap<StateKey, PartitionMirrorState>>,
-    /// The start intents (module docs), by [`StartIntent::key`].
-    intents: RwLock<HashMap<StateKey, StartIntent>>,
+    /// The start intents (module docs), by [`StartIntent::key`], each with its head when its
+    /// value is in chunks.
+    intents: RwLock<HashMap<StateKey, (StartIntent, Option<IntentHead>)>>,
+    /// Every chunk record stored (module docs: chunked start intents), its piece by its id:
+    /// those a head names, those of a write under way, and those no head names (a crash cut a
+    /// write or a deletion short), which the compaction stand-in leaves out.
+    chunks: RwLock<BTreeMap<ChunkId, Vec<u8>>>,
+    /// The chunk generations being written (their head not yet): kept by the compaction
+    /// stand-in though no head names them.
+    chunks_in_flight: Mutex<std::collections::HashSet<(StateKey, u32)>>,
+    /// See [`INTENT_CHUNK_BYTES`].
+    chunk_bytes: std::sync::atomic::AtomicUsize,
     /// The mirrors whose deletion is under way or was cut short (module docs), by name.
     deletions: RwLock<std::collections::BTreeSet<String>>,
     /// See [`COMPACTION_MIN_DIRTY_RECORDS`].
@@ -1362,6 +1513,7 @@ impl MirrorStateStore {
         }
         let mut states = HashMap::new();
         let mut intents = HashMap::new();
+        let mut chunks = BTreeMap::new();
         let mut deletions = std::collections::BTreeSet::new();
         let mut records = 0u64;
         for (h, counts) in &handles {
@@ -1370,6 +1522,7 @@ impl MirrorStateStore {
             let mut loaded = Loaded {
                 states: &mut states,
                 intents: &mut intents,
+                chunks: &mut chunks,
                 deletions: &mut deletions,
                 unknown: &mut counts.unknown,
             };
@@ -1377,6 +1530,7 @@ impl MirrorStateStore {
             counts.in_log = n;
             records += n;
         }
+        let intents = assemble_intents(intents, &chunks)?;
         tracing::info!(
             partitions,
             records,
@@ -1390,6 +1544,9 @@ impl MirrorStateStore {
             partitions: handles,
             states: RwLock::new(states),
             intents: RwLock::new(intents),
+            chunks: RwLock::new(chunks),
+            chunks_in_flight: Mutex::new(Default::default()),
+            chunk_bytes: std::sync::atomic::AtomicUsize::new(INTENT_CHUNK_BYTES),
             deletions: RwLock::new(deletions),
             min_dirty: std::sync::atomic::AtomicU64::new(COMPACTION_MIN_DIRTY_RECORDS),
         })
@@ -1541,47 +1698,170 @@ impl MirrorStateStore {
         self.intents
             .read()
             .get(&StartIntent::key_of(mirror, topic_id))
-            .cloned()
+            .map(|(i, _)| i.clone())
     }
 
     /// Every start intent of `mirror`, by topic id.
     pub fn start_intents(&self, mirror: &str) -> Vec<StartIntent> {
         let mut v: Vec<_> = (self.intents.read().values())
-            .filter(|i| i.mirror == mirror)
-            .cloned()
+            .filter(|(i, _)| i.mirror == mirror)
+            .map(|(i, _)| i.clone())
             .collect();
         v.sort_by_key(|i| i.topic_id);
         v
     }
 
-    /// Stores `intent` (replacing the one of its key); durable on return.
-    ///
-    /// # Errors
-    /// As [`put`](Self::put).
-    pub fn put_start_intent(&self, intent: &StartIntent) -> Result<(), StateError> {
-        let key = intent.key();
-        let record = (encode_intent_key(&key), Some(encode_intent_value(intent)));
-        self.write_record(
-            &key,
-            || Ok(true),
-            record,
-            || {
-                self.intents.write().insert(key.clone(), intent.clone());
-            },
-        )
-        .map(drop)
+    /// The largest start intent value written as one record, and the largest chunk of a larger
+    /// one (module docs: chunked start intents).
+    pub fn intent_chunk_bytes(&self) -> usize {
+        self.chunk_bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Deletes the start intent with key `key` ([`StartIntent::key_of`]) with a tombstone;
-    /// durable on return. Returns whether one was stored (nothing is written otherwise).
+    /// Sets [`intent_chunk_bytes`](Self::intent_chunk_bytes) (clamped to 1 ..=
+    /// [`INTENT_CHUNK_BYTES`]); takes effect at the next intent written.
+    pub fn set_intent_chunk_bytes(&self, n: usize) {
+        let n = n.clamp(1, INTENT_CHUNK_BYTES);
+        self.chunk_bytes
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Stores `intent` (replacing the one of its key); durable on return. A value over
+    /// [`intent_chunk_bytes`](Self::intent_chunk_bytes) is written as chunks, then a head
+    /// naming them (module docs), so a crash part-way leaves the intent stored before, whole.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put); the intent stored before (if any) is then still stored, whole.
+    pub fn put_start_intent(&self, intent: &StartIntent) -> Result<(), StateError> {
+        let key = intent.key();
+        let value = encode_intent_value(intent);
+        let max = self.intent_chunk_bytes();
+        let head = if value.len() <= max {
+            let record = (encode_intent_key(&key), Some(value));
+            self.write_records(
+                &key,
+                || Ok(true),
+                vec![record],
+                || {
+                    self.intents
+                        .write()
+                        .insert(key.clone(), (intent.clone(), None));
+                },
+            )?;
+            None
+        } else {
+            Some(self.put_chunked_intent(intent, &value, max)?)
+        };
+        self.drop_chunks(&key, head.map(|h| h.generation));
+        Ok(())
+    }
+
+    /// Writes `value`, the value of `intent`, as chunks of at most `max` bytes under a new
+    /// generation, then the head naming them.
+    fn put_chunked_intent(
+        &self,
+        intent: &StartIntent,
+        value: &[u8],
+        max: usize,
+    ) -> Result<IntentHead, StateError> {
+        let key = intent.key();
+        let generation = {
+            let chunks = self.chunks.read();
+            let in_flight = self.chunks_in_flight.lock();
+            let used = (chunks
+                .keys()
+                .filter(|(k, ..)| *k == key)
+                .map(|(_, g, _)| *g))
+            .chain(in_flight.iter().filter(|(k, _)| *k == key).map(|(_, g)| *g))
+            .max();
+            used.map_or(0, |g| g.wrapping_add(1))
+        };
+        let flight = (key.clone(), generation);
+        self.chunks_in_flight.lock().insert(flight.clone());
+        let len32 = |n: usize| u32::try_from(n).expect("a start intent under 4 GiB");
+        let head = IntentHead {
+            generation,
+            chunks: len32(value.len().div_ceil(max)),
+            total_bytes: len32(value.len()),
+        };
+        let written = (|| {
+            for (i, piece) in value.chunks(max).enumerate() {
+                let id = (key.clone(), generation, len32(i));
+                let record = encode_intent_chunk_key(&key, generation, id.2);
+                let record = (record, Some(encode_chunk_value(piece)));
+                self.write_records(
+                    &key,
+                    || Ok(true),
+                    vec![record],
+                    || {
+                        self.chunks.write().insert(id, piece.to_vec());
+                    },
+                )?;
+            }
+            let record = (encode_intent_key(&key), Some(encode_intent_head(head)));
+            self.write_records(
+                &key,
+                || Ok(true),
+                vec![record],
+                || {
+                    (self.intents.write()).insert(key.clone(), (intent.clone(), Some(head)));
+                    self.chunks_in_flight.lock().remove(&flight);
+                },
+            )
+        })();
+        self.chunks_in_flight.lock().remove(&flight);
+        written.map(|_| head)
+    }
+
+    /// Tombstones, in one batch, the chunks of the intent key `key` that no write under way
+    /// holds, but those of generation `keep`: what a new intent of the key or its deletion
+    /// leaves. A failure is logged: chunks no head names are harmless, and the compaction
+    /// stand-in leaves them out.
+    fn drop_chunks(&self, key: &StateKey, keep: Option<u32>) {
+        let ids: Vec<ChunkId> = {
+            let chunks = self.chunks.read();
+            let in_flight = self.chunks_in_flight.lock();
+            (chunks.keys())
+                .filter(|(k, g, _)| k == key && Some(*g) != keep)
+                .filter(|(k, g, _)| !in_flight.contains(&(k.clone(), *g)))
+                .cloned()
+                .collect()
+        };
+        if ids.is_empty() {
+            return;
+        }
+        let records = (ids.iter())
+            .map(|(k, g, i)| (encode_intent_chunk_key(k, *g, *i), None))
+            .collect();
+        let dropped = self.write_records(
+            key,
+            || Ok(true),
+            records,
+            || {
+                let mut chunks = self.chunks.write();
+                for id in &ids {
+                    chunks.remove(id);
+                }
+            },
+        );
+        if let Err(e) = dropped {
+            tracing::warn!(mirror = %key.mirror, chunks = ids.len(), "tombstoning the start intent chunks no head names failed (the compaction stand-in leaves them out): {e}");
+        }
+    }
+
+    /// Deletes the start intent with key `key` ([`StartIntent::key_of`]) with a tombstone, then
+    /// its chunks if it has any; durable on return. Returns whether one was stored (nothing is
+    /// written otherwise).
     ///
     /// # Errors
     /// As [`put`](Self::put).
     pub fn delete_start_intent(&self, key: &StateKey) -> Result<bool, StateError> {
         let check = || Ok(self.intents.read().contains_key(key));
-        self.write_record(key, check, (encode_intent_key(key), None), || {
-            self.intents.write().remove(key);
-        })
+        let deleted =
+            self.write_records(key, check, vec![(encode_intent_key(key), None)], || {
+                self.intents.write().remove(key);
+            })?;
+        self.drop_chunks(key, None);
+        Ok(deleted)
     }
 
     /// Whether the deletion of `mirror` is under way or was cut short: its deletion record
@@ -1637,14 +1917,26 @@ impl MirrorStateStore {
         record: (Vec<u8>, Option<Vec<u8>>),
         apply: impl FnOnce(),
     ) -> Result<bool, StateError> {
+        self.write_records(key, check, vec![record], apply)
+    }
+
+    /// [`write_record`](Self::write_record) for records in one batch (all in the partition of
+    /// `key`).
+    fn write_records(
+        &self,
+        key: &StateKey,
+        check: impl FnOnce() -> Result<bool, StateError>,
+        records: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        apply: impl FnOnce(),
+    ) -> Result<bool, StateError> {
         let (p, h, lock) = self.partition_of(key)?;
         let mut counts = lock.lock();
         if !check()? {
             return Ok(false);
         }
-        self.append(h, &[record])?;
+        self.append(h, &records)?;
         apply();
-        counts.in_log += 1;
+        counts.in_log += records.len() as u64;
         self.maybe_compact(p, h, &mut counts);
         Ok(true)
     }
@@ -1721,15 +2013,42 @@ impl MirrorStateStore {
             intents
                 .iter()
                 .filter(|(k, _)| self.partition_index(k) == p)
-                .map(|(k, v)| (k.clone(), encode_intent_value(v)))
+                .map(|(k, (v, head))| match head {
+                    None => (k.clone(), encode_intent_value(v)),
+                    Some(head) => (k.clone(), encode_intent_head(*head)),
+                })
                 .collect()
         };
+        // The chunks a head names or a write under way holds; the others are left out (and
+        // forgotten once the log start moves past them).
+        let (chunks, orphans): (Vec<_>, Vec<_>) = {
+            let heads = self.intents.read();
+            let chunks = self.chunks.read();
+            let in_flight = self.chunks_in_flight.lock();
+            (chunks.iter())
+                .filter(|((k, ..), _)| self.partition_index(k) == p)
+                .map(|((k, g, i), piece)| {
+                    let named = heads.get(k).and_then(|(_, h)| *h).map(|h| h.generation)
+                        == Some(*g)
+                        || in_flight.contains(&(k.clone(), *g));
+                    let record = (
+                        encode_intent_chunk_key(k, *g, *i),
+                        encode_chunk_value(piece),
+                    );
+                    (named, record, (k.clone(), *g, *i))
+                })
+                .partition(|(named, ..)| *named)
+        };
+        let orphans: Vec<ChunkId> = orphans.into_iter().map(|(_, _, id)| id).collect();
+        let chunks: Vec<(Vec<u8>, Vec<u8>)> = chunks.into_iter().map(|(_, r, _)| r).collect();
         let deletions: Vec<Vec<u8>> = (self.deletions.read().iter())
             .map(|m| mirror_deletion_key(m))
             .filter(|k| self.partition_index(k) == p)
             .map(|k| encode_typed_key(KEY_TYPE_MIRROR_DELETION, &k))
             .collect();
-        let n_live = (live.len() + intents.len() + deletions.len() + counts.unknown.len()) as u64;
+        let n_live =
+            (live.len() + intents.len() + chunks.len() + deletions.len() + counts.unknown.len())
+                as u64;
         if counts.in_log.saturating_sub(n_live) < min_dirty {
             counts.check_at = n_live.saturating_add(min_dirty);
             return;
@@ -1744,6 +2063,7 @@ impl MirrorStateStore {
                     .into_iter()
                     .map(|(k, v)| (encode_intent_key(&k), Some(v))),
             )
+            .chain(chunks.into_iter().map(|(k, v)| (k, Some(v))))
             .chain(
                 deletions
                     .into_iter()
@@ -1761,8 +2081,12 @@ impl MirrorStateStore {
         while i < records.len() {
             let mut j = i;
             let mut bytes = 0;
-            while j < records.len() && (j == i || bytes < COMPACTION_BATCH_BYTES) {
-                bytes += records[j].0.len() + records[j].1.as_ref().map_or(0, Vec::len);
+            let size =
+                |r: &(Vec<u8>, Option<Vec<u8>>)| r.0.len() + r.1.as_ref().map_or(0, Vec::len);
+            while j < records.len()
+                && (j == i || bytes + size(&records[j]) <= COMPACTION_BATCH_BYTES)
+            {
+                bytes += size(&records[j]);
                 j += 1;
             }
             match self.append(h, &records[i..j]) {
@@ -1787,6 +2111,10 @@ impl MirrorStateStore {
         let dropped = counts.in_log - n_live;
         match h.write().maybe_increment_log_start_offset(new_start) {
             Ok(_) => {
+                let mut chunks = self.chunks.write();
+                for id in &orphans {
+                    chunks.remove(id);
+                }
                 counts.in_log = n_live;
                 counts.check_at = n_live.saturating_add(min_dirty);
                 tracing::info!(
@@ -1855,10 +2183,64 @@ fn load_partition(h: &PartitionHandle, loaded: &mut Loaded<'_>) -> Result<u64, S
     Ok(records)
 }
 
+/// The start intents loaded, those in chunks put together from them (module docs).
+///
+/// # Errors
+/// [`StateError::Corrupt`] for a head whose chunks are not all stored, or whose value does
+/// not decode.
+#[allow(clippy::type_complexity)]
+fn assemble_intents(
+    loaded: HashMap<StateKey, StoredIntent>,
+    chunks: &BTreeMap<ChunkId, Vec<u8>>,
+) -> Result<HashMap<StateKey, (StartIntent, Option<IntentHead>)>, StateError> {
+    let mut out = HashMap::with_capacity(loaded.len());
+    for (key, stored) in loaded {
+        let head = match stored {
+            StoredIntent::Inline(intent) => {
+                out.insert(key, (*intent, None));
+                continue;
+            }
+            StoredIntent::Chunked(head) => head,
+        };
+        let what = || {
+            format!(
+                "start intent of {} (generation {})",
+                key.mirror, head.generation
+            )
+        };
+        let mut value = Vec::with_capacity(head.total_bytes as usize);
+        for i in 0..head.chunks {
+            let Some(piece) = chunks.get(&(key.clone(), head.generation, i)) else {
+                return Err(StateError::Corrupt {
+                    what: what(),
+                    position: value.len(),
+                    reason: format!("chunk {i} of {} is not stored", head.chunks),
+                });
+            };
+            value.extend_from_slice(piece);
+        }
+        if value.len() != head.total_bytes as usize {
+            return Err(StateError::Corrupt {
+                what: what(),
+                position: value.len(),
+                reason: format!(
+                    "its chunks hold {} bytes, not {}",
+                    value.len(),
+                    head.total_bytes
+                ),
+            });
+        }
+        let intent = decode_intent_value(&key, &value)?;
+        out.insert(key, (intent, Some(head)));
+    }
+    Ok(out)
+}
+
 /// What a load of `__mirror_state` fills: the latest record of every key, by its type.
 struct Loaded<'a> {
     states: &'a mut HashMap<StateKey, PartitionMirrorState>,
-    intents: &'a mut HashMap<StateKey, StartIntent>,
+    intents: &'a mut HashMap<StateKey, StoredIntent>,
+    chunks: &'a mut BTreeMap<ChunkId, Vec<u8>>,
     deletions: &'a mut std::collections::BTreeSet<String>,
     unknown: &'a mut BTreeMap<Vec<u8>, Vec<u8>>,
 }
@@ -1875,6 +2257,7 @@ fn apply_record(
     let Loaded {
         states,
         intents,
+        chunks,
         deletions,
         unknown,
     } = loaded;
@@ -1909,10 +2292,21 @@ fn apply_record(
                     intents.remove(&key);
                 }
                 Some(v) => {
-                    let intent = decode_intent_value(&key, v).map_err(at)?;
+                    let intent = decode_intent_record(&key, v).map_err(at)?;
                     intents.insert(key, intent);
                 }
             }
+            return Ok(());
+        }
+        Err(StateError::UnsupportedVersion {
+            version: KEY_TYPE_START_INTENT_CHUNK,
+            ..
+        }) => {
+            let id = decode_intent_chunk_key(key).map_err(at)?;
+            match value {
+                None => chunks.remove(&id),
+                Some(v) => chunks.insert(id, decode_chunk_value(v).map_err(at)?),
+            };
             return Ok(());
         }
         Err(StateError::UnsupportedVersion {

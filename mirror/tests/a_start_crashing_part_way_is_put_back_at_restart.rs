@@ -51,6 +51,8 @@ struct World {
     dst_dir: tempfile::TempDir,
     src: Arc<LogManager>,
     id: [u8; 16],
+    /// The store's `intent_chunk_bytes` (`None`: the default, which keeps these intents whole).
+    chunk_bytes: Option<usize>,
 }
 
 fn open_dst(dir: &std::path::Path, sim: &SimStorage) -> Arc<LogManager> {
@@ -72,6 +74,9 @@ struct Node {
 fn node(w: &World, sim: SimStorage) -> Node {
     let dst = open_dst(w.dst_dir.path(), &sim);
     let store = Arc::new(MirrorStateStore::open(dst.clone(), STATE_PARTITIONS).unwrap());
+    if let Some(n) = w.chunk_bytes {
+        store.set_intent_chunk_bytes(n);
+    }
     let dest = Arc::new(ConfigDest(Dest(dst.clone())));
     let claims = Arc::new(TopicClaims::new());
     let mirror = MirrorManager::new_with_claims(
@@ -97,7 +102,7 @@ fn node(w: &World, sim: SimStorage) -> Node {
 /// A new world and its node before the start: with `failed_over`, the destination holds the
 /// source's topic, writable, with its own configs, 5 local records per partition, and STOPPED
 /// states of an earlier mirroring.
-fn world(failed_over: bool) -> (World, Node) {
+fn world(failed_over: bool, chunk_bytes: Option<usize>) -> (World, Node) {
     let src_dir = tempfile::tempdir().unwrap();
     let dst_dir = tempfile::tempdir().unwrap();
     let id = topic_id();
@@ -116,6 +121,7 @@ fn world(failed_over: bool) -> (World, Node) {
         dst_dir,
         src,
         id,
+        chunk_bytes,
     };
     let sim = SimStorage::new();
     if failed_over {
@@ -139,8 +145,12 @@ fn world(failed_over: bool) -> (World, Node) {
 /// Starts `orders` with the power cut after `syncs` more completed syncs (`None`: never),
 /// crashes, and restarts from what the crash left. Returns the restarted node and how many
 /// syncs the start completed.
-fn start_crashing_after(failed_over: bool, syncs: Option<u64>) -> (World, Node, u64) {
-    let (w, n) = world(failed_over);
+fn start_crashing_after(
+    failed_over: bool,
+    chunk_bytes: Option<usize>,
+    syncs: Option<u64>,
+) -> (World, Node, u64) {
+    let (w, n) = world(failed_over, chunk_bytes);
     let base = n.sim.syncs_completed();
     if let Some(k) = syncs {
         n.sim.halt_after_syncs(base + k);
@@ -238,13 +248,13 @@ fn check_all_or_nothing(w: &World, n: &Node, failed_over: bool, at: &str) -> boo
     false
 }
 
-fn crash_at_every_sync(failed_over: bool) {
-    let (_, _, total) = start_crashing_after(failed_over, None);
+fn crash_at_every_sync(failed_over: bool, chunk_bytes: Option<usize>) {
+    let (_, _, total) = start_crashing_after(failed_over, chunk_bytes, None);
     assert!(total >= 4, "the start completed {total} syncs");
     let mut outcomes = vec![];
     for k in 0..=total {
         let at = format!("crash after {k} of the start's {total} syncs");
-        let (w, n, _) = start_crashing_after(failed_over, Some(k));
+        let (w, n, _) = start_crashing_after(failed_over, chunk_bytes, Some(k));
         let started = check_all_or_nothing(&w, &n, failed_over, &at);
         for _ in 0..3 {
             n.mirror.drive();
@@ -289,19 +299,26 @@ fn crash_at_every_sync(failed_over: bool) {
 
 #[test]
 fn a_failed_over_topic_is_wholly_started_or_wholly_as_it_was() {
-    crash_at_every_sync(true);
+    crash_at_every_sync(true, None);
 }
 
 #[test]
 fn a_new_topic_is_wholly_started_or_absent() {
-    crash_at_every_sync(false);
+    crash_at_every_sync(false, None);
+}
+
+/// As above with the intent written in chunks (its two states' values are 24 bytes each): a
+/// crash between the chunks' writes leaves no intent, and the start has changed nothing yet.
+#[test]
+fn a_failed_over_topic_whose_intent_is_in_chunks_is_wholly_started_or_as_it_was() {
+    crash_at_every_sync(true, Some(40));
 }
 
 /// The intent key's partition for the tests' topic id is where the intent goes; a state of an
 /// older build (no intent) loads as before.
 #[test]
 fn the_start_intent_is_deleted_once_the_start_completes() {
-    let (w, n) = world(true);
+    let (w, n) = world(true, None);
     n.mirror.start_topics(&["orders".into()]).unwrap();
     assert!(n.store.start_intent(MIRROR, w.id).is_none());
     assert_eq!(StartIntent::key_of(MIRROR, w.id).partition, -1);

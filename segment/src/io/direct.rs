@@ -37,7 +37,11 @@
 //!   completion, FUA or a journal commit as the file system needs); `fdatasync` writes are plain
 //!   and a sync is an `IORING_OP_FSYNC` with `IORING_FSYNC_DATASYNC` issued once the bytes it
 //!   covers are written. [`StorageFile::sync_data`] waits until everything appended before the
-//!   call is durable.
+//!   call is durable. The `fdatasync`s made from the caller's thread (preallocation, trimming,
+//!   in-place rewrites) never overlap the ring's: one waits for the ring's in flight, and the
+//!   ring starts none while it runs (it starts a sync only under the file's lock, which the
+//!   caller holds throughout), so the two cannot split one report of a failed write-back (`io`
+//!   module docs: "Durability"). The ring's data writes take no lock of this.
 //! - A **tail cache** keeps the caller's buffers (no copy: `Bytes` are reference counted) of the
 //!   most recent appends, at least [`DirectConfig::tail_cache_bytes`] and always every byte not yet
 //!   written: reads there never touch the disk; older bytes are read with `pread` through a second,
@@ -373,6 +377,9 @@ struct FileState {
     /// The first failure (a write's or a sync's, the ring's or a direct `fdatasync`'s), copied
     /// to every later operation.
     error: Option<IoError>,
+    /// Times an `fdatasync` from a caller's thread waited for the ring's to complete
+    /// ([`FileInner::sync_direct`]); the tests watch it.
+    ring_sync_waits: u64,
 }
 
 impl FileState {
@@ -422,14 +429,45 @@ impl FileInner {
         self.changed.notify_all();
     }
 
-    /// An `fdatasync` of the direct descriptor from the caller's thread (a preallocation's, a
-    /// cut's, a rewrite's). A failure is sticky like the ring's: after it, the kernel may report
-    /// `Ok` to a later sync of pages it dropped (`io` module docs: "Durability").
-    fn sync_direct(&self, st: &mut FileState) -> IoResult<()> {
-        if let Err(e) = self.direct.sync_data() {
-            self.fail(st, IoOp::SyncData, e);
+    /// Waits, the state unlocked meanwhile, until no `fdatasync` of the ring is in flight for
+    /// the file (or the file failed); returns the state locked again. While the state stays
+    /// locked the ring starts none (it pushes a sync only under the lock), so a caller's
+    /// `fdatasync` made then runs alone: two overlapping syncs of the file could split the
+    /// kernel's one report of a failed write-back (`io` module docs: "Durability"). The ring's
+    /// data writes are not waited for.
+    fn without_ring_sync<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, FileState>,
+    ) -> MutexGuard<'a, FileState> {
+        if st.sync_in_flight.is_some() && st.error.is_none() {
+            st.ring_sync_waits += 1;
         }
-        check(st)
+        while st.sync_in_flight.is_some() && st.error.is_none() {
+            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st
+    }
+
+    /// An `fdatasync` of the direct descriptor from the caller's thread (a preallocation's, a
+    /// cut's, a rewrite's), once no `fdatasync` of the ring is in flight for the file
+    /// ([`without_ring_sync`](Self::without_ring_sync): the state may be unlocked for a while
+    /// before it runs). A failure is sticky like the ring's: after it, the kernel may report
+    /// `Ok` to a later sync of pages it dropped (`io` module docs: "Durability").
+    fn sync_direct<'a>(
+        &'a self,
+        st: MutexGuard<'a, FileState>,
+    ) -> IoResult<MutexGuard<'a, FileState>> {
+        let mut st = self.without_ring_sync(st);
+        check(&st)?;
+        assert!(
+            st.sync_in_flight.is_none(),
+            "a caller's fdatasync beside the ring's"
+        );
+        if let Err(e) = self.direct.sync_data() {
+            self.fail(&mut st, IoOp::SyncData, e);
+        }
+        check(&st)?;
+        Ok(st)
     }
 }
 
@@ -522,6 +560,7 @@ impl DirectFile {
             cache: VecDeque::new(),
             cache_bytes: 0,
             error: None,
+            ring_sync_waits: 0,
         };
         Ok(DirectFile {
             inner: Arc::new(FileInner {
@@ -541,9 +580,19 @@ impl DirectFile {
         check(st)
     }
 
-    /// Appends `buf` at the logical end (copied into chunks; written through the ring).
-    fn append(&self, st: &mut FileState, buf: Bytes) -> IoResult<()> {
+    /// Appends `buf` at the logical end (copied into chunks; written through the ring). A
+    /// preallocation first waits for an `fdatasync` of the ring in flight (the state unlocked
+    /// meanwhile), then runs whole under the lock.
+    fn append<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, FileState>,
+        buf: Bytes,
+    ) -> IoResult<MutexGuard<'a, FileState>> {
         let inner = &*self.inner;
+        if st.logical_len + buf.len() as u64 > st.allocated {
+            st = inner.without_ring_sync(st);
+            self.check(&st)?;
+        }
         let end = st.logical_len + buf.len() as u64;
         if end > st.allocated {
             let step = inner.config.preallocate_bytes;
@@ -558,7 +607,7 @@ impl DirectFile {
             // failing with ENOSPC (nothing was copied or written, so the file is unchanged and
             // the segment stays usable once space returns), not as a broken file.
             got.map_err(|e| IoError::new(IoOp::WriteAt, &inner.path, e))?;
-            inner.sync_direct(st)?;
+            st = inner.sync_direct(st)?;
             st.allocated = target;
         }
         let chunk_bytes = inner.config.chunk_bytes;
@@ -587,7 +636,7 @@ impl DirectFile {
         st.cache_bytes += buf.len();
         st.cache.push_back((pos, buf));
         st.evict(inner.config.tail_cache_bytes);
-        Ok(())
+        Ok(st)
     }
 
     /// Waits until every append is written and no sync is in flight (nothing queued or in
@@ -626,12 +675,17 @@ impl DirectFile {
         Ok(())
     }
 
-    fn sync_metadata(&self, st: &mut FileState) -> IoResult<()> {
+    /// Syncs the file when its metadata changed since the last sync
+    /// ([`FileInner::sync_direct`]: the state may be unlocked for a while first).
+    fn sync_metadata<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, FileState>,
+    ) -> IoResult<MutexGuard<'a, FileState>> {
         if st.metadata_dirty {
-            self.inner.sync_direct(st)?;
+            st = self.inner.sync_direct(st)?;
             st.metadata_dirty = false;
         }
-        Ok(())
+        Ok(st)
     }
 }
 
@@ -703,7 +757,7 @@ impl StorageFile for DirectFile {
         } else {
             for b in bufs {
                 if !b.is_empty() {
-                    self.append(&mut st, b.clone())?;
+                    st = self.append(st, b.clone())?;
                 }
             }
             if durable {
@@ -790,10 +844,15 @@ impl StorageFile for DirectFile {
         if st.durable_len < target {
             // Written without `RWF_DSYNC` (an in-place rewrite): sync for real.
             st.metadata_dirty = true;
-            self.sync_metadata(&mut st)?;
+            st = self.sync_metadata(st)?;
+            if st.rewrites != rewrites {
+                // Cut or rewritten while the sync waited for the ring's: as above.
+                drop(st);
+                return self.sync_data();
+            }
             st.durable_len = st.durable_len.max(target);
         }
-        self.sync_metadata(&mut st)
+        self.sync_metadata(st).map(drop)
     }
 
     fn set_len(&self, len: u64) -> IoResult<()> {
@@ -802,8 +861,7 @@ impl StorageFile for DirectFile {
             self.cut(&mut st, len)
         } else {
             let zeros = Bytes::from(vec![0u8; (len - st.logical_len) as usize]);
-            self.append(&mut st, zeros)?;
-            drop(st);
+            drop(self.append(st, zeros)?);
             self.ring.kick(&self.inner);
             Ok(())
         }
@@ -850,7 +908,7 @@ impl StorageFile for DirectFile {
             st.allocated = len;
             st.metadata_dirty = true;
         }
-        self.sync_metadata(&mut st)
+        self.sync_metadata(st).map(drop)
     }
 }
 
@@ -1833,13 +1891,13 @@ mod ring_ordering_tests {
                 // File A: 7 full chunks ready (fills 7 of the 8 submission-queue entries).
                 let mut st = a.inner.lock();
                 for _ in 0..8 {
-                    a.append(&mut st, Bytes::from(vec![7u8; 4 << 20])).unwrap();
+                    st = a.append(st, Bytes::from(vec![7u8; 4 << 20])).unwrap();
                 }
             }
             {
                 // File B: one durable append of one chunk, its sync wanted.
-                let mut st = b.inner.lock();
-                b.append(&mut st, Bytes::from(vec![9u8; 4 << 20])).unwrap();
+                let st = b.inner.lock();
+                let mut st = b.append(st, Bytes::from(vec![9u8; 4 << 20])).unwrap();
                 st.sync_wanted = st.logical_len;
             }
             core.pump(&a.inner);
@@ -1881,6 +1939,78 @@ mod ring_ordering_tests {
             split, 0,
             "the linked fdatasync was separated from its write in {split}/20 rounds; durable-before-written observed {violations} times"
         );
+    }
+
+    /// An `fdatasync` from the caller's thread (here a preallocation's) waits for the ring's
+    /// `fdatasync` of the file in flight. It used to run beside it: the two could split the
+    /// kernel's one report of a failed write-back, so the one answered `Ok` acknowledged what
+    /// the other's failure covered. The ring's sync is left in flight (submitted, its
+    /// completion not reaped) until the appender is seen either waiting or done.
+    #[test]
+    fn a_callers_fdatasync_waits_for_the_rings_fdatasync_of_the_file() {
+        let config = DirectConfig {
+            preallocate_bytes: 4096,
+            ..cfg(DirectDurability::Fdatasync, 16 << 10, 8, 8)
+        };
+        let storage = DirectStorage::new(Arc::new(PwriteStorage::new()), config).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let f = DirectFile::open(
+            &dir.path().join("0.log"),
+            OpenMode::CreateNew,
+            config,
+            Arc::clone(&storage.ring),
+        )
+        .unwrap();
+        let mut core = manual_core(config);
+        {
+            let st = f.inner.lock();
+            let mut st = f.append(st, Bytes::from(vec![1u8; 100])).unwrap();
+            st.sync_wanted = st.logical_len;
+        }
+        core.pump(&f.inner);
+        assert!(f.inner.lock().sync_in_flight.is_some(), "the ring's sync");
+        core.submit_now();
+        let beside = std::thread::scope(|s| {
+            // Past the 4 KiB preallocated: fallocate, then an fdatasync from this thread.
+            let appender = s.spawn(|| {
+                let st = f.inner.lock();
+                f.append(st, Bytes::from(vec![2u8; 8192])).map(drop)
+            });
+            // Until it waits, or is done with the ring's sync still in flight.
+            let beside = loop {
+                let st = f.inner.lock();
+                if st.ring_sync_waits > 0 {
+                    break false;
+                }
+                if appender.is_finished() {
+                    break true;
+                }
+                drop(st);
+                std::thread::yield_now();
+            };
+            // The ring's sync completes (also when the test fails: a drop waits for it).
+            while core.in_flight > 0 {
+                core.ring.submit_and_wait(1).unwrap();
+                let cqes: Vec<(u64, i32)> = (core.ring.completion())
+                    .map(|c| (c.user_data(), c.result()))
+                    .collect();
+                for (ud, res) in cqes {
+                    core.complete(ud, res);
+                }
+            }
+            let appended = appender.join();
+            assert!(
+                !beside,
+                "the caller's fdatasync ran while the ring's was in flight"
+            );
+            appended.unwrap().unwrap();
+            beside
+        });
+        assert!(!beside);
+        let st = f.inner.lock();
+        assert!(st.error.is_none());
+        assert_eq!(st.durable_len, 100);
+        assert!(st.allocated >= 8292, "preallocated: {}", st.allocated);
     }
 
     /// A truncation (`set_len`) waits for an fdatasync in flight. It used to drain only the

@@ -780,6 +780,17 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader of `buf` past its leading version (an i16), which must be `expected`:
+    /// [`StateError::UnsupportedVersion`] names `what` otherwise.
+    fn versioned(buf: &'a [u8], what: &'static str, expected: i16) -> Result<Self, StateError> {
+        let mut r = Reader { buf, pos: 0, what };
+        let version = r.i16()?;
+        if version != expected {
+            return Err(StateError::UnsupportedVersion { what, version });
+        }
+        Ok(r)
+    }
+
     fn corrupt(&self, reason: impl Into<String>) -> StateError {
         StateError::Corrupt {
             what: self.what.to_string(),
@@ -923,18 +934,7 @@ pub fn encode_value(state: &PartitionMirrorState) -> Vec<u8> {
 /// [`StateError::UnsupportedVersion`] for a version other than [`VALUE_VERSION`];
 /// [`StateError::Corrupt`] for bytes that do not decode.
 pub fn decode_value(key: &StateKey, bytes: &[u8]) -> Result<PartitionMirrorState, StateError> {
-    let mut r = Reader {
-        buf: bytes,
-        pos: 0,
-        what: "value",
-    };
-    let version = r.i16()?;
-    if version != VALUE_VERSION {
-        return Err(StateError::UnsupportedVersion {
-            what: "value",
-            version,
-        });
-    }
+    let mut r = Reader::versioned(bytes, "value", VALUE_VERSION)?;
     let state = r.state()?;
     let state_epoch = r.i32()?;
     let last_mirror_epoch = LeaderEpoch(r.i32()?);
@@ -1040,18 +1040,7 @@ pub fn mirror_deletion_key(mirror: &str) -> StateKey {
 /// # Errors
 /// [`StateError::UnsupportedVersion`] for another version; [`StateError::Corrupt`].
 fn decode_deletion_value(bytes: &[u8]) -> Result<(), StateError> {
-    let mut r = Reader {
-        buf: bytes,
-        pos: 0,
-        what: "mirror deletion",
-    };
-    let version = r.i16()?;
-    if version != DELETION_VALUE_VERSION {
-        return Err(StateError::UnsupportedVersion {
-            what: "mirror deletion",
-            version,
-        });
-    }
+    let r = Reader::versioned(bytes, "mirror deletion", DELETION_VALUE_VERSION)?;
     r.finish()
 }
 
@@ -1149,19 +1138,8 @@ fn decode_intent_record(key: &StateKey, bytes: &[u8]) -> Result<StoredIntent, St
 
 /// A chunk record's value: its piece.
 fn decode_chunk_value(bytes: &[u8]) -> Result<Vec<u8>, StateError> {
-    let mut r = Reader {
-        buf: bytes,
-        pos: 0,
-        what: "start intent chunk",
-    };
-    let version = r.i16()?;
-    if version != INTENT_CHUNK_VALUE_VERSION {
-        return Err(StateError::UnsupportedVersion {
-            what: "start intent chunk",
-            version,
-        });
-    }
-    Ok(bytes[2..].to_vec())
+    let r = Reader::versioned(bytes, "start intent chunk", INTENT_CHUNK_VALUE_VERSION)?;
+    Ok(r.buf[r.pos..].to_vec())
 }
 
 /// A chunk record's value holding `piece`.
@@ -1224,18 +1202,7 @@ pub fn encode_intent_value(intent: &StartIntent) -> Vec<u8> {
 /// [`StateError::UnsupportedVersion`] for a version other than [`INTENT_VALUE_VERSION`];
 /// [`StateError::Corrupt`] for bytes that do not decode.
 pub fn decode_intent_value(key: &StateKey, bytes: &[u8]) -> Result<StartIntent, StateError> {
-    let mut r = Reader {
-        buf: bytes,
-        pos: 0,
-        what: "start intent",
-    };
-    let version = r.i16()?;
-    if version != INTENT_VALUE_VERSION {
-        return Err(StateError::UnsupportedVersion {
-            what: "start intent",
-            version,
-        });
-    }
+    let mut r = Reader::versioned(bytes, "start intent", INTENT_VALUE_VERSION)?;
     let topic_before = match r.u8()? {
         0 => TopicBefore::Absent,
         1 => TopicBefore::Writable,

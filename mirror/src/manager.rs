@@ -1497,8 +1497,22 @@ impl MirrorManager {
 
     /// Tombstones every start intent, then every state of this mirror, then its deletion
     /// record ([`delete_states`](Self::delete_states)).
+    ///
+    /// Refused (a storage error, the deletion record kept) while a `__mirror_state` partition
+    /// is not loaded: records of this mirror there could not be tombstoned, and the deletion
+    /// would count as done (as DeleteClusterMirror refuses then).
     fn finish_deletion(&self) -> Result<(), MirrorError> {
         let name = &self.config.name;
+        if let Some((p, dir)) = self.store.unavailable_partitions().into_iter().next() {
+            return Err(MirrorError::Engine(EngineError::LogDirOffline {
+                path: dir,
+                reason: format!(
+                    "{}-{p} is not loaded, so the deletion of cluster mirror {name} (begun, and \
+                     cut short) cannot be finished: records of it there could not be deleted",
+                    crate::state::MIRROR_STATE_TOPIC
+                ),
+            }));
+        }
         for intent in self.store.start_intents(name) {
             self.store.delete_start_intent(&intent.key())?;
         }

@@ -120,3 +120,106 @@ fn a_mirror_created_again_after_a_crash_part_way_through_a_deletion_puts_back_no
         assert!(!store.mirror_deletion_pending(MIRROR), "{at}");
     }
 }
+
+/// The deletion cut short after its deletion record, then a restart with the data dir of the
+/// `__mirror_state` partition holding the mirror's state offline: the namesake cannot finish
+/// the deletion, so it is refused (a storage error) and the record stays; it used to tombstone
+/// what it could see and the record, so the restart with the dir repaired restored the old
+/// mirror's state. With the dir repaired, the namesake finishes the deletion.
+#[test]
+fn a_namesake_is_refused_while_a_state_of_the_deleted_mirror_is_offline() {
+    use mirrorlog_engine::clock::ManualClock;
+    use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
+    use mirrorlog_mirror::state::{MIRROR_STATE_TOPIC, mirror_deletion_key, state_partition_for};
+    use mirrorlog_segment::io::{Fault, FaultKind, IoOp};
+    let partitions = 2;
+    let marker = mirror_deletion_key(MIRROR);
+    let marker_p = state_partition_for(MIRROR, &marker.topic_id, -1, partitions);
+    // A topic whose partition 0's state is not in the deletion record's partition.
+    let id = (1u8..)
+        .map(|b| {
+            let mut id = [1; 16];
+            id[0] = b;
+            id
+        })
+        .find(|id| state_partition_for(MIRROR, id, 0, partitions) != marker_p)
+        .unwrap();
+    let state_p = 1 - marker_p;
+    let root = tempfile::tempdir().unwrap();
+    let src = common::manager(&root.path().join("src"));
+    let dirs = vec![root.path().join("d1"), root.path().join("d2")];
+    let open_dst = |sim: &SimStorage| {
+        let mut config = LogManagerConfig::new(&dirs[0]);
+        config.data_dirs = dirs.clone();
+        let storage: Arc<dyn Storage> = Arc::new(sim.clone());
+        Arc::new(
+            LogManager::open(config, storage, ManualClock::new(T0))
+                .unwrap()
+                .0,
+        )
+    };
+    let namesake = |dst: &Arc<LogManager>, store: &Arc<MirrorStateStore>| {
+        MirrorManager::new(
+            MirrorConfig::new(MIRROR),
+            mirrorlog_mirror::engine_source::EngineSource::new(src.clone(), "source-cluster", 1),
+            dst.clone(),
+            Arc::new(common::ConfigDest(common::Dest(dst.clone()))),
+            store.clone(),
+            ManualClock::new(T0),
+        )
+    };
+    let sim = SimStorage::new();
+    let dst = open_dst(&sim);
+    let store = Arc::new(MirrorStateStore::open(dst.clone(), partitions).unwrap());
+    let dir_of = |p: i32| {
+        let tp = tp(MIRROR_STATE_TOPIC, p);
+        dst.get(&tp).unwrap().data_dir().join(tp.to_string())
+    };
+    let bad = dir_of(state_p);
+    assert_ne!(
+        bad.parent(),
+        dir_of(marker_p).parent(),
+        "the scenario needs two dirs"
+    );
+    dst.create(&tp("orders", 0), TopicId(id), Default::default())
+        .unwrap();
+    store.put(&stopped_state(MIRROR, id, 0)).unwrap();
+    // Another mirror's state in the deletion record's partition: its first append (which also
+    // records the leader epoch) is behind it, so the deletion record takes one sync.
+    let other = (1u8..)
+        .map(|b| [b; 16])
+        .find(|id| state_partition_for("west", id, 0, partitions) == marker_p)
+        .unwrap();
+    store.put(&stopped_state("west", other, 0)).unwrap();
+    let mirror = namesake(&dst, &store).unwrap();
+    mirror.shutdown();
+    // Power cut after the deletion record.
+    sim.halt_after_syncs(sim.syncs_completed() + 1);
+    assert!(mirror.delete_states().is_err());
+    let crashed = sim.crash(TornTail::None);
+    drop((mirror, store, dst));
+
+    let offline = crashed.crash(TornTail::None);
+    offline.inject(Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(bad.to_str().unwrap()));
+    let dst = open_dst(&offline);
+    let store = Arc::new(MirrorStateStore::open(dst.clone(), partitions).unwrap());
+    assert_eq!(store.unavailable_partitions().len(), 1, "the scenario");
+    assert!(store.mirror_deletion_pending(MIRROR), "the scenario");
+    assert!(
+        namesake(&dst, &store).is_err(),
+        "the deletion cannot be finished"
+    );
+    assert!(store.mirror_deletion_pending(MIRROR));
+    drop((store, dst));
+
+    let dst = open_dst(&crashed.crash(TornTail::None));
+    let store = Arc::new(MirrorStateStore::open(dst.clone(), partitions).unwrap());
+    assert!(store.unavailable_partitions().is_empty());
+    let _again = namesake(&dst, &store).unwrap();
+    assert!(!store.mirror_deletion_pending(MIRROR));
+    assert!(
+        store.all().iter().all(|s| s.mirror != MIRROR),
+        "the namesake holds the deleted mirror's state: {:?}",
+        store.all()
+    );
+}

@@ -2,10 +2,10 @@
 //!
 //! Per partition, in Kafka's order: the topic and partition must exist
 //! (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold a v2 batch (`INVALID_RECORD`; ZStandard
-//! needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), internal topics are refused
-//! (`INVALID_TOPIC_EXCEPTION`), then the engine validates and appends the batch as leader,
-//! stamped with the partition's leader epoch. `acks` must be 0, 1 or −1 (`INVALID_REQUIRED_ACKS`
-//! for every partition otherwise).
+//! needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), `acks` must be 0, 1 or −1
+//! (`INVALID_REQUIRED_ACKS` for each partition that passed the checks before), internal topics
+//! are refused (`INVALID_TOPIC_EXCEPTION`), then the engine validates and appends the batch as
+//! leader, stamped with the partition's leader epoch.
 //!
 //! - `acks = -1`: the batches are appended in request order at once
 //!   ([`PartitionHandle::append_as_leader_unsynced`]); the answer then waits for the group-commit
@@ -144,7 +144,6 @@ fn prepare(
     version: i16,
 ) -> (i16, Vec<TopicProduceResponse>, Vec<Job>) {
     let acks = r.acks;
-    let acks_valid = matches!(acks, -1..=1);
     let transactional_id: Option<Arc<str>> = r.transactional_id.as_ref().map(|t| Arc::from(&*t.0));
     // Kafka's `handleProduceRequest`: transactional records without a transactional id fail the
     // whole request (nothing can verify them against a transaction).
@@ -173,13 +172,8 @@ fn prepare(
                     ResponseError::TransactionalIdAuthorizationFailed,
                     "transactional records need the producer's transactional id".to_string(),
                 ))
-            } else if acks_valid {
-                precheck(b, &name, pd.index, pd.records, version)
             } else {
-                Err(failure(
-                    ResponseError::InvalidRequiredAcks,
-                    format!("acks must be -1, 0 or 1, not {acks}"),
-                ))
+                precheck(b, &name, pd.index, pd.records, version)
             };
             match checked {
                 Ok((handle, records)) => {
@@ -197,6 +191,17 @@ fn prepare(
         }
         responses.push(tr);
     }
+    // Then `ReplicaManager.appendRecords` (acks) and `appendToLocalLog` (internal topics).
+    jobs.retain(
+        |job| match appendable(&job.handle.topic_partition().topic, acks) {
+            Ok(()) => true,
+            Err(refused) => {
+                let resp = &mut responses[job.topic].partition_responses[job.partition];
+                refuse(resp, refused, version);
+                false
+            }
+        },
+    );
     (acks, responses, jobs)
 }
 
@@ -416,8 +421,9 @@ fn failure(e: ResponseError, message: String) -> (i16, String) {
     (e.code(), message)
 }
 
-/// The checks Kafka makes before a partition reaches the log, in its order: existence,
-/// `ProduceRequest.validateRecords` (a v2 batch; ZStandard only from v7), internal topics.
+/// The checks of Kafka's `handleProduceRequest` before a partition reaches the replica manager,
+/// in its order: existence, `ProduceRequest.validateRecords` (a v2 batch; ZStandard only from
+/// v7).
 fn precheck(
     b: &Broker,
     topic: &str,
@@ -447,13 +453,25 @@ fn precheck(
         return Err(no_batch(version));
     };
     validate_records(version, &records)?;
+    Ok((handle, records))
+}
+
+/// The replica manager's checks before an append, in its order: `acks`
+/// (`ReplicaManager.appendRecords`), then no internal topic (`appendToLocalLog`).
+fn appendable(topic: &str, acks: i16) -> Result<(), (i16, String)> {
+    if !matches!(acks, -1..=1) {
+        return Err(failure(
+            ResponseError::InvalidRequiredAcks,
+            format!("acks must be -1, 0 or 1, not {acks}"),
+        ));
+    }
     if INTERNAL_TOPICS.contains(&topic) {
         return Err(failure(
             ResponseError::InvalidTopicException,
             format!("cannot append to internal topic {topic}"),
         ));
     }
-    Ok((handle, records))
+    Ok(())
 }
 
 fn no_batch(version: i16) -> (i16, String) {

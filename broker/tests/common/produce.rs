@@ -1,0 +1,81 @@
+//! Produce requests sent over the wire to a running broker, for the Produce handler's tests.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use mirrorlog_index::TimestampMs;
+use mirrorlog_segment::BatchBuilder;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+
+/// One plain record batch of `value` (base offset 0, no producer).
+pub fn batch(value: &[u8]) -> Bytes {
+    let mut bb = BatchBuilder::new();
+    bb.append(TimestampMs(1_700_000_000_000), None, Some(value), &[]);
+    bb.build().into_bytes()
+}
+
+/// A Produce request of `acks` naming `(topic, partition, records)` in this order (consecutive
+/// entries of one topic share its topic entry).
+pub fn request(acks: i16, parts: Vec<(&str, i32, Bytes)>) -> ProduceRequest {
+    let mut r = ProduceRequest::default();
+    r.acks = acks;
+    r.timeout_ms = 30_000;
+    for (topic, index, records) in parts {
+        let mut pd = PartitionProduceData::default();
+        pd.index = index;
+        pd.records = Some(records);
+        if r.topic_data.last().is_none_or(|t| &*t.name.0 != topic) {
+            let mut td = TopicProduceData::default();
+            td.name = TopicName(StrBytes::from_string(topic.to_string()));
+            r.topic_data.push(td);
+        }
+        r.topic_data.last_mut().unwrap().partition_data.push(pd);
+    }
+    r
+}
+
+/// Sends `r` as Produce `version` on a new connection and reads its answer.
+pub fn send(addr: SocketAddr, version: i16, r: &ProduceRequest) -> ProduceResponse {
+    let mut buf = BytesMut::new();
+    buf.put_i32(0);
+    RequestHeader::default()
+        .with_request_api_key(ApiKey::Produce as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(1)
+        .with_client_id(Some(StrBytes::from_static_str("produce-test")))
+        .encode(&mut buf, ApiKey::Produce.request_header_version(version))
+        .unwrap();
+    r.encode(&mut buf, version).unwrap();
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&buf).unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    let mut body = Bytes::from(body);
+    let header =
+        ResponseHeader::decode(&mut body, ApiKey::Produce.response_header_version(version))
+            .unwrap();
+    assert_eq!(header.correlation_id, 1);
+    let resp = ProduceResponse::decode(&mut body, version).unwrap();
+    assert!(!body.has_remaining(), "the whole answer decoded");
+    resp
+}
+
+/// Every answered partition as `(topic, partition, error code)`, in answer order.
+pub fn answered(resp: &ProduceResponse) -> Vec<(String, i32, i16)> {
+    resp.responses
+        .iter()
+        .flat_map(|t| {
+            t.partition_responses
+                .iter()
+                .map(|p| (t.name.0.to_string(), p.index, p.error_code))
+        })
+        .collect()
+}

@@ -22,8 +22,9 @@
 //!
 //! After every successful append the high watermark moves to the log end (a single node is its
 //! own ISR) and waiting long-poll fetches are woken. A failure in one partition never affects
-//! the others. A retried batch the producer state recognises as a duplicate is answered with the
-//! original base offset and no error, as Kafka does. `acks = 0` gets no response at all.
+//! the others (but for transactional batches of two producers, below). A retried batch the
+//! producer state recognises as a duplicate is answered with the original base offset and no
+//! error, as Kafka does. `acks = 0` gets no response at all.
 //!
 //! Transactional batches are verified with the transaction coordinator first (KIP-890 part 1,
 //! on by default since Kafka 3.6; [`crate::txn::TxnVerifier`]): with the request's
@@ -34,7 +35,9 @@
 //! `INVALID_PRODUCER_ID_MAPPING`, or the retriable `NOT_ENOUGH_REPLICAS` while the previous
 //! transaction's markers are being written. Without a transactional id, a transactional batch
 //! may only continue a transaction the producer already has open in the partition
-//! ([`LeaderOrigin::ClientUnverified`]). The rest of the transactional state (epochs,
+//! ([`LeaderOrigin::ClientUnverified`]). Transactional batches of more than one producer (id
+//! and epoch) in one request fail it as a whole (`INVALID_PRODUCER_ID_MAPPING`), as in Kafka's
+//! `ReplicaManager.handleProduceAppend`. The rest of the transactional state (epochs,
 //! sequences, a plain batch inside an open transaction) is the engine's producer state.
 
 use crate::broker::Broker;
@@ -190,6 +193,26 @@ fn prepare(
             tr.partition_responses.push(resp);
         }
         responses.push(tr);
+    }
+    // Kafka's `ReplicaManager.handleProduceAppend`: the transactional batches to append must
+    // all be one producer's (one id and epoch), or the whole request fails.
+    let mut producers = jobs
+        .iter()
+        .filter_map(|j| transactional_producer(&j.records));
+    if let Some(first) = producers.next()
+        && producers.any(|p| p != first)
+    {
+        jobs.clear();
+        for resp in responses
+            .iter_mut()
+            .flat_map(|t| &mut t.partition_responses)
+        {
+            let refused = failure(
+                ResponseError::InvalidProducerIdMapping,
+                "the request's transactional records belong to more than one producer".to_string(),
+            );
+            refuse(resp, refused, version);
+        }
     }
     // Then `ReplicaManager.appendRecords` (acks) and `appendToLocalLog` (internal topics).
     jobs.retain(

@@ -1,0 +1,67 @@
+//! Kafka's `ReplicaManager.handleProduceAppend` refuses a Produce request whose transactional
+//! batches carry more than one producer id or epoch ("Transactional records contained more than
+//! one producer ID"): the request fails as a whole, every partition `INVALID_PRODUCER_ID_MAPPING`,
+//! nothing appended. mirrorlog verified each partition on its own and appended the batch of the
+//! producer the transactional id belongs to, beside a refusal for the other.
+
+mod common;
+
+use bytes::Bytes;
+use common::produce::{answered, batch, request, send};
+use kafka_protocol::ResponseError;
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::client::Client;
+use mirrorlog_broker::running::RunningBroker;
+use mirrorlog_engine::config::LogConfig;
+use mirrorlog_index::{ProducerEpoch, ProducerId, Sequence, TimestampMs};
+use mirrorlog_segment::BatchBuilder;
+
+fn txn_batch(pid: i64, epoch: i16) -> Bytes {
+    let mut b = BatchBuilder::new()
+        .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(0))
+        .transactional(true);
+    b.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
+    b.build().into_bytes()
+}
+
+#[test]
+fn transactional_batches_of_two_producers_fail_the_whole_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = RunningBroker::start_local(dir.path(), 1).unwrap();
+    let b = &running.broker;
+    b.topics
+        .create(&b.logs, "t", 3, LogConfig::default(), None)
+        .unwrap();
+    let mut c = Client::connect(&running.addr.to_string()).unwrap();
+    let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
+    let (other, other_epoch) = c.init_producer_id(Some("other")).unwrap();
+    c.add_partitions_to_txn("tx", pid, epoch, "t", &[0])
+        .unwrap();
+    c.add_partitions_to_txn("other", other, other_epoch, "t", &[1])
+        .unwrap();
+
+    let mut r = request(
+        1,
+        vec![
+            ("t", 0, txn_batch(pid, epoch)),
+            ("t", 1, txn_batch(other, other_epoch)),
+            ("t", 2, batch(b"plain")),
+        ],
+    );
+    r.transactional_id = Some(StrBytes::from_static_str("tx").into());
+    let resp = send(running.addr, 9, &r);
+    let mapping = ResponseError::InvalidProducerIdMapping.code();
+    assert_eq!(
+        answered(&resp),
+        vec![
+            ("t".to_string(), 0, mapping),
+            ("t".to_string(), 1, mapping),
+            ("t".to_string(), 2, mapping),
+        ]
+    );
+    for p in 0..3 {
+        let end = b.partition("t", p).unwrap().read().log_end_offset().get();
+        assert_eq!(end, 0, "nothing appended to t-{p}");
+    }
+    running.shutdown().unwrap();
+}

@@ -5,7 +5,9 @@
 //! needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), `acks` must be 0, 1 or −1
 //! (`INVALID_REQUIRED_ACKS` for each partition that passed the checks before), internal topics
 //! are refused (`INVALID_TOPIC_EXCEPTION`), then the engine validates and appends the batch as
-//! leader, stamped with the partition's leader epoch.
+//! leader, stamped with the partition's leader epoch. A partition named twice is appended once,
+//! with its last entry's records, and answered once, as Kafka keys a request's partitions by
+//! topic-partition.
 //!
 //! - `acks = -1`: the batches are appended in request order at once
 //!   ([`PartitionHandle::append_as_leader_unsynced`]); the answer then waits for the group-commit
@@ -47,15 +49,18 @@ use crate::topics::{INTERNAL_TOPICS, sb};
 use crate::txn::TxnError;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind, TopicName};
 use mirrorlog_engine::error::{EngineError, EngineResult};
 use mirrorlog_engine::log::{LeaderOrigin, LogAppendInfo};
 use mirrorlog_engine::manager::{PartitionHandle, PendingSync};
 use mirrorlog_index::{LeaderEpoch, TopicPartition};
 use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 /// The most partitions of one `acks = -1` request whose syncs are waited for at the same time.
@@ -158,9 +163,10 @@ fn prepare(
                     .is_some_and(|b| transactional_producer(b).is_some())
             })
         });
-    let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(r.topic_data.len());
+    let topic_data = once_per_partition(r.topic_data);
+    let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(topic_data.len());
     let mut jobs = vec![];
-    for (ti, td) in r.topic_data.into_iter().enumerate() {
+    for (ti, td) in topic_data.into_iter().enumerate() {
         let name = td.name.0.to_string();
         let mut tr = TopicProduceResponse::default();
         tr.name = td.name;
@@ -226,6 +232,37 @@ fn prepare(
         },
     );
     (acks, responses, jobs)
+}
+
+/// A request's topics and partitions, each once: Kafka keys the partitions to append by
+/// topic-partition, so a partition named twice is appended once, with its last entry's records,
+/// and answered once (here at its first entry's place; a topic named twice, in its first entry).
+fn once_per_partition(topics: Vec<TopicProduceData>) -> Vec<TopicProduceData> {
+    if topics.len() == 1 && topics[0].partition_data.len() <= 1 {
+        return topics; // the common case: nothing to repeat
+    }
+    let mut out: Vec<TopicProduceData> = Vec::with_capacity(topics.len());
+    let mut topic_at: HashMap<TopicName, usize> = HashMap::new();
+    let mut partition_at: HashMap<(usize, i32), usize> = HashMap::new();
+    for td in topics {
+        let ti = *topic_at.entry(td.name.clone()).or_insert_with(|| {
+            let mut t = TopicProduceData::default();
+            t.name = td.name.clone();
+            out.push(t);
+            out.len() - 1
+        });
+        let partitions = &mut out[ti].partition_data;
+        for pd in td.partition_data {
+            match partition_at.entry((ti, pd.index)) {
+                Entry::Occupied(at) => partitions[*at.get()] = pd,
+                Entry::Vacant(at) => {
+                    at.insert(partitions.len());
+                    partitions.push(pd);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// An `acks = -1` request: appends every partition now, in order, and returns what finishes the

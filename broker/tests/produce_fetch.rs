@@ -1,14 +1,14 @@
 //! Produce and Fetch handlers against a real broker on a temporary directory: every response is
 //! also encoded at its request version, so a field set for a version that lacks it fails here.
 
+mod common;
+
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    BrokerId, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, TopicName,
-    TransactionalId,
+    BrokerId, FetchRequest, FetchResponse, ProduceResponse, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
@@ -82,34 +82,13 @@ fn bytes(c: Compression, n: usize, tag: &str) -> Bytes {
 
 // ---- produce helpers ----
 
-fn produce_req(acks: i16, parts: Vec<(&str, i32, Option<Bytes>)>) -> ProduceRequest {
-    let mut r = ProduceRequest::default();
-    r.acks = acks;
-    r.timeout_ms = 30_000;
-    for (topic, index, records) in parts {
-        let mut pd = PartitionProduceData::default();
-        pd.index = index;
-        pd.records = records;
-        match r.topic_data.last_mut() {
-            Some(t) if t.name.0.as_str() == topic => t.partition_data.push(pd),
-            _ => {
-                let mut t = TopicProduceData::default();
-                t.name = TopicName(s(topic));
-                t.partition_data.push(pd);
-                r.topic_data.push(t);
-            }
-        }
-    }
-    r
-}
-
 fn produce_v(
     b: &Broker,
     v: i16,
     acks: i16,
     parts: Vec<(&str, i32, Option<Bytes>)>,
 ) -> Option<ProduceResponse> {
-    let resp = produce::handle(b, produce_req(acks, parts), v);
+    let resp = produce::handle(b, common::produce::request(acks, parts), v);
     if let Some(r) = &resp {
         let mut buf = BytesMut::new();
         r.encode(&mut buf, v)
@@ -505,7 +484,7 @@ fn read_committed_skips_past_nothing_and_lists_aborted_transactions() {
     };
     // A transactional batch travels with its producer's transactional id (Kafka refuses it
     // otherwise); no coordinator runs here, so nothing verifies it further.
-    let mut r = produce_req(1, vec![("t", 0, Some(txn))]);
+    let mut r = common::produce::request(1, vec![("t", 0, Some(txn))]);
     r.transactional_id = Some(TransactionalId(s("tx")));
     let resp = produce::handle(&b, r, 9).unwrap();
     let pr = &resp.responses[0].partition_responses[0];

@@ -7,9 +7,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::produce::{answered, batch, request, send};
-use mirrorlog_broker::running::RunningBroker;
-use mirrorlog_engine::config::LogConfig;
+use common::produce::{answered, batch, request, running_with_topic, send};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const INVALID_REQUIRED_ACKS: i16 = 21;
@@ -18,19 +16,16 @@ const INVALID_RECORD: i16 = 87;
 #[test]
 fn invalid_acks_is_answered_only_for_partitions_that_would_be_appended() {
     let dir = tempfile::tempdir().unwrap();
-    let running = RunningBroker::start_local(dir.path(), 1).unwrap();
+    let running = running_with_topic(dir.path(), "t", 2);
     let b = &running.broker;
-    b.topics
-        .create(&b.logs, "t", 2, LogConfig::default(), None)
-        .unwrap();
 
     let r = request(
         2,
         vec![
-            ("t", 0, batch(b"v")),
-            ("t", 1, Bytes::new()),
-            ("t", 7, batch(b"v")),
-            ("missing", 0, batch(b"v")),
+            ("t", 0, Some(batch(b"v"))),
+            ("t", 1, Some(Bytes::new())),
+            ("t", 7, Some(batch(b"v"))),
+            ("missing", 0, Some(batch(b"v"))),
         ],
     );
     let resp = send(running.addr, 9, &r);

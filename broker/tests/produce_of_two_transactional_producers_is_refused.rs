@@ -7,12 +7,10 @@
 mod common;
 
 use bytes::Bytes;
-use common::produce::{answered, batch, request, send};
+use common::produce::{answered, batch, request, running_with_topic, send};
 use kafka_protocol::ResponseError;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::client::Client;
-use mirrorlog_broker::running::RunningBroker;
-use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::{ProducerEpoch, ProducerId, Sequence, TimestampMs};
 use mirrorlog_segment::BatchBuilder;
 
@@ -27,11 +25,8 @@ fn txn_batch(pid: i64, epoch: i16) -> Bytes {
 #[test]
 fn transactional_batches_of_two_producers_fail_the_whole_request() {
     let dir = tempfile::tempdir().unwrap();
-    let running = RunningBroker::start_local(dir.path(), 1).unwrap();
+    let running = running_with_topic(dir.path(), "t", 3);
     let b = &running.broker;
-    b.topics
-        .create(&b.logs, "t", 3, LogConfig::default(), None)
-        .unwrap();
     let mut c = Client::connect(&running.addr.to_string()).unwrap();
     let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
     let (other, other_epoch) = c.init_producer_id(Some("other")).unwrap();
@@ -43,9 +38,9 @@ fn transactional_batches_of_two_producers_fail_the_whole_request() {
     let mut r = request(
         1,
         vec![
-            ("t", 0, txn_batch(pid, epoch)),
-            ("t", 1, txn_batch(other, other_epoch)),
-            ("t", 2, batch(b"plain")),
+            ("t", 0, Some(txn_batch(pid, epoch))),
+            ("t", 1, Some(txn_batch(other, other_epoch))),
+            ("t", 2, Some(batch(b"plain"))),
         ],
     );
     r.transactional_id = Some(StrBytes::from_static_str("tx").into());

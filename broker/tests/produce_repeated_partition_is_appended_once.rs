@@ -5,29 +5,24 @@
 
 mod common;
 
-use common::produce::{answered, batch, request, send};
-use mirrorlog_broker::running::RunningBroker;
-use mirrorlog_engine::config::LogConfig;
+use common::produce::{answered, batch, request, running_with_topic, send};
 use mirrorlog_engine::log::FetchIsolation;
 use mirrorlog_index::Offset;
 
 #[test]
 fn a_partition_named_twice_is_appended_once_and_answered_once() {
     let dir = tempfile::tempdir().unwrap();
-    let running = RunningBroker::start_local(dir.path(), 1).unwrap();
+    let running = running_with_topic(dir.path(), "t", 2);
     let b = &running.broker;
-    b.topics
-        .create(&b.logs, "t", 2, LogConfig::default(), None)
-        .unwrap();
 
     // t-0 twice (the second entry under a topic entry of its own), t-1 between them.
     let r = request(
         1,
         vec![
-            ("t", 0, batch(b"first")),
-            ("t", 1, batch(b"other")),
-            ("u", 0, batch(b"unknown topic")),
-            ("t", 0, batch(b"last")),
+            ("t", 0, Some(batch(b"first"))),
+            ("t", 1, Some(batch(b"other"))),
+            ("u", 0, Some(batch(b"unknown topic"))),
+            ("t", 0, Some(batch(b"last"))),
         ],
     );
     let resp = send(running.addr, 9, &r);

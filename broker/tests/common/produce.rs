@@ -6,10 +6,23 @@ use kafka_protocol::messages::{
     ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use mirrorlog_broker::running::RunningBroker;
+use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TimestampMs;
 use mirrorlog_segment::BatchBuilder;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+
+/// A broker on `dir` with a topic `topic` of `partitions` partitions.
+pub fn running_with_topic(dir: &Path, topic: &str, partitions: i32) -> RunningBroker {
+    let running = RunningBroker::start_local(dir, 1).unwrap();
+    let b = &running.broker;
+    b.topics
+        .create(&b.logs, topic, partitions, LogConfig::default(), None)
+        .unwrap();
+    running
+}
 
 /// One plain record batch of `value` (base offset 0, no producer).
 pub fn batch(value: &[u8]) -> Bytes {
@@ -20,14 +33,14 @@ pub fn batch(value: &[u8]) -> Bytes {
 
 /// A Produce request of `acks` naming `(topic, partition, records)` in this order (consecutive
 /// entries of one topic share its topic entry).
-pub fn request(acks: i16, parts: Vec<(&str, i32, Bytes)>) -> ProduceRequest {
+pub fn request(acks: i16, parts: Vec<(&str, i32, Option<Bytes>)>) -> ProduceRequest {
     let mut r = ProduceRequest::default();
     r.acks = acks;
     r.timeout_ms = 30_000;
     for (topic, index, records) in parts {
         let mut pd = PartitionProduceData::default();
         pd.index = index;
-        pd.records = Some(records);
+        pd.records = records;
         if r.topic_data.last().is_none_or(|t| &*t.name.0 != topic) {
             let mut td = TopicProduceData::default();
             td.name = TopicName(StrBytes::from_string(topic.to_string()));

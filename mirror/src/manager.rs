@@ -1487,7 +1487,10 @@ impl MirrorManager {
     /// # Errors
     /// A record cannot be written.
     pub fn delete_states(&self) -> Result<(), MirrorError> {
-        self.store.put_mirror_deletion(&self.config.name)?;
+        // The broker writes the record before it takes the mirror out of its list.
+        if !self.store.mirror_deletion_pending(&self.config.name) {
+            self.store.put_mirror_deletion(&self.config.name)?;
+        }
         self.finish_deletion()?;
         self.partitions.lock().clear();
         self.topics.lock().clear();
@@ -1496,33 +1499,15 @@ impl MirrorManager {
     }
 
     /// Tombstones every start intent, then every state of this mirror, then its deletion
-    /// record ([`delete_states`](Self::delete_states)).
-    ///
-    /// Refused (a storage error, the deletion record kept) while a `__mirror_state` partition
-    /// is not loaded: records of this mirror there could not be tombstoned, and the deletion
-    /// would count as done (as DeleteClusterMirror refuses then).
+    /// record ([`MirrorStateStore::finish_mirror_deletion`]: refused while a `__mirror_state`
+    /// partition is not loaded, as DeleteClusterMirror is).
     fn finish_deletion(&self) -> Result<(), MirrorError> {
-        let name = &self.config.name;
-        if let Some((p, dir)) = self.store.unavailable_partitions().into_iter().next() {
-            return Err(MirrorError::Engine(EngineError::LogDirOffline {
-                path: dir,
-                reason: format!(
-                    "{}-{p} is not loaded, so the deletion of cluster mirror {name} (begun, and \
-                     cut short) cannot be finished: records of it there could not be deleted",
-                    crate::state::MIRROR_STATE_TOPIC
-                ),
-            }));
-        }
-        for intent in self.store.start_intents(name) {
-            self.store.delete_start_intent(&intent.key())?;
-        }
-        for st in self.store.all() {
-            if &st.mirror == name {
-                self.store.delete(&st.key())?;
-            }
-        }
-        self.store.delete_mirror_deletion(name)?;
-        Ok(())
+        self.store
+            .finish_mirror_deletion(&self.config.name)
+            .map_err(|e| match e {
+                StateError::Engine(e) => MirrorError::Engine(e),
+                e => MirrorError::State(e),
+            })
     }
 
     /// The last mirror epoch of a STOPPED partition of this mirror, by source topic id, and

@@ -121,8 +121,11 @@
 //! **Mirror deletions** (key type 4, [`KEY_TYPE_MIRROR_DELETION`]): DeleteClusterMirror
 //! ([`MirrorStateStore::put_mirror_deletion`]) writes one before it tombstones the mirror's
 //! start intents and states, one by one, and tombstones it last, so a crash part-way leaves it;
-//! a mirror created under that name later finishes the deletion before it restores anything,
-//! and never puts back a deleted mirror's start intent or restores its states. The key is a
+//! a mirror created under that name later finishes the deletion
+//! ([`MirrorStateStore::finish_mirror_deletion`]) before it restores anything, and never puts
+//! back a deleted mirror's start intent or restores its states. The broker writes it before it
+//! takes the mirror out of its list of mirrors, and finishes at start every deletion it finds:
+//! the record is the point from which the deletion is decided. The key is a
 //! partition state key with type 4, an all-zero topic id and partition −1 (the whole mirror),
 //! hashed like one. Value, version 0: the version alone (`i16 = 0`, 2 bytes).
 //!
@@ -1835,6 +1838,43 @@ impl MirrorStateStore {
     /// is stored (module docs).
     pub fn mirror_deletion_pending(&self, mirror: &str) -> bool {
         self.deletions.read().contains(mirror)
+    }
+
+    /// The mirrors whose deletion is under way or was cut short, by name.
+    pub fn pending_mirror_deletions(&self) -> Vec<String> {
+        self.deletions.read().iter().cloned().collect()
+    }
+
+    /// Finishes the deletion of `mirror` whose record is stored
+    /// ([`put_mirror_deletion`](Self::put_mirror_deletion)): tombstones every start intent of
+    /// it, then every state, then the deletion record; each durable on return. Run again after
+    /// a crash or a failure part-way, it goes on where it stopped.
+    ///
+    /// # Errors
+    /// Refused ([`EngineError::LogDirOffline`], the deletion record kept) while a partition is
+    /// not loaded: records of `mirror` there could not be tombstoned, and the deletion would
+    /// count as done. A write error as [`put`](Self::put).
+    pub fn finish_mirror_deletion(&self, mirror: &str) -> Result<(), StateError> {
+        if let Some((p, dir)) = self.unavailable_partitions().into_iter().next() {
+            return Err(StateError::Engine(EngineError::LogDirOffline {
+                path: dir,
+                reason: format!(
+                    "{MIRROR_STATE_TOPIC}-{p} is not loaded, so the deletion of cluster mirror \
+                     {mirror} (begun, and cut short) cannot be finished: records of it there \
+                     could not be deleted"
+                ),
+            }));
+        }
+        for intent in self.start_intents(mirror) {
+            self.delete_start_intent(&intent.key())?;
+        }
+        for st in self.all() {
+            if st.mirror == mirror {
+                self.delete(&st.key())?;
+            }
+        }
+        self.delete_mirror_deletion(mirror)?;
+        Ok(())
     }
 
     /// Records that `mirror` is being deleted, before its start intents and states are

@@ -36,6 +36,9 @@
 //!   file, never a mix (a stale `.tmp` is ignored and overwritten). Not checksummed: it is
 //!   small, human-readable, and never half-written.
 //! - Every change (create, delete, a pattern added) rewrites the file before it is answered.
+//! - A deletion writes the mirror's deletion record to `__mirror_state` before it rewrites the
+//!   file, and a start first finishes every deletion whose record it finds, taking such a
+//!   mirror out of the file if it is still there ([`Mirrors::delete`]).
 
 use crate::broker::Broker;
 use crate::source_client::{KafkaSource, KafkaSourceConfig};
@@ -541,6 +544,17 @@ impl Mirrors {
         let bootstrap = source_config.bootstrap_servers.join(",");
         let source = KafkaSource::new(source_config)
             .map_err(|e| MirrorsError::InvalidConfig(e.to_string()))?;
+        // A deletion of an earlier mirror of this name left unfinished is finished before the
+        // name is saved: with the name in the file and the deletion record both stored, a
+        // restart would take this mirror for the deleted one and finish deleting it.
+        let store = self
+            .open_store(broker)
+            .map_err(|e| MirrorsError::Storage(e.to_string()))?;
+        if store.mirror_deletion_pending(name) {
+            store
+                .finish_mirror_deletion(name)
+                .map_err(|e| MirrorsError::Storage(e.to_string()))?;
+        }
         self.durable.lock().insert(name.into(), configs);
         if let Err(e) = self.save(broker) {
             self.durable.lock().remove(name);
@@ -566,7 +580,8 @@ impl Mirrors {
     }
 
     /// Starts every mirror recorded in [`MIRRORS_FILE`] (broker start). A mirror whose settings
-    /// no longer parse is logged and skipped (it stays in the file).
+    /// no longer parse is logged and skipped (it stays in the file). First, every deletion a
+    /// crash cut short is finished ([`delete`](Self::delete)).
     ///
     /// Every mirror is built — its partitions restored from `__mirror_state` and their topics
     /// claimed — before any of them runs, in name order: no mirror's discovery can take a topic
@@ -579,6 +594,7 @@ impl Mirrors {
     pub fn restore(&self, broker: &Arc<Broker>) -> anyhow::Result<usize> {
         let mut list = read_mirrors_file(&Self::file_dir(broker))?;
         list.sort_by(|a, b| a.0.cmp(&b.0));
+        self.finish_deletions(broker, &mut list);
         let mut built = vec![];
         let mut mirrors = self.mirrors.lock();
         for (name, configs) in list {
@@ -648,8 +664,11 @@ impl Mirrors {
     }
 
     /// DeleteClusterMirror: refused while a partition of the mirror is not STOPPED (MM13:
-    /// "active or non-stopped"); otherwise stops its threads, tombstones its `__mirror_state`
-    /// records and removes it from [`MIRRORS_FILE`]. Its (stopped, writable) topics stay.
+    /// "active or non-stopped"); otherwise writes its deletion record to `__mirror_state`,
+    /// removes it from [`MIRRORS_FILE`], stops its threads and tombstones its `__mirror_state`
+    /// records, the deletion record last. Its (stopped, writable) topics stay. A crash after
+    /// the deletion record leaves a deletion the next start finishes ([`restore`](Self::restore));
+    /// before it, the mirror as it was.
     ///
     /// Refused too (storage error) while a `__mirror_state` partition is not loaded (offline
     /// data dir): states of the mirror may be there, not known to be STOPPED, and could not be
@@ -684,14 +703,26 @@ impl Mirrors {
                 topics: active.join(", "),
             });
         }
+        // The deletion record first, durably: from it on the deletion is decided, and a
+        // restart finishes it whatever a crash left (`restore`). Taken out of the file first,
+        // a crash before the record left every record of the mirror, start intents included,
+        // to a mirror created again under the name. A failed write may still have reached the
+        // disk, so the mirror stays closed to new topics (a restart finishes the deletion or
+        // brings the mirror back; DeleteClusterMirror may be retried meanwhile).
+        let store = self
+            .open_store(broker)
+            .map_err(|e| MirrorsError::Storage(e.to_string()))?;
+        store
+            .put_mirror_deletion(name)
+            .map_err(|e| MirrorsError::Storage(e.to_string()))?;
         let removed = self.durable.lock().remove(name);
         if removed.is_some()
             && let Err(e) = self.save(broker)
         {
+            // Still closed, and deleted at the next start (the record stays).
             self.durable
                 .lock()
                 .insert(name.into(), removed.unwrap_or_default());
-            m.reopen_to_new_topics();
             return Err(e);
         }
         mirrors.remove(name);
@@ -743,21 +774,7 @@ impl Mirrors {
         if config.local_cluster_id.is_none() {
             config.local_cluster_id = Some(broker.cluster_id.clone());
         }
-        let store = {
-            let mut s = self.store.lock();
-            match &*s {
-                Some(st) => st.clone(),
-                None => {
-                    let st = Arc::new(MirrorStateStore::open(
-                        broker.logs.clone(),
-                        MIRROR_STATE_PARTITIONS,
-                    )?);
-                    broker.topics.refresh(&broker.logs);
-                    *s = Some(st.clone());
-                    st
-                }
-            }
-        };
+        let store = self.open_store(broker)?;
         let name = config.name.clone();
         let m = MirrorManager::new_with_claims(
             config,
@@ -774,6 +791,70 @@ impl Mirrors {
         }
         mirrors.insert(name, m.clone());
         Ok(m)
+    }
+
+    /// The `__mirror_state` store, opened (and the topic created) on first use.
+    fn open_store(&self, broker: &Broker) -> anyhow::Result<Arc<MirrorStateStore>> {
+        let mut s = self.store.lock();
+        if let Some(st) = &*s {
+            return Ok(st.clone());
+        }
+        let st = Arc::new(MirrorStateStore::open(
+            broker.logs.clone(),
+            MIRROR_STATE_PARTITIONS,
+        )?);
+        broker.topics.refresh(&broker.logs);
+        *s = Some(st.clone());
+        Ok(st)
+    }
+
+    /// Finishes at start every mirror deletion a crash cut short (its deletion record is in
+    /// `__mirror_state`, see [`delete`](Self::delete)): such a mirror still in `list` is taken
+    /// out of it and of [`MIRRORS_FILE`], then its records are tombstoned. Nothing is opened
+    /// when there is no mirror to restore and no `__mirror_state` topic.
+    fn finish_deletions(
+        &self,
+        broker: &Broker,
+        list: &mut Vec<(String, BTreeMap<String, String>)>,
+    ) {
+        let has_states = (broker.logs.partitions().iter())
+            .any(|h| h.topic_partition().topic == mirrorlog_mirror::state::MIRROR_STATE_TOPIC);
+        if list.is_empty() && !has_states {
+            return;
+        }
+        let store = match self.open_store(broker) {
+            Ok(st) => st,
+            // The mirrors' builds report it.
+            Err(_) => return,
+        };
+        let mut pending = store.pending_mirror_deletions();
+        let in_file: Vec<String> = (list.iter())
+            .map(|(name, _)| name.clone())
+            .filter(|name| pending.contains(name))
+            .collect();
+        if !in_file.is_empty() {
+            list.retain(|(name, _)| !pending.contains(name));
+            if let Err(e) = write_mirrors_file(&Self::file_dir(broker), list) {
+                tracing::error!(
+                    "taking deleted cluster mirrors {pending:?} out of {MIRRORS_FILE}: {e}"
+                );
+                // Not restored all the same; the records of those that may still be in the file
+                // stay until a start takes them out of it or a save of the file does (finished,
+                // a restart would bring the mirror back without its states).
+                pending.retain(|name| !in_file.contains(name));
+            }
+        }
+        for name in pending {
+            tracing::warn!(mirror = %name, "finishing the deletion of a cluster mirror, which a crash cut short");
+            if let Err(e) = store.finish_mirror_deletion(&name) {
+                tracing::error!(mirror = %name, "cannot finish the deletion of cluster mirror (a mirror created under its name is refused until it is finished): {e}");
+            }
+        }
+    }
+
+    /// The `__mirror_state` store, once a mirror has opened it.
+    pub fn state_store(&self) -> Option<Arc<MirrorStateStore>> {
+        self.store.lock().clone()
     }
 
     /// A mirror by name.

@@ -1082,8 +1082,10 @@ impl GroupCoordinator {
             let result = self.fetch_group(&r.group_id, topics.clone(), require_stable);
             let (error, fetched) = match result {
                 Ok(f) => (0, f),
-                // Version 1 has no group-level error: each listed partition carries it.
-                Err(code) => (
+                // Version 1 has no group-level error: each asked partition carries it (offset
+                // −1, no metadata). From version 2 the error comes alone, with no partitions, as
+                // Kafka's `OffsetFetchResponse.groupError` answers.
+                Err(code) if v < 2 => (
                     code,
                     topics
                         .unwrap_or_default()
@@ -1096,13 +1098,14 @@ impl GroupCoordinator {
                                     offset: -1,
                                     leader_epoch: -1,
                                     metadata: String::new(),
-                                    error: if v < 2 { code } else { 0 },
+                                    error: code,
                                 })
                                 .collect();
                             (t, f)
                         })
                         .collect(),
                 ),
+                Err(code) => (code, vec![]),
             };
             return OffsetFetchResponse::default()
                 .with_error_code(error)

@@ -379,11 +379,21 @@ impl Env<'_> {
     }
 
     /// Ends the join phase when every member rejoined (not during an initial delay: its timer
-    /// ends it).
+    /// ends it), after a join or a LeaveGroup (Kafka's `maybeCompleteJoinPhase`).
     pub fn maybe_complete_join_phase(&self, g: &mut Group) {
         let in_initial_delay =
             g.previous_state() == GroupState::Empty && self.initial_delay_ms() > 0;
-        if g.is(GroupState::PreparingRebalance) && g.has_all_members_joined() && !in_initial_delay {
+        if !in_initial_delay {
+            self.complete_join_phase_if_all_joined(g);
+        }
+    }
+
+    /// Ends the join phase when every member rejoined, even during an initial delay: a session
+    /// that ends (a member's or a MEMBER_ID_REQUIRED member's) does so in Kafka
+    /// (`removeMemberAndUpdateClassicGroup`, `removePendingMemberAndUpdateClassicGroup` check
+    /// no delay), so the members already parked are answered then, not when the delay ends.
+    fn complete_join_phase_if_all_joined(&self, g: &mut Group) {
+        if g.is(GroupState::PreparingRebalance) && g.has_all_members_joined() {
             self.complete_join_phase(g);
         }
     }
@@ -432,9 +442,32 @@ impl Env<'_> {
         ));
     }
 
-    /// Kafka's `removeMemberAndUpdateClassicGroup`: answers the member's parked requests with
-    /// UNKNOWN_MEMBER_ID, removes it, and rebalances (or ends a join phase it held up).
+    /// Answers the member's parked requests with UNKNOWN_MEMBER_ID, removes it, and rebalances
+    /// (or ends a join phase it held up, not during an initial delay: a LeaveGroup, or a member
+    /// refused as one too many).
     pub fn remove_member_and_update(&self, g: &mut Group, id: &str, reason: &str) {
+        self.remove_member_then(g, id, reason, Self::maybe_complete_join_phase);
+    }
+
+    /// Kafka's `removeMemberAndUpdateClassicGroup`, for a session that ended: as
+    /// [`remove_member_and_update`](Self::remove_member_and_update), but the join phase it held
+    /// up ends even during an initial delay.
+    fn expire_member(&self, g: &mut Group, id: &str) {
+        self.remove_member_then(
+            g,
+            id,
+            "session expired",
+            Self::complete_join_phase_if_all_joined,
+        );
+    }
+
+    fn remove_member_then(
+        &self,
+        g: &mut Group,
+        id: &str,
+        reason: &str,
+        in_join_phase: fn(&Self, &mut Group),
+    ) {
         g.complete_join(
             id,
             JoinOutcome::error(E::UnknownMemberId.code(), UNKNOWN_MEMBER_ID),
@@ -449,7 +482,7 @@ impl Env<'_> {
             GroupState::Stable | GroupState::CompletingRebalance => {
                 self.maybe_prepare_rebalance_or_complete_join(g);
             }
-            GroupState::PreparingRebalance => self.maybe_complete_join_phase(g),
+            GroupState::PreparingRebalance => in_join_phase(self, g),
         }
     }
 
@@ -680,7 +713,7 @@ impl Env<'_> {
             tracing::info!(group = %g.group_id, member = %id, "pending member expired");
         }
         if !expired_pending.is_empty() {
-            self.maybe_complete_join_phase(g);
+            self.complete_join_phase_if_all_joined(g);
         }
         // A member with a parked request satisfies its heartbeat, except a new member, which
         // the new-member join timeout bounds.
@@ -694,7 +727,7 @@ impl Env<'_> {
             .collect();
         for id in expired {
             if g.has_member(&id) {
-                self.remove_member_and_update(g, &id, "session expired");
+                self.expire_member(g, &id);
             }
         }
         if let Some(timer) = g.join_timer

@@ -11,24 +11,21 @@
 mod common;
 
 use bytes::Bytes;
-use common::groups::logs_with;
-use crossbeam_channel::Receiver;
+use common::groups::{HANG, join, logs_with, recv, spawn_join, wait_for};
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::group::{GroupConfig, GroupCoordinator, GroupSnapshot};
+use mirrorlog_broker::group::{GroupConfig, GroupCoordinator};
 use mirrorlog_engine::clock::{Clock, ManualClock};
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_segment::io::default_storage;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const T0: i64 = 1_700_000_000_000;
 const GROUP: &str = "capped";
-/// A bound on waiting for a parked request, only reached on a hang.
-const HANG: Duration = Duration::from_secs(30);
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -47,29 +44,6 @@ fn join_req(member: &str, instance: &str) -> JoinGroupRequest {
                 .with_name(s("range"))
                 .with_metadata(Bytes::from_static(b"sub")),
         ])
-}
-
-fn join(c: &GroupCoordinator, req: JoinGroupRequest) -> JoinGroupResponse {
-    match c.handle(9, RequestKind::JoinGroup(req)) {
-        ResponseKind::JoinGroup(r) => r,
-        other => panic!("{other:?}"),
-    }
-}
-
-fn spawn_join(c: &Arc<GroupCoordinator>, req: JoinGroupRequest) -> Receiver<JoinGroupResponse> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let c = c.clone();
-    std::thread::spawn(move || {
-        let r = join(&c, req);
-        // Let go of the coordinator before answering: the test drops it to restart.
-        drop(c);
-        let _ = tx.send(r);
-    });
-    rx
-}
-
-fn recv<T>(rx: &Receiver<T>) -> T {
-    rx.recv_timeout(HANG).expect("a parked request hung")
 }
 
 fn sync(c: &GroupCoordinator, member: &str, instance: &str, assignments: &[String]) -> i16 {
@@ -94,18 +68,6 @@ fn sync(c: &GroupCoordinator, member: &str, instance: &str, assignments: &[Strin
     }
 }
 
-fn wait_for(c: &GroupCoordinator, what: &str, f: impl Fn(&GroupSnapshot) -> bool) {
-    let start = Instant::now();
-    while !c.group_snapshot(GROUP).as_ref().is_some_and(&f) {
-        assert!(
-            start.elapsed() < HANG,
-            "waiting for {what}: {:?}",
-            c.group_snapshot(GROUP)
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 #[test]
 fn a_group_loaded_over_group_max_size_rebalances_and_drops_the_member_beyond_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -121,7 +83,9 @@ fn a_group_loaded_over_group_max_size_rebalances_and_drops_the_member_beyond_it(
         .iter()
         .map(|i| spawn_join(&coord, join_req("", i)))
         .collect();
-    wait_for(&coord, "three parked joins", |g| g.awaiting_join == 3);
+    wait_for(&coord, GROUP, "three parked joins", |g| {
+        g.awaiting_join == 3
+    });
     // The initial delay ends (extended once: members arrived during it).
     let start = Instant::now();
     while coord.group_snapshot(GROUP).unwrap().state != "CompletingRebalance" {
@@ -174,7 +138,9 @@ fn a_group_loaded_over_group_max_size_rebalances_and_drops_the_member_beyond_it(
     let first: Vec<_> = (0..2)
         .map(|n| spawn_join(&coord, join_req(&ids[n], instances[n])))
         .collect();
-    wait_for(&coord, "two parked rejoins", |g| g.awaiting_join == 2);
+    wait_for(&coord, GROUP, "two parked rejoins", |g| {
+        g.awaiting_join == 2
+    });
     let refused = join(&coord, join_req(&ids[2], instances[2]));
     assert_eq!(refused.error_code, E::GroupMaxSizeReached.code());
     for r in first.iter().map(recv) {

@@ -12,21 +12,17 @@
 mod common;
 
 use bytes::Bytes;
-use common::groups::logs_with;
-use crossbeam_channel::Receiver;
+use common::groups::{join, logs_with, recv, spawn_join, wait_for};
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::group::{GroupConfig, GroupCoordinator, GroupSnapshot};
+use mirrorlog_broker::group::{GroupConfig, GroupCoordinator};
 use mirrorlog_engine::clock::{Clock, ManualClock};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 const T0: i64 = 1_700_000_000_000;
 const GROUP: &str = "delayed";
-/// A bound on waiting for a parked request, only reached on a hang.
-const HANG: Duration = Duration::from_secs(30);
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -45,38 +41,6 @@ fn join_req(member: &str, instance: Option<&str>, session_ms: i32) -> JoinGroupR
                 .with_name(s("range"))
                 .with_metadata(Bytes::from_static(b"sub")),
         ])
-}
-
-fn join(c: &GroupCoordinator, req: JoinGroupRequest) -> JoinGroupResponse {
-    match c.handle(9, RequestKind::JoinGroup(req)) {
-        ResponseKind::JoinGroup(r) => r,
-        other => panic!("{other:?}"),
-    }
-}
-
-fn spawn_join(c: &Arc<GroupCoordinator>, req: JoinGroupRequest) -> Receiver<JoinGroupResponse> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let c = c.clone();
-    std::thread::spawn(move || {
-        let _ = tx.send(join(&c, req));
-    });
-    rx
-}
-
-fn recv<T>(rx: &Receiver<T>) -> T {
-    rx.recv_timeout(HANG).expect("a parked request hung")
-}
-
-fn wait_for(c: &GroupCoordinator, what: &str, f: impl Fn(&GroupSnapshot) -> bool) {
-    let start = Instant::now();
-    while !c.group_snapshot(GROUP).as_ref().is_some_and(&f) {
-        assert!(
-            start.elapsed() < HANG,
-            "waiting for {what}: {:?}",
-            c.group_snapshot(GROUP)
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 fn coordinator(
@@ -100,7 +64,7 @@ fn a_member_id_required_members_session_ending_in_the_initial_delay_ends_the_joi
     assert_eq!(a.error_code, E::MemberIdRequired.code());
     let a_id = a.member_id.to_string();
     let parked_a = spawn_join(&coord, join_req(&a_id, None, 10_000));
-    wait_for(&coord, "A parked", |g| g.awaiting_join == 1);
+    wait_for(&coord, GROUP, "A parked", |g| g.awaiting_join == 1);
     // B gets its member id (a 10 s session) and never joins with it.
     let b = join(&coord, join_req("", None, 10_000));
     assert_eq!(b.error_code, E::MemberIdRequired.code());
@@ -137,10 +101,10 @@ fn a_new_members_join_timeout_ending_in_the_initial_delay_ends_the_join_phase() 
     });
     // Static members (no MEMBER_ID_REQUIRED): A joins at 0 s, B at 10 s; both stay parked.
     let parked_a = spawn_join(&coord, join_req("", Some("i-a"), 10_000));
-    wait_for(&coord, "A parked", |g| g.awaiting_join == 1);
+    wait_for(&coord, GROUP, "A parked", |g| g.awaiting_join == 1);
     clock.advance(10_000);
     let parked_b = spawn_join(&coord, join_req("", Some("i-b"), 10_000));
-    wait_for(&coord, "B parked", |g| g.awaiting_join == 2);
+    wait_for(&coord, GROUP, "B parked", |g| g.awaiting_join == 2);
 
     // 30 s in (the delay runs to 60 s), A's new-member join timeout ends: A is dropped and B,
     // every member left, has joined, so the join phase ends now with B alone.

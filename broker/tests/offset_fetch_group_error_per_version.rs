@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::groups::close;
+use common::groups::{close, group_with_offsets_in};
 use common::two_dir_logs;
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::offset_fetch_request::{
@@ -18,9 +18,8 @@ use kafka_protocol::messages::{
     GroupId, OffsetFetchRequest, OffsetFetchResponse, RequestKind, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::group::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
+use mirrorlog_broker::group::{GroupConfig, GroupCoordinator};
 use mirrorlog_engine::clock::ManualClock;
-use mirrorlog_index::TopicPartition;
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::sync::Arc;
 
@@ -28,13 +27,6 @@ const T0: i64 = 1_700_000_000_000;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
-}
-
-fn group_config() -> GroupConfig {
-    GroupConfig {
-        offsets_topic_partitions: 4,
-        ..GroupConfig::default()
-    }
 }
 
 fn fetch(coord: &GroupCoordinator, v: i16, group: &str) -> OffsetFetchResponse {
@@ -68,26 +60,21 @@ fn offset_fetch_with_a_group_error_is_answered_as_kafka_per_version() {
     let d1 = tempfile::tempdir().unwrap();
     let d2 = tempfile::tempdir().unwrap();
     let sim = Arc::new(SimStorage::new());
+    let config = GroupConfig {
+        offsets_topic_partitions: 4,
+        ..GroupConfig::default()
+    };
+    let clock = ManualClock::new(T0);
     let logs = two_dir_logs(d1.path(), d2.path(), &sim);
-    let coord = GroupCoordinator::open(logs.clone(), group_config(), ManualClock::new(T0)).unwrap();
+    let coord = GroupCoordinator::open(logs.clone(), config.clone(), clock.clone()).unwrap();
     // A group whose offsets partition lives in d2.
-    let (group, offsets_tp) = (0..100)
-        .map(|i| format!("g{i}"))
-        .map(|g| {
-            let tp = TopicPartition {
-                topic: OFFSETS_TOPIC.into(),
-                partition: coord.partition_for(&g),
-            };
-            (g, tp)
-        })
-        .find(|(_, tp)| logs.get(tp).unwrap().data_dir() == d2.path())
-        .expect("some group's offsets partition is in d2");
+    let (group, offsets_tp) = group_with_offsets_in(&coord, &logs, d2.path());
     close(logs, coord);
     // Listing that offsets partition fails at the next start: d2 goes offline.
     let bad = d2.path().join(offsets_tp.to_string());
     sim.inject(Fault::new(IoOp::ListDir, FaultKind::Eio).on_path(bad.to_str().unwrap()));
     let logs = two_dir_logs(d1.path(), d2.path(), &sim);
-    let coord = GroupCoordinator::open(logs.clone(), group_config(), ManualClock::new(T0)).unwrap();
+    let coord = GroupCoordinator::open(logs.clone(), config, clock).unwrap();
     let not_coordinator = E::NotCoordinator.code();
 
     // v1: no top-level error code; each asked partition carries it.

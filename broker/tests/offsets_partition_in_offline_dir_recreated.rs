@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::groups::close;
+use common::groups::{close, group_with_offsets_in};
 use common::two_dir_logs;
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::offset_commit_request::{
@@ -21,7 +21,7 @@ use kafka_protocol::messages::{
     ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::group::{GroupConfig, GroupCoordinator, OFFSETS_TOPIC};
+use mirrorlog_broker::group::{GroupConfig, GroupCoordinator};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::{TopicId, TopicPartition};
@@ -103,17 +103,7 @@ fn an_offsets_partition_in_an_offline_dir_is_not_created_again_elsewhere() {
         .unwrap();
     let coord = GroupCoordinator::open(logs.clone(), group_config(), ManualClock::new(T0)).unwrap();
     // A group whose offsets partition lives in d2.
-    let (group, offsets_tp) = (0..100)
-        .map(|i| format!("g{i}"))
-        .map(|g| {
-            let tp = TopicPartition {
-                topic: OFFSETS_TOPIC.into(),
-                partition: coord.partition_for(&g),
-            };
-            (g, tp)
-        })
-        .find(|(_, tp)| logs.get(tp).unwrap().data_dir() == d2.path())
-        .expect("some group's offsets partition is in d2");
+    let (group, offsets_tp) = group_with_offsets_in(&coord, &logs, d2.path());
     assert_eq!(commit(&coord, &group, 42), vec![0]);
     close(logs, coord);
 

@@ -1,6 +1,7 @@
-//! Offset requests on a group coordinator over a real engine, answered by its own handler:
-//! the OffsetDelete tests share them.
+//! Requests on a group coordinator over a real engine, answered by its own handler: the
+//! OffsetDelete tests share the offset ones, the membership tests the JoinGroup ones.
 
+use crossbeam_channel::Receiver;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -12,7 +13,7 @@ use kafka_protocol::messages::offset_fetch_request::{
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::group::GroupCoordinator;
+use mirrorlog_broker::group::{GroupCoordinator, GroupSnapshot, OFFSETS_TOPIC};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
@@ -20,6 +21,10 @@ use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_segment::io::default_storage;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A bound on waiting for a parked request, only reached on a hang.
+pub const HANG: Duration = Duration::from_secs(30);
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -188,4 +193,63 @@ pub fn commit_as(
             .collect(),
         other => panic!("{other:?}"),
     }
+}
+
+/// JoinGroup v9.
+pub fn join(c: &GroupCoordinator, req: JoinGroupRequest) -> JoinGroupResponse {
+    match c.handle(9, RequestKind::JoinGroup(req)) {
+        ResponseKind::JoinGroup(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// JoinGroup v9 on a thread of its own (it may be parked); the answer comes on the channel.
+/// The thread lets go of the coordinator before answering, so that a test may drop it.
+pub fn spawn_join(c: &Arc<GroupCoordinator>, req: JoinGroupRequest) -> Receiver<JoinGroupResponse> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let c = c.clone();
+    std::thread::spawn(move || {
+        let r = join(&c, req);
+        drop(c);
+        let _ = tx.send(r);
+    });
+    rx
+}
+
+/// The answer of a parked request.
+pub fn recv<T>(rx: &Receiver<T>) -> T {
+    rx.recv_timeout(HANG).expect("a parked request hung")
+}
+
+/// Waits until `group`'s snapshot satisfies `f` (a bounded wait that only fails on a hang).
+pub fn wait_for(c: &GroupCoordinator, group: &str, what: &str, f: impl Fn(&GroupSnapshot) -> bool) {
+    let start = Instant::now();
+    while !c.group_snapshot(group).as_ref().is_some_and(&f) {
+        assert!(
+            start.elapsed() < HANG,
+            "waiting for {what}: {:?}",
+            c.group_snapshot(group)
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A group id (of `g0` ..= `g99`) whose `__consumer_offsets` partition lives in `dir`, with
+/// that partition.
+pub fn group_with_offsets_in(
+    c: &GroupCoordinator,
+    logs: &LogManager,
+    dir: &Path,
+) -> (String, TopicPartition) {
+    (0..100)
+        .map(|i| format!("g{i}"))
+        .map(|g| {
+            let tp = TopicPartition {
+                topic: OFFSETS_TOPIC.into(),
+                partition: c.partition_for(&g),
+            };
+            (g, tp)
+        })
+        .find(|(_, tp)| logs.get(tp).unwrap().data_dir() == dir)
+        .unwrap_or_else(|| panic!("some group's offsets partition is in {}", dir.display()))
 }

@@ -601,19 +601,31 @@ impl Connection {
     }
 
     /// One mirror RPC (keys 94–106, `mirror_rpc`): not in the `kafka-protocol` codec, so framed
-    /// here; `None` when the node does not offer its v0.
+    /// here; [`SourceError::Unsupported`] when the node does not offer its v0 (a plain Kafka
+    /// node, or one of an older build).
     fn mirror_call(
         &mut self,
         request: &crate::mirror_rpc::MirrorRequest,
         timeout: Duration,
-    ) -> Result<Option<crate::mirror_rpc::MirrorResponse>, SourceError> {
+    ) -> Result<crate::mirror_rpc::MirrorResponse, SourceError> {
         let key = request.api_key();
         if !self
             .offered
             .get(&(key as i16))
             .is_some_and(|(lo, hi)| (*lo..=*hi).contains(&0))
         {
-            return Ok(None);
+            return Err(SourceError::Unsupported(
+                match self.offered.get(&(key as i16)) {
+                    Some((a, b)) => format!(
+                        "{key:?} v0 (the source node at {} offers v{a}..={b})",
+                        self.addr
+                    ),
+                    None => format!(
+                        "{key:?} (the source node at {} does not offer it)",
+                        self.addr
+                    ),
+                },
+            ));
         }
         let deadline = Instant::now() + timeout;
         let correlation_id = self.next_correlation_id;
@@ -622,7 +634,6 @@ impl Connection {
         self.write_request(&frame, deadline)?;
         let body = self.read_frame(deadline)?;
         crate::mirror_rpc::MirrorResponse::from_frame(key, correlation_id, body)
-            .map(Some)
             .map_err(|e| self.protocol(format!("a {key:?} response: {e}")))
     }
 
@@ -1754,10 +1765,11 @@ impl SourceCluster for KafkaSource {
         });
         self.retrying("DescribeClusterMirrors", || {
             self.with_any_node(|c| {
-                let Some(resp) = c.mirror_call(&req, timeout)? else {
-                    return Ok(None);
-                };
-                let MirrorResponse::DescribeClusterMirrors(r) = resp else {
+                // A node without the mirror RPCs answers `Unsupported`, never "no mirror": that
+                // answer would truncate a failback's whole log, and a plain Kafka node (or one
+                // not upgraded yet) cannot tell whether the cluster mirrored us.
+                let MirrorResponse::DescribeClusterMirrors(r) = c.mirror_call(&req, timeout)?
+                else {
                     return Err(c.protocol("a response of another API"));
                 };
                 let answer = r

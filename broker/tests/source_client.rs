@@ -1093,3 +1093,24 @@ fn a_topic_without_an_id_is_fetched_by_name() {
     drop(source);
     c.stop();
 }
+
+#[test]
+fn a_source_without_the_mirror_rpcs_cannot_answer_the_last_mirror_epoch_lookup() {
+    // Kafka 3.x/4.x list no API key above 92: "no mirror of us" would truncate a failback's
+    // whole log on an answer that says nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let c = Cluster::start(dir.path(), 0);
+    let id = c.create("t", 1, LogConfig::default());
+    let source = c.source();
+    match source.last_mirror_epoch("destination-cluster", id, 0) {
+        Err(SourceError::Unsupported(m)) => {
+            assert!(
+                m.contains("DescribeClusterMirrors") && m.contains(&c.addr()),
+                "{m}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(source);
+    c.stop();
+}

@@ -2196,16 +2196,34 @@ impl MirrorManager {
                 };
                 // Failback (spec §8): if the source mirrors this topic from us and has stopped,
                 // its last mirror epoch says how much of our log it holds: keep that, drop what
-                // we wrote after the split, fetch the rest. Without an answer the partition is
-                // copied from scratch (LME −1). A restart keeps MIRRORING and resumes from the
-                // log end instead.
+                // we wrote after the split, fetch the rest. A source with no mirror of us: the
+                // partition is copied from scratch (LME −1). A restart keeps MIRRORING and
+                // resumes from the log end instead.
                 let span = |d: &Arc<PartitionHandle>| {
                     let log = d.read();
                     (log.log_start_offset(), log.log_end_offset())
                 };
                 let before = span(&dest);
-                let r = self
-                    .last_mirror_epoch_of(&key, e.state.topic_id)
+                let r = match self.last_mirror_epoch_of(&key, e.state.topic_id) {
+                    // A source without the lookup (a plain Kafka cluster, a node not upgraded
+                    // yet) cannot say whether it mirrored us: copying from scratch would drop
+                    // our whole log on its word. Only a log with nothing in it is copied so.
+                    Err(MirrorError::Source(SourceError::Unsupported(what)))
+                        if before.0 != before.1 =>
+                    {
+                        Err(MirrorError::Invalid(format!(
+                            "the source cannot answer the last-mirror-epoch lookup ({what}), and \
+                             this partition holds offsets {}..{}: copying it from scratch would \
+                             drop them; upgrade the source, or delete the topic here and start \
+                             mirroring it again",
+                            before.0.get(),
+                            before.1.get()
+                        )))
+                    }
+                    Err(MirrorError::Source(SourceError::Unsupported(_))) => Ok(None),
+                    r => r,
+                };
+                let r = r
                     .and_then(|lme| {
                         let (epoch, end) = lme.unwrap_or((LeaderEpoch::NONE, Offset(-1)));
                         align_to_last_mirror_epoch(&dest, epoch)?;

@@ -215,9 +215,11 @@ pub trait SourceCluster: Send + Sync + Debug {
 
     /// Failback's question (KIP-1279 §8, §14): the last mirror epoch of the source's own mirror
     /// *from* cluster `requester_cluster_id` for partition `partition` of topic `topic_id`, and
-    /// where that epoch ends in the source's log. `None`: the source holds no such mirror (or
-    /// does not speak the mirror RPCs) — the partition is copied from scratch. An error when the
-    /// source still mirrors it from us (not STOPPED): failing back then would lose its data.
+    /// where that epoch ends in the source's log. `None`: the source holds no such mirror — the
+    /// partition is copied from scratch. [`SourceError::Unsupported`]: the source's node does not
+    /// speak the mirror RPCs, so it cannot say (the partition is copied from scratch only when it
+    /// holds nothing). An error when the source still mirrors it from us (not STOPPED): failing
+    /// back then would lose its data.
     ///
     /// The default answers `None` (a source without cluster mirroring).
     fn last_mirror_epoch(

@@ -18,7 +18,9 @@
 //!   mirrored batch is appended once a stop has begun.
 //! - **Sync** (every `metadata_refresh_interval_ms`): source leaders and epochs, a changed source
 //!   cluster id, deleted source topics (missing on two consecutive syncs), partition-count
-//!   increases, and retries of FAILED partitions whose backoff elapsed.
+//!   increases, and retries of FAILED partitions whose backoff elapsed. A fetch answered "not
+//!   the leader" (or one its node did not answer) has the source's leaders asked at once, as
+//!   Kafka's consumer does, at most once per 100 ms.
 //! - **Leader epochs** (DLE ≥ SLE, KIP-1279 §7): the destination partition's leader epoch is
 //!   bumped to the source's + 10 once the source's comes within 3 of it — on a fetched batch
 //!   before it is appended (reactive, proactive), on every sync (periodic) — through
@@ -34,9 +36,12 @@ use crate::claims::TopicClaims;
 use crate::group_sync::{GroupOffsetsSink, GroupSyncReport, sync_group_offsets_where};
 use crate::partition::{
     FetchOutcome, NextFetch, align_to_last_mirror_epoch, apply_fetched, epoch_bump_target,
-    fetch_position, last_mirrored_epoch, next_fetch_position, stop_partition_after,
+    fetch_position, is_leader_change_error, last_mirrored_epoch, next_fetch_position,
+    stop_partition_after,
 };
-use crate::source::{FetchRequest, FetchResponse, PartitionFetch, SourceCluster, SourceError};
+use crate::source::{
+    FetchRequest, FetchResponse, PartitionFetch, SourceCluster, SourceError, SourcePartition,
+};
 use crate::state::{
     MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, RetryBackoff, StartIntent,
     StateError, StateKey, TopicBefore,
@@ -441,6 +446,10 @@ type InFlight = (TopicPartition, EntryRef, PartitionFetch, i32);
 /// Fetch rounds a pipelined fetcher may hand its applier ahead of it (beside the byte bound).
 const PIPELINED_ANSWERS_MAX: usize = 16;
 
+/// The shortest pause between two leader refreshes a fetch asks for (Kafka's consumer backs its
+/// metadata updates off by `retry.backoff.ms`, default 100).
+const LEADER_REFRESH_MIN_INTERVAL_MS: i64 = 100;
+
 /// One source leader's answer to a fetch, not applied yet.
 struct Answer {
     parts: Vec<InFlight>,
@@ -704,6 +713,8 @@ pub struct MirrorManager {
     /// truncation runs before the start is complete, and a start failing part-way can put back
     /// every partition it moved. A leaf lock.
     starting_topic: Mutex<Option<String>>,
+    /// When a fetch last had the source's leaders asked (mirror clock, ms). A leaf lock.
+    leaders_refreshed_at: Mutex<i64>,
     group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
     last_group_sync: Mutex<Option<GroupSyncReport>>,
     topics: Mutex<BTreeMap<String, TopicInfo>>,
@@ -788,6 +799,7 @@ impl MirrorManager {
             claim_lock: Mutex::new(()),
             closed_to_new_topics: AtomicBool::new(false),
             starting_topic: Mutex::new(None),
+            leaders_refreshed_at: Mutex::new(i64::MIN),
             group_sink: Mutex::new(None),
             last_group_sync: Mutex::new(None),
             topics: Mutex::new(BTreeMap::new()),
@@ -2362,18 +2374,7 @@ impl MirrorManager {
                 let key = tp(&t.name, p.partition);
                 let known = self.partitions.lock().get(&key).cloned();
                 match known {
-                    Some(entry) => {
-                        let mut e = entry.lock();
-                        // Stale metadata (a broker that has not heard of the newer leader yet)
-                        // never moves the leader back: Kafka's clients keep the newer epoch.
-                        if p.leader_epoch >= e.source_epoch {
-                            e.source_leader = p.leader;
-                            e.source_epoch = p.leader_epoch;
-                        } else {
-                            tracing::debug!(mirror = %self.config.name, partition = %key, known = e.source_epoch.get(), answered = p.leader_epoch.get(), "ignored stale source metadata");
-                        }
-                        self.ensure_leader_epoch(&key, &mut e);
-                    }
+                    Some(entry) => self.adopt_source_leader(&key, &mut entry.lock(), p),
                     None => missing.push(p),
                 }
             }
@@ -2413,6 +2414,55 @@ impl MirrorManager {
             }
         }
         Ok(())
+    }
+
+    /// Takes the leader and epoch the source's metadata names for `key`'s partition, unless the
+    /// metadata is older than what `e` knows, and keeps the destination's epoch above it.
+    fn adopt_source_leader(&self, key: &TopicPartition, e: &mut Entry, p: &SourcePartition) {
+        // Stale metadata (a broker that has not heard of the newer leader yet) never moves the
+        // leader back: Kafka's clients keep the newer epoch.
+        if p.leader_epoch >= e.source_epoch {
+            e.source_leader = p.leader;
+            e.source_epoch = p.leader_epoch;
+        } else {
+            tracing::debug!(mirror = %self.config.name, partition = %key, known = e.source_epoch.get(), answered = p.leader_epoch.get(), "ignored stale source metadata");
+        }
+        self.ensure_leader_epoch(key, e);
+    }
+
+    /// Asks the source's metadata for the leaders of `topics` now — a fetch was answered "not
+    /// the leader" (or its node did not answer) — instead of fetching from the old leader until
+    /// the next sync. At most once per [`LEADER_REFRESH_MIN_INTERVAL_MS`], so a node that keeps
+    /// answering so (metadata that lags behind it) costs one metadata call per interval.
+    fn refresh_leaders(&self, topics: &BTreeSet<String>) {
+        if topics.is_empty() {
+            return;
+        }
+        {
+            let now = self.now();
+            let mut last = self.leaders_refreshed_at.lock();
+            if now.saturating_sub(*last) < LEADER_REFRESH_MIN_INTERVAL_MS {
+                return;
+            }
+            *last = now;
+        }
+        let names: Vec<String> = topics.iter().cloned().collect();
+        let md = match self.source.metadata(Some(&names)) {
+            Ok(md) => md,
+            Err(err) => {
+                tracing::debug!(mirror = %self.config.name, "refreshing source leaders failed: {err}");
+                return;
+            }
+        };
+        for t in md.topics.iter().filter(|t| t.error == 0) {
+            for p in &t.partitions {
+                let key = tp(&t.name, p.partition);
+                let known = self.partitions.lock().get(&key).cloned();
+                if let Some(entry) = known {
+                    self.adopt_source_leader(&key, &mut entry.lock(), p);
+                }
+            }
+        }
     }
 
     /// Where [`sync_groups`](Self::sync_groups) commits: the destination's group coordinator.
@@ -2778,6 +2828,7 @@ impl MirrorManager {
                 .push((key, entry, pf, epoch));
         }
         let mut answers = vec![];
+        let mut stale_leaders = BTreeSet::new();
         for (leader, parts) in by_leader {
             let req = FetchRequest {
                 partitions: parts.iter().map(|p| p.2.clone()).collect(),
@@ -2789,9 +2840,18 @@ impl MirrorManager {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(mirror = %self.config.name, leader, "fetch failed: {e}");
+                    // The node may be gone for good (its partitions led elsewhere now).
+                    stale_leaders.extend(parts.iter().map(|p| p.0.topic.clone()));
                     continue;
                 }
             };
+            stale_leaders.extend(
+                response
+                    .partitions
+                    .iter()
+                    .filter(|d| is_leader_change_error(d.error))
+                    .map(|d| d.topic.clone()),
+            );
             if let Some(c) = cursors.as_deref_mut() {
                 for data in &response.partitions {
                     let Some((key, _, pf, epoch)) = parts
@@ -2820,6 +2880,7 @@ impl MirrorManager {
             }
             answers.push(Answer { parts, response });
         }
+        self.refresh_leaders(&stale_leaders);
         answers
     }
 

@@ -23,14 +23,40 @@ pub mod codes {
     pub const CORRUPT_MESSAGE: i16 = 2;
     /// UNKNOWN_TOPIC_OR_PARTITION
     pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    /// LEADER_NOT_AVAILABLE
+    pub const LEADER_NOT_AVAILABLE: i16 = 5;
     /// NOT_LEADER_OR_FOLLOWER
     pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    /// REPLICA_NOT_AVAILABLE
+    pub const REPLICA_NOT_AVAILABLE: i16 = 9;
+    /// KAFKA_STORAGE_ERROR
+    pub const KAFKA_STORAGE_ERROR: i16 = 56;
     /// FENCED_LEADER_EPOCH
     pub const FENCED_LEADER_EPOCH: i16 = 74;
     /// UNKNOWN_LEADER_EPOCH
     pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
+    /// OFFSET_NOT_AVAILABLE
+    pub const OFFSET_NOT_AVAILABLE: i16 = 78;
     /// UNKNOWN_TOPIC_ID
     pub const UNKNOWN_TOPIC_ID: i16 = 100;
+}
+
+/// Whether a partition's fetch error means the node asked may no longer lead it, so the source's
+/// metadata should be asked now, not at the next sync (Kafka's consumer requests a metadata update
+/// on these in `FetchCollector`).
+pub fn is_leader_change_error(code: i16) -> bool {
+    matches!(
+        code,
+        codes::UNKNOWN_TOPIC_OR_PARTITION
+            | codes::LEADER_NOT_AVAILABLE
+            | codes::NOT_LEADER_OR_FOLLOWER
+            | codes::REPLICA_NOT_AVAILABLE
+            | codes::KAFKA_STORAGE_ERROR
+            | codes::FENCED_LEADER_EPOCH
+            | codes::UNKNOWN_LEADER_EPOCH
+            | codes::OFFSET_NOT_AVAILABLE
+            | codes::UNKNOWN_TOPIC_ID
+    )
 }
 
 /// Where the next fetch of a partition starts: the destination's log end and the epoch of its

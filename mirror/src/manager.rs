@@ -54,7 +54,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// One mirror's settings (KIP-1279 §6 names where one exists).
@@ -715,6 +715,8 @@ pub struct MirrorManager {
     starting_topic: Mutex<Option<String>>,
     /// When a fetch last had the source's leaders asked (mirror clock, ms). A leaf lock.
     leaders_refreshed_at: Mutex<i64>,
+    /// Fetch rounds so far: where each round's requests start among their partitions.
+    fetch_rotation: AtomicUsize,
     group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
     last_group_sync: Mutex<Option<GroupSyncReport>>,
     topics: Mutex<BTreeMap<String, TopicInfo>>,
@@ -800,6 +802,7 @@ impl MirrorManager {
             closed_to_new_topics: AtomicBool::new(false),
             starting_topic: Mutex::new(None),
             leaders_refreshed_at: Mutex::new(i64::MIN),
+            fetch_rotation: AtomicUsize::new(0),
             group_sink: Mutex::new(None),
             last_group_sync: Mutex::new(None),
             topics: Mutex::new(BTreeMap::new()),
@@ -2829,7 +2832,14 @@ impl MirrorManager {
         }
         let mut answers = vec![];
         let mut stale_leaders = BTreeSet::new();
-        for (leader, parts) in by_leader {
+        // Only the first partition of an answer with data may exceed its limit with one whole
+        // batch (KIP-74): each round starts at another partition, so a batch above the limit
+        // is not kept out for good by busier partitions ahead of it (Kafka's fetchers move
+        // the partitions they got data for to the end).
+        let rotation = self.fetch_rotation.fetch_add(1, Ordering::Relaxed);
+        for (leader, mut parts) in by_leader {
+            let n = parts.len();
+            parts.rotate_left(rotation % n);
             let req = FetchRequest {
                 partitions: parts.iter().map(|p| p.2.clone()).collect(),
                 max_wait_ms: self.config.max_wait_ms,

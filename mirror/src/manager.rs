@@ -2338,7 +2338,16 @@ impl MirrorManager {
             let Some(info) = topics.get_mut(&t.name) else {
                 continue;
             };
-            if t.error == 3 || t.partitions.is_empty() {
+            if t.error != 0 && t.error != crate::partition::codes::UNKNOWN_TOPIC_OR_PARTITION {
+                // Not an answer about the topic's existence (TOPIC_AUTHORIZATION_FAILED after an
+                // ACL change, LEADER_NOT_AVAILABLE still after the client's retries): nothing
+                // changes, and the count of syncs it was missing on stays as it was.
+                tracing::warn!(mirror = %self.config.name, topic = t.name, error = t.error, "the source's metadata refused a mirrored topic");
+                continue;
+            }
+            if t.error == crate::partition::codes::UNKNOWN_TOPIC_OR_PARTITION
+                || t.partitions.is_empty()
+            {
                 info.missing_syncs += 1;
                 if info.missing_syncs >= 2 {
                     let reason = format!(

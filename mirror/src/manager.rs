@@ -446,12 +446,19 @@ type InFlight = (TopicPartition, EntryRef, PartitionFetch, i32);
 /// Fetch rounds a pipelined fetcher may hand its applier ahead of it (beside the byte bound).
 const PIPELINED_ANSWERS_MAX: usize = 16;
 
+/// How long a partition whose fetch its leader answered with a retriable error waits before it
+/// is fetched again (Kafka's `replica.fetch.backoff.ms` default): a broker answering errors at
+/// once was asked again at every round, some 50 times a second.
+const FETCH_ERROR_BACKOFF_MS: i64 = 1_000;
+
 /// The shortest pause between two leader refreshes a fetch asks for (Kafka's consumer backs its
 /// metadata updates off by `retry.backoff.ms`, default 100).
 const LEADER_REFRESH_MIN_INTERVAL_MS: i64 = 100;
 
 /// One source leader's answer to a fetch, not applied yet.
 struct Answer {
+    /// The source node that answered.
+    leader: i32,
     parts: Vec<InFlight>,
     response: FetchResponse,
 }
@@ -584,6 +591,9 @@ struct Entry {
     source_leader: i32,
     source_epoch: LeaderEpoch,
     source_hw: Offset,
+    /// Not fetched before this time (mirror clock, ms): its last answer was an error from the
+    /// leader it still has.
+    fetch_backoff_until: i64,
 }
 
 /// A mirrored topic.
@@ -1226,6 +1236,7 @@ impl MirrorManager {
                 source_leader: -1,
                 source_epoch: LeaderEpoch::NONE,
                 source_hw: Offset(-1),
+                fetch_backoff_until: i64::MIN,
             })),
         );
     }
@@ -1998,6 +2009,7 @@ impl MirrorManager {
             source_leader: leader,
             source_epoch: epoch,
             source_hw: Offset(-1),
+            fetch_backoff_until: i64::MIN,
         };
         let entry_before = match guard.as_deref_mut() {
             Some(e) => Some(std::mem::replace(e, fresh)),
@@ -2434,6 +2446,10 @@ impl MirrorManager {
         // Stale metadata (a broker that has not heard of the newer leader yet) never moves the
         // leader back: Kafka's clients keep the newer epoch.
         if p.leader_epoch >= e.source_epoch {
+            if p.leader != e.source_leader {
+                // An error of the old leader says nothing about the new one.
+                e.fetch_backoff_until = i64::MIN;
+            }
             e.source_leader = p.leader;
             e.source_epoch = p.leader_epoch;
         } else {
@@ -2788,7 +2804,10 @@ impl MirrorManager {
         let mut by_leader: HashMap<i32, Vec<InFlight>> = HashMap::new();
         for (key, entry) in mine {
             let mut e = entry.lock();
-            if e.state.state != S::Mirroring || e.source_leader < 0 {
+            if e.state.state != S::Mirroring
+                || e.source_leader < 0
+                || self.now() < e.fetch_backoff_until
+            {
                 continue;
             }
             let Some(dest) = self.mirror_destination(&key) else {
@@ -2897,7 +2916,11 @@ impl MirrorManager {
                     );
                 }
             }
-            answers.push(Answer { parts, response });
+            answers.push(Answer {
+                leader,
+                parts,
+                response,
+            });
         }
         self.refresh_leaders(&stale_leaders);
         answers
@@ -2910,6 +2933,7 @@ impl MirrorManager {
     /// appended.
     fn apply_answer(&self, answer: Answer, resync: Option<&Pipeline>) -> u64 {
         let Answer {
+            leader,
             parts,
             response: resp,
         } = answer;
@@ -3054,6 +3078,11 @@ impl MirrorManager {
                 }
                 Ok(FetchOutcome::Retriable(code)) => {
                     tracing::debug!(mirror = %self.config.name, partition = %key, code, "retriable fetch error");
+                    // Asked again after a pause (Kafka's `replica.fetch.backoff.ms`), not at
+                    // every round — unless a leader refresh since moved it to another node.
+                    if e.source_leader == leader {
+                        e.fetch_backoff_until = self.now().saturating_add(FETCH_ERROR_BACKOFF_MS);
+                    }
                 }
                 Ok(FetchOutcome::Fatal(reason)) => self.fail(key, &mut e, &reason, true),
                 Err(err) => self.fail(

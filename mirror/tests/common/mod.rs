@@ -417,3 +417,180 @@ pub fn config_mirror(
     )
     .unwrap()
 }
+
+/// What a [`Hooked`] source does instead of its engine source.
+pub type FetchHook = Box<
+    dyn Fn(
+            &mirrorlog_mirror::engine_source::EngineSource,
+            i32,
+            &mirrorlog_mirror::source::FetchRequest,
+        )
+            -> Result<mirrorlog_mirror::source::FetchResponse, mirrorlog_mirror::source::SourceError>
+        + Send
+        + Sync,
+>;
+
+/// Rewrites an engine source's metadata answer.
+pub type MetadataHook = Box<dyn Fn(&mut mirrorlog_mirror::source::SourceMetadata) + Send + Sync>;
+
+/// Answers the last-mirror-epoch lookup.
+pub type LastMirrorEpochHook = Box<
+    dyn Fn() -> Result<
+            Option<(mirrorlog_index::LeaderEpoch, mirrorlog_index::Offset)>,
+            mirrorlog_mirror::source::SourceError,
+        > + Send
+        + Sync,
+>;
+
+/// An [`EngineSource`](mirrorlog_mirror::engine_source::EngineSource) with some answers changed
+/// by hooks: a source that behaves as a Kafka cluster in one way the engine source does not.
+#[derive(Default)]
+pub struct Hooks {
+    pub metadata: Option<MetadataHook>,
+    pub fetch: Option<FetchHook>,
+    pub last_mirror_epoch: Option<LastMirrorEpochHook>,
+}
+
+/// See [`Hooks`].
+pub struct Hooked {
+    pub inner: Arc<mirrorlog_mirror::engine_source::EngineSource>,
+    pub hooks: Hooks,
+}
+
+impl std::fmt::Debug for Hooked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooked").finish_non_exhaustive()
+    }
+}
+
+impl mirrorlog_mirror::source::SourceCluster for Hooked {
+    fn metadata(
+        &self,
+        topics: Option<&[String]>,
+    ) -> Result<mirrorlog_mirror::source::SourceMetadata, mirrorlog_mirror::source::SourceError>
+    {
+        let mut m = self.inner.metadata(topics)?;
+        if let Some(h) = &self.hooks.metadata {
+            h(&mut m);
+        }
+        Ok(m)
+    }
+    fn fetch(
+        &self,
+        node: i32,
+        request: &mirrorlog_mirror::source::FetchRequest,
+    ) -> Result<mirrorlog_mirror::source::FetchResponse, mirrorlog_mirror::source::SourceError>
+    {
+        match &self.hooks.fetch {
+            Some(h) => h(&self.inner, node, request),
+            None => self.inner.fetch(node, request),
+        }
+    }
+    fn list_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+        spec: mirrorlog_mirror::source::OffsetSpec,
+    ) -> Result<
+        (mirrorlog_index::Offset, mirrorlog_index::LeaderEpoch),
+        mirrorlog_mirror::source::SourceError,
+    > {
+        self.inner.list_offset(topic, partition, spec)
+    }
+    fn end_offset_for_epoch(
+        &self,
+        topic: &str,
+        partition: i32,
+        epoch: mirrorlog_index::LeaderEpoch,
+    ) -> Result<
+        (mirrorlog_index::LeaderEpoch, mirrorlog_index::Offset),
+        mirrorlog_mirror::source::SourceError,
+    > {
+        self.inner.end_offset_for_epoch(topic, partition, epoch)
+    }
+    fn topic_configs(
+        &self,
+        topic: &str,
+    ) -> Result<Vec<(String, String)>, mirrorlog_mirror::source::SourceError> {
+        self.inner.topic_configs(topic)
+    }
+    fn list_groups(
+        &self,
+    ) -> Result<Vec<mirrorlog_mirror::source::GroupListing>, mirrorlog_mirror::source::SourceError>
+    {
+        self.inner.list_groups()
+    }
+    fn committed_offsets(
+        &self,
+        group_id: &str,
+    ) -> Result<Vec<mirrorlog_mirror::source::CommittedOffset>, mirrorlog_mirror::source::SourceError>
+    {
+        self.inner.committed_offsets(group_id)
+    }
+    fn last_mirror_epoch(
+        &self,
+        requester_cluster_id: &str,
+        topic_id: [u8; 16],
+        partition: i32,
+    ) -> Result<
+        Option<(mirrorlog_index::LeaderEpoch, mirrorlog_index::Offset)>,
+        mirrorlog_mirror::source::SourceError,
+    > {
+        match &self.hooks.last_mirror_epoch {
+            Some(h) => h(),
+            None => self
+                .inner
+                .last_mirror_epoch(requester_cluster_id, topic_id, partition),
+        }
+    }
+}
+
+/// A source with `orders` (`partitions` partitions, topic id `[1; 16]`; partition 0 holds three
+/// records), an empty destination, and mirror `config` from the one to the other through
+/// `hooks`, on a manual clock at [`T0`] — started and driven once: MIRRORING, nothing fetched.
+pub struct HookedWorld {
+    pub dirs: (tempfile::TempDir, tempfile::TempDir),
+    pub src: Arc<LogManager>,
+    pub dst: Arc<LogManager>,
+    pub clock: Arc<mirrorlog_engine::clock::ManualClock>,
+    pub mirror: Arc<mirrorlog_mirror::manager::MirrorManager>,
+}
+
+/// See [`HookedWorld`].
+pub fn hooked_world(
+    partitions: i32,
+    config: mirrorlog_mirror::manager::MirrorConfig,
+    hooks: Hooks,
+) -> HookedWorld {
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (src, dst) = (manager(dirs.0.path()), manager(dirs.1.path()));
+    for p in 0..partitions {
+        src.create(&orders(p), TopicId([1; 16]), LogConfig::default())
+            .unwrap();
+    }
+    produce_to(&src, &orders(0), b"v", 3);
+    let clock = mirrorlog_engine::clock::ManualClock::new(T0);
+    let source = Hooked {
+        inner: mirrorlog_mirror::engine_source::EngineSource::new(src.clone(), "source-cluster", 1),
+        hooks,
+    };
+    let store = Arc::new(mirrorlog_mirror::state::MirrorStateStore::open(dst.clone(), 4).unwrap());
+    let mirror = mirrorlog_mirror::manager::MirrorManager::new(
+        config,
+        Arc::new(source),
+        dst.clone(),
+        Arc::new(Dest(dst.clone())),
+        store,
+        clock.clone(),
+    )
+    .unwrap();
+    mirror.start_topics(&["orders".to_string()]).unwrap();
+    mirror.drive();
+    HookedWorld {
+        dirs,
+        src,
+        dst,
+        clock,
+        mirror,
+    }
+}

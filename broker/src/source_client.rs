@@ -59,7 +59,8 @@
 //! Sessionless full fetches (`session_id` 0, `session_epoch` −1), `READ_UNCOMMITTED` (the mirror
 //! copies to the source's high watermark, KIP-1279 §10), `replica_id` −1 (a consumer-like
 //! client). Record bytes are handed over as the source sent them — never decoded, possibly ending
-//! in a partial batch.
+//! in a partial batch. A `throttle_time_ms` in a Fetch answer (v8+) holds that connection's next
+//! request that long (at most the request timeout), as Kafka's clients do (KIP-219).
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::ResponseError;
@@ -411,6 +412,8 @@ struct Connection {
     response_max_bytes: usize,
     /// The socket's `SO_RCVLOWAT` now (1, the default, between frames).
     rcvlowat: usize,
+    /// No request is sent before this: the node's quota throttled its last answer (KIP-219).
+    throttled_until: Option<Instant>,
 }
 
 fn io_error(addr: &str, what: &str, e: &io::Error) -> SourceError {
@@ -462,6 +465,7 @@ impl Connection {
             request_timeout: config.request_timeout(),
             response_max_bytes: config.response_max_bytes,
             rcvlowat: 1,
+            throttled_until: None,
         };
         c.negotiate()?;
         debug!(addr, versions = ?c.negotiated(), "connected to a source node");
@@ -556,6 +560,7 @@ impl Connection {
         body: &Req,
         timeout: Duration,
     ) -> Result<Bytes, SourceError> {
+        self.wait_out_throttle();
         let deadline = Instant::now() + timeout;
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1) & i32::MAX;
@@ -627,6 +632,7 @@ impl Connection {
                 },
             ));
         }
+        self.wait_out_throttle();
         let deadline = Instant::now() + timeout;
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1) & i32::MAX;
@@ -648,6 +654,26 @@ impl Connection {
         let mut body = self.round_trip(api, version, request, timeout)?;
         Resp::decode(&mut body, version)
             .map_err(|e| self.protocol(format!("decoding a {api:?} v{version} response: {e}")))
+    }
+
+    /// Holds this connection's next request for `throttle_time_ms` (at most the request
+    /// timeout), as Kafka's `NetworkClient` does for a response whose version leaves throttling
+    /// to the client (KIP-219: the broker mutes the channel meanwhile, so a request sent anyway
+    /// only waits there, on the request's clock, and one left waiting past its timeout was
+    /// retried on a new connection, outside the quota).
+    fn throttle(&mut self, throttle_time_ms: i32) {
+        if throttle_time_ms > 0 {
+            let pause = Duration::from_millis(throttle_time_ms as u64).min(self.request_timeout);
+            debug!(addr = %self.addr, throttle_time_ms, "throttled by the source's quota");
+            self.throttled_until = Some(Instant::now() + pause);
+        }
+    }
+
+    /// Waits out a throttle (see [`throttle`](Self::throttle)) before a request.
+    fn wait_out_throttle(&mut self) {
+        if let Some(until) = self.throttled_until.take() {
+            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        }
     }
 
     /// Writes one whole request frame before `deadline`.
@@ -1399,6 +1425,11 @@ impl KafkaSource {
             });
         }
         let r: kafka_protocol::messages::FetchResponse = c.call(ApiKey::Fetch, v, &req, timeout)?;
+        // From v8 the broker answers at once and leaves the wait to the client (KIP-219); below,
+        // it delayed the answer itself.
+        if v >= 8 {
+            c.throttle(r.throttle_time_ms);
+        }
         let mut out = FetchResponse {
             error: if v >= 7 { r.error_code } else { 0 },
             partitions: vec![],
@@ -1917,6 +1948,7 @@ mod tests {
             request_timeout: Duration::from_secs(3),
             response_max_bytes: 64 << 20,
             rcvlowat: 1,
+            throttled_until: None,
         }
     }
 

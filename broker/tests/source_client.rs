@@ -66,6 +66,8 @@ struct Front {
     loading_offset_fetches: AtomicUsize,
     /// How many Metadata requests to answer with every topic LEADER_NOT_AVAILABLE.
     leaderless_metadata: AtomicUsize,
+    /// The `throttle_time_ms` Fetch answers carry (a quota the broker enforces; 0: none).
+    fetch_throttle_ms: AtomicUsize,
 }
 
 /// Takes one from `n` if it is not zero.
@@ -120,6 +122,9 @@ impl Handler for Front {
         let leaderless =
             matches!(request, RequestKind::Metadata(_)) && take_one(&self.leaderless_metadata);
         let mut resp = broker.handle(ctx, header, request);
+        if let Some(ResponseKind::Fetch(f)) = &mut resp {
+            f.throttle_time_ms = self.fetch_throttle_ms.load(Ordering::SeqCst) as i32;
+        }
         if leaderless && let Some(ResponseKind::Metadata(m)) = &mut resp {
             for t in &mut m.topics {
                 t.error_code = LEADER_NOT_AVAILABLE;
@@ -158,6 +163,7 @@ impl Cluster {
             caps,
             loading_offset_fetches: AtomicUsize::new(0),
             leaderless_metadata: AtomicUsize::new(0),
+            fetch_throttle_ms: AtomicUsize::new(0),
         });
         let server = Server::bind(
             ServerConfig {
@@ -1111,6 +1117,33 @@ fn a_source_without_the_mirror_rpcs_cannot_answer_the_last_mirror_epoch_lookup()
         }
         other => panic!("{other:?}"),
     }
+    drop(source);
+    c.stop();
+}
+
+/// A Fetch answer saying the source's quota throttled it (KIP-219, v8+) holds the connection's
+/// next request that long, as Kafka's clients do: the broker mutes the channel meanwhile, so a
+/// request sent anyway waits there on its own timeout. Only a lower bound is checked, which no
+/// slow machine can break.
+#[test]
+fn a_throttled_fetch_answer_holds_the_next_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Cluster::start(dir.path(), 0);
+    c.create("t", 1, LogConfig::default());
+    c.append("t", 0, 0, batch(Compression::None, 3, "a", NOW));
+    let source = c.source();
+    fetch_one(&source, part("t", 0, 0, -1, 1 << 20));
+    let start = std::time::Instant::now();
+    c.front.fetch_throttle_ms.store(1_000, Ordering::SeqCst);
+    fetch_one(&source, part("t", 0, 0, -1, 1 << 20));
+    c.front.fetch_throttle_ms.store(0, Ordering::SeqCst);
+    let d = fetch_one(&source, part("t", 0, 0, -1, 1 << 20));
+    assert!(!d.records.is_empty());
+    assert!(
+        start.elapsed() >= Duration::from_millis(1_000),
+        "the fetch after the throttled answer went out after {:?}",
+        start.elapsed()
+    );
     drop(source);
     c.stop();
 }

@@ -10,6 +10,7 @@ pub mod mirror;
 pub mod produce;
 pub mod two_dir_broker;
 pub mod txn;
+pub mod wire;
 
 /// Runs `f` with the process's open-file limit set so that only `spare` more descriptors can be
 /// opened, then restores the limit (the limit is process-wide: use it in a test binary of one

@@ -1,17 +1,14 @@
 //! Produce requests sent over the wire to a running broker, for the Produce handler's tests.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{
-    ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TimestampMs;
 use mirrorlog_segment::BatchBuilder;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 
 /// A broker on `dir` with a topic `topic` of `partitions` partitions.
@@ -53,32 +50,7 @@ pub fn request(acks: i16, parts: Vec<(&str, i32, Option<Bytes>)>) -> ProduceRequ
 
 /// Sends `r` as Produce `version` on a new connection and reads its answer.
 pub fn send(addr: SocketAddr, version: i16, r: &ProduceRequest) -> ProduceResponse {
-    let mut buf = BytesMut::new();
-    buf.put_i32(0);
-    RequestHeader::default()
-        .with_request_api_key(ApiKey::Produce as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(1)
-        .with_client_id(Some(StrBytes::from_static_str("produce-test")))
-        .encode(&mut buf, ApiKey::Produce.request_header_version(version))
-        .unwrap();
-    r.encode(&mut buf, version).unwrap();
-    let size = (buf.len() - 4) as i32;
-    buf[..4].copy_from_slice(&size.to_be_bytes());
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(&buf).unwrap();
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).unwrap();
-    let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body).unwrap();
-    let mut body = Bytes::from(body);
-    let header =
-        ResponseHeader::decode(&mut body, ApiKey::Produce.response_header_version(version))
-            .unwrap();
-    assert_eq!(header.correlation_id, 1);
-    let resp = ProduceResponse::decode(&mut body, version).unwrap();
-    assert!(!body.has_remaining(), "the whole answer decoded");
-    resp
+    super::wire::call(addr, ApiKey::Produce, version, r)
 }
 
 /// Every answered partition as `(topic, partition, error code)`, in answer order.

@@ -1,0 +1,40 @@
+//! Any request sent over the wire to a running broker, one connection per request.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+
+/// Sends `r` as `key` `version` on a new connection and decodes the whole answer.
+pub fn call<Req: Encodable, Resp: Decodable>(
+    addr: SocketAddr,
+    key: ApiKey,
+    version: i16,
+    r: &Req,
+) -> Resp {
+    let mut buf = BytesMut::new();
+    buf.put_i32(0);
+    RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(1)
+        .with_client_id(Some(StrBytes::from_static_str("wire-test")))
+        .encode(&mut buf, key.request_header_version(version))
+        .unwrap();
+    r.encode(&mut buf, version).unwrap();
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&buf).unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    let mut body = Bytes::from(body);
+    let header = ResponseHeader::decode(&mut body, key.response_header_version(version)).unwrap();
+    assert_eq!(header.correlation_id, 1);
+    let resp = Resp::decode(&mut body, version).unwrap();
+    assert!(!body.has_remaining(), "the whole answer decoded");
+    resp
+}

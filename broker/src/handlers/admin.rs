@@ -386,6 +386,11 @@ fn topic_by_name(
         out.error_code = e;
         out.name = Some(TopicName(sb(name)));
         out.is_internal = is_internal(name);
+        // Kafka's `handleTopicMetadataRequest` sets the bit field on every topic it answers by
+        // name, found or not (only unknown topic ids go without).
+        if include_ops {
+            out.topic_authorized_operations = TOPIC_AUTHORIZED_OPERATIONS;
+        }
         out
     };
     if validate_topic_name(name).is_err() {
@@ -417,6 +422,17 @@ fn topic_by_name(
             // Created and deleted again meanwhile.
             None => failed(ResponseError::UnknownTopicOrPartition.code()),
         },
+        // A name colliding with an existing topic once '.' and '_' are alike: Kafka's broker
+        // sends its creation to the controller, which refuses it (logged at debug), and has
+        // answered UNKNOWN_TOPIC_OR_PARTITION already, as for any creation it sends.
+        Err(e) if e.code == ResponseError::InvalidTopicException.code() => {
+            tracing::debug!(
+                topic = name,
+                "auto-creating the topic was refused: {}",
+                e.message
+            );
+            failed(ResponseError::UnknownTopicOrPartition.code())
+        }
         Err(e) => {
             tracing::warn!(
                 topic = name,

@@ -601,18 +601,20 @@ fn create_one(
             format!("Creation of internal topic {KAFKA_METADATA_TOPIC} is prohibited."),
         ));
     }
+    // An existing topic, internal ones included, is TOPIC_ALREADY_EXISTS, as Kafka's
+    // controller answers it.
+    if b.topics.get(name).is_some() {
+        return Err(error(
+            ResponseError::TopicAlreadyExists,
+            format!("Topic '{name}' already exists."),
+        ));
+    }
     if is_internal(name) {
         // Created by their owners only (a `__mirror_state` made by a client would carry another
         // topic id and partition count, and no mirror could start on this broker).
         return Err(error(
             ResponseError::InvalidRequest,
             format!("Creation of internal topic {name} is prohibited."),
-        ));
-    }
-    if b.topics.get(name).is_some() {
-        return Err(error(
-            ResponseError::TopicAlreadyExists,
-            format!("Topic '{name}' already exists."),
         ));
     }
     let norm = |s: &str| s.replace('.', "_");

@@ -100,6 +100,19 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
     Ok(())
 }
 
+/// The config of topic `name` (partitions `0..partitions`): every partition holds it
+/// (`topic.config`), so the first loaded one gives it — partition 0 may be in a data directory
+/// offline since start. `None` when no partition of the topic is loaded.
+pub fn topic_log_config(logs: &LogManager, name: &str, partitions: i32) -> Option<LogConfig> {
+    (0..partitions).find_map(|p| {
+        logs.get(&TopicPartition {
+            topic: name.to_string(),
+            partition: p,
+        })
+        .map(|h| h.read().config().clone())
+    })
+}
+
 /// The registry. See the module docs.
 #[derive(Debug, Default)]
 pub struct TopicRegistry {
@@ -262,13 +275,16 @@ impl TopicRegistry {
                 ),
             ));
         }
-        let config = logs
-            .get(&TopicPartition {
-                topic: name.into(),
-                partition: 0,
-            })
-            .map(|h| h.read().config().clone())
-            .unwrap_or_else(|| logs.default_log_config().clone());
+        // Never the broker defaults in the place of the topic's own config (a mirror topic's
+        // read-only mark with it): with no partition loaded it cannot be read.
+        let config = topic_log_config(logs, name, t.partitions).ok_or_else(|| {
+            TopicError::new(
+                ResponseError::KafkaStorageError,
+                format!(
+                    "no partition of topic {name} is loaded (offline data directories): its config cannot be read"
+                ),
+            )
+        })?;
         for p in t.partitions..total {
             let tp = TopicPartition {
                 topic: name.to_string(),

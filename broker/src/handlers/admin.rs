@@ -39,7 +39,9 @@
 
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
-use crate::topics::{INTERNAL_TOPICS, TopicError, TopicMeta, sb, validate_topic_name};
+use crate::topics::{
+    INTERNAL_TOPICS, TopicError, TopicMeta, sb, topic_log_config, validate_topic_name,
+};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -256,9 +258,9 @@ fn is_internal(name: &str) -> bool {
     INTERNAL_TOPICS.contains(&name)
 }
 
-/// The first partition's config: every partition of a topic shares it.
+/// The topic's config, from its first loaded partition (every partition of a topic shares it).
 fn topic_config(b: &Broker, t: &TopicMeta) -> Option<LogConfig> {
-    b.partition(&t.name, 0).map(|h| h.read().config().clone())
+    topic_log_config(&b.logs, &t.name, t.partitions)
 }
 
 // ---------------------------------------------------------------------------------------------

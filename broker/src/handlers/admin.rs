@@ -16,10 +16,12 @@
 //!
 //! Behaviour follows Kafka's KRaft broker and controller (`KafkaApis`, `ControllerApis`,
 //! `ReplicationControlManager`, `ConfigAdminManager`), with these single-node choices:
-//! - Metadata auto-creation answers the new topic ready with `NONE` (Kafka answers
-//!   `LEADER_NOT_AVAILABLE` and lets the client retry): the partitions exist when the response is
-//!   sent, so every client can use them at once instead of backing off. Internal topic names are
-//!   never auto-created (their coordinators own them and their partition counts).
+//! - Metadata auto-creation answers the new topic ready with `NONE` (Kafka's KRaft broker sends
+//!   the creation to its controller and answers `UNKNOWN_TOPIC_OR_PARTITION` at once, and the
+//!   client retries): the partitions exist when the response is sent, so every client can use
+//!   them at once instead of backing off. A creation refused (a name colliding with an existing
+//!   topic) is answered `UNKNOWN_TOPIC_OR_PARTITION`, as Kafka's. Internal topic names are never
+//!   auto-created (their coordinators create them at start and own their partition counts).
 //! - Deleting an internal topic, or adding partitions to one, is refused with
 //!   `INVALID_TOPIC_EXCEPTION` (Kafka's broker allows both; the group and transaction
 //!   coordinators here depend on them, as Kafka's own `DeleteRecords` refusal on internal topics

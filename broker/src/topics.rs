@@ -136,6 +136,15 @@ impl TopicRegistry {
             });
             e.partitions = e.partitions.max(tp.partition + 1);
         }
+        // A partition in a data directory offline since start is still the topic's (Kafka's
+        // metadata keeps it, answered offline): the count must not shrink below it, or Metadata
+        // would hide it and CreatePartitions would try to create it again. A topic none of
+        // whose partitions loaded is left out (its topic id cannot be read).
+        for (tp, _) in logs.offline_partitions() {
+            if let Some(e) = topics.get_mut(&tp.topic) {
+                e.partitions = e.partitions.max(tp.partition + 1);
+            }
+        }
         TopicRegistry {
             topics: RwLock::new(topics),
             config_changes: Mutex::new(()),

@@ -433,6 +433,8 @@ fn update_partition_configs(
         .topics
         .get(name)
         .ok_or_else(|| format!("no topic {name}"))?;
+    crate::topics::check_no_partition_offline(&b.logs, name, t.partitions, "change the config of")
+        .map_err(|e| e.message)?;
     for p in 0..t.partitions {
         let tp = TopicPartition {
             topic: name.into(),

@@ -113,6 +113,31 @@ pub fn topic_log_config(logs: &LogManager, name: &str, partitions: i32) -> Optio
     })
 }
 
+/// KAFKA_STORAGE_ERROR naming the first partition of topic `name` (`0..partitions`) in an
+/// offline data directory, if any: what a change to every partition of a topic (`what`:
+/// "delete", "change the config of") checks before it writes one, so that it is made to all or
+/// to none (an offline partition's files cannot be written or removed).
+pub fn check_no_partition_offline(
+    logs: &LogManager,
+    name: &str,
+    partitions: i32,
+    what: &str,
+) -> Result<(), TopicError> {
+    for p in 0..partitions {
+        let tp = TopicPartition {
+            topic: name.to_string(),
+            partition: p,
+        };
+        if let Err(e) = logs.lookup(&tp) {
+            return Err(TopicError::new(
+                ResponseError::KafkaStorageError,
+                format!("cannot {what} topic {name}: partition {tp}: {e}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The registry. See the module docs.
 #[derive(Debug, Default)]
 pub struct TopicRegistry {
@@ -358,18 +383,7 @@ impl TopicRegistry {
                 ),
             });
         };
-        for p in 0..known.partitions {
-            let tp = TopicPartition {
-                topic: name.to_string(),
-                partition: p,
-            };
-            if let Err(e) = logs.lookup(&tp) {
-                return Err(TopicError::new(
-                    ResponseError::KafkaStorageError,
-                    format!("cannot delete topic {name}: partition {tp}: {e}"),
-                ));
-            }
-        }
+        check_no_partition_offline(logs, name, known.partitions, "delete")?;
         let t = topics
             .remove(name)
             .expect("present: checked above, under the same lock");

@@ -2,7 +2,9 @@
 //! topic whose last partition is in a data directory offline since start had one partition
 //! fewer: Metadata listed the topic without it (producers hashed keys over the smaller count,
 //! sending to partition 0 the records of partition 1's keys) and CreatePartitions to the real
-//! count tried to create the partition again (refused by the engine: KAFKA_STORAGE_ERROR).
+//! count tried to create the partition again (refused by the engine: KAFKA_STORAGE_ERROR);
+//! DeleteTopics deleted the loaded partitions and left the offline one, which brought the topic
+//! back, half deleted, once its directory was repaired.
 //! Kafka's metadata keeps the partition, answered offline (leader −1, `LEADER_NOT_AVAILABLE`,
 //! this node in `offline_replicas`), and the count is the topic's.
 
@@ -122,5 +124,12 @@ fn metadata_and_create_partitions_count_the_offline_partition() {
     assert_eq!(grow(&b, 3), (0, None));
     assert!(b.partition("t", 2).is_some());
     assert_eq!(partitions(&b).len(), 3);
+    // Deleting it is refused whole while a partition is offline (its files could not go, and
+    // would bring the topic back half deleted at the next start).
+    let mut r = DeleteTopicsRequest::default();
+    r.topic_names = vec![TopicName(s("t"))];
+    let got = admin::delete_topics(&b, r, 5);
+    assert_eq!(got.responses[0].error_code, E::KafkaStorageError.code());
+    assert!(b.partition("t", 0).is_some() && b.topics.get("t").is_some());
     b.shutdown().unwrap();
 }

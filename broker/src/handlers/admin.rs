@@ -42,7 +42,8 @@
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
 use crate::topics::{
-    INTERNAL_TOPICS, TopicError, TopicMeta, sb, topic_log_config, validate_topic_name,
+    INTERNAL_TOPICS, TopicError, TopicMeta, check_no_partition_offline, sb, topic_log_config,
+    validate_topic_name,
 };
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -1617,6 +1618,7 @@ fn alter_one(
     if validate_only || new == current {
         return Ok(());
     }
+    check_no_partition_offline(&b.logs, &name, meta.partitions, "change the config of")?;
     for p in 0..meta.partitions {
         let tp = TopicPartition {
             topic: name.clone(),

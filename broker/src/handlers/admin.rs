@@ -963,7 +963,8 @@ fn broker_config_entries(b: &Broker) -> Vec<ConfigView> {
 // DeleteTopics
 
 /// DeleteTopics v1–6: by name (v1–5 `topic_names`, v6 `topics`) or by id (v6). Unknown names are
-/// UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; internal topics are refused.
+/// UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; internal topics are refused; a
+/// topic named both by name and by id is left (the name's entry INVALID_REQUEST), as in Kafka.
 pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopicsResponse {
     let mut resp = DeleteTopicsResponse::default();
     let result = |name: Option<&str>, id: Uuid, outcome: Result<(), TopicError>| {
@@ -1013,6 +1014,20 @@ pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopics
             Target::Id(id) => *id_counts.entry(*id).or_default() += 1,
         }
     }
+    // As Kafka's `ControllerApis.deleteTopics`: a topic named once by name and again by its id
+    // makes the request ambiguous for it — the name's entry is INVALID_REQUEST, the id's is
+    // dropped (not answered), and the topic stays.
+    let mut ambiguous: HashMap<String, Uuid> = HashMap::new();
+    for t in &targets {
+        if let Target::Name(n) = t
+            && name_counts[n] == 1
+            && let Some(meta) = b.topics.get(n)
+            && id_counts.contains_key(&meta.id)
+        {
+            ambiguous.insert(n.clone(), meta.id);
+        }
+    }
+    let dropped_ids: HashSet<Uuid> = ambiguous.values().copied().collect();
     let mut answered_names = HashSet::new();
     let mut answered_ids = HashSet::new();
     for t in targets {
@@ -1027,6 +1042,14 @@ pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopics
                         .push(result(Some(&name), Uuid::nil(), Err(e)));
                     continue;
                 }
+                if let Some(id) = ambiguous.get(&name) {
+                    let e = error(
+                        ResponseError::InvalidRequest,
+                        "The provided topic name maps to an ID that was already supplied.",
+                    );
+                    resp.responses.push(result(Some(&name), *id, Err(e)));
+                    continue;
+                }
                 let id = b.topics.get(&name).map_or(Uuid::nil(), |m| m.id);
                 resp.responses
                     .push(result(Some(&name), id, delete_one(b, &name, None)));
@@ -1038,6 +1061,9 @@ pub fn delete_topics(b: &Broker, r: DeleteTopicsRequest, v: i16) -> DeleteTopics
                 if id_counts[&id] > 1 {
                     let e = error(ResponseError::InvalidRequest, "Duplicate topic id.");
                     resp.responses.push(result(None, id, Err(e)));
+                    continue;
+                }
+                if dropped_ids.contains(&id) {
                     continue;
                 }
                 match b.topics.by_id(id) {

@@ -42,7 +42,7 @@
 
 use crate::broker::Broker;
 use crate::source_client::{KafkaSource, KafkaSourceConfig};
-use crate::topics::TopicError;
+use crate::topics::{TopicError, topic_log_config};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TopicId;
 use mirrorlog_index::TopicPartition;
@@ -215,6 +215,12 @@ pub const MIRROR_STATE_PARTITIONS: i32 = 8;
 pub struct BrokerTopics(Weak<Broker>);
 
 impl BrokerTopics {
+    /// The destination topics of `broker`, as its mirrors see them (held weakly: the broker
+    /// owns its mirrors).
+    pub fn new(broker: &Arc<Broker>) -> Self {
+        BrokerTopics(Arc::downgrade(broker))
+    }
+
     fn broker(&self) -> Result<Arc<Broker>, String> {
         self.0
             .upgrade()
@@ -240,11 +246,9 @@ impl DestinationTopics for BrokerTopics {
                     .map_err(|e: TopicError| e.message)?;
             }
             Some(t) => {
-                let tp = TopicPartition {
-                    topic: name.into(),
-                    partition: 0,
-                };
-                let read_only = b.logs.get(&tp).is_some_and(|h| h.read().is_read_only());
+                // The first loaded partition's mark: partition 0 may be offline since start.
+                let read_only =
+                    topic_log_config(&b.logs, name, t.partitions).is_some_and(|c| c.read_only);
                 let same_id =
                     !uuid::Uuid::from_bytes(id).is_nil() && t.id == uuid::Uuid::from_bytes(id);
                 // A mirror topic with another (known) topic id is another source's topic,
@@ -354,16 +358,14 @@ impl DestinationTopics for BrokerTopics {
         let Ok(b) = self.broker() else {
             return Vec::new();
         };
-        let tp = TopicPartition {
-            topic: name.into(),
-            partition: 0,
-        };
-        let Some(h) = b.logs.get(&tp) else {
+        let Some(config) = b
+            .topics
+            .get(name)
+            .and_then(|t| topic_log_config(&b.logs, name, t.partitions))
+        else {
             return Vec::new();
         };
         let defaults = b.logs.default_log_config();
-        let log = h.read();
-        let config = log.config();
         config
             .to_kafka_pairs()
             .into_iter()

@@ -1479,6 +1479,60 @@ fn delete_records_moves_the_log_start_up_to_the_high_watermark() {
     );
 }
 
+/// A partition named twice in one DeleteRecords: Kafka's `handleDeleteRecordsRequest` keys the
+/// request by partition (a map), so the last offset named is the one applied and the partition
+/// is answered once. It was applied copy by copy — the log start moved to the largest offset
+/// named (records the request's last word kept were deleted) — and answered twice.
+#[test]
+fn delete_records_naming_a_partition_twice_applies_the_last_offset_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    create(&b, "twice", 1);
+    for _ in 0..5 {
+        append(&b, "twice", 0, &[NOW_MS, NOW_MS]);
+    }
+    set_hw(&b, "twice", 10);
+    let part = |offset| {
+        let mut p = DeleteRecordsPartition::default();
+        p.partition_index = 0;
+        p.offset = offset;
+        p
+    };
+    let mut first = DeleteRecordsTopic::default();
+    first.name = tn("twice");
+    first.partitions = vec![part(6), part(4)];
+    let mut again = DeleteRecordsTopic::default();
+    again.name = tn("twice");
+    again.partitions = vec![part(3)];
+    let mut r = DeleteRecordsRequest::default();
+    r.topics = vec![first, again];
+    let resp = offsets::delete_records(&b, r, 2);
+    encodes(&resp, 2);
+    let answered: Vec<(&str, i32, i16, i64)> = resp
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                (
+                    str_of(&t.name.0),
+                    p.partition_index,
+                    p.error_code,
+                    p.low_watermark,
+                )
+            })
+        })
+        .collect();
+    assert_eq!(answered, vec![("twice", 0, 0, 3)]);
+    assert_eq!(
+        b.partition("twice", 0)
+            .unwrap()
+            .read()
+            .log_start_offset()
+            .get(),
+        3
+    );
+}
+
 // ---- `__mirror_state` is internal (found in review: clients could grow, trim, delete and create it)
 
 use mirrorlog_mirror::state::{MIRROR_STATE_TOPIC, MirrorStateStore, PartitionMirrorState};

@@ -31,6 +31,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::log::{FetchIsolation, OffsetLookup, PartitionLog};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 /// ListOffsets timestamp: the log end bound of the isolation level.
@@ -262,23 +263,47 @@ pub fn offset_for_leader_epoch(
 /// DeleteRecords v0–2: raises each partition's log start offset to the requested offset (-1 = the
 /// high watermark), deleting whole segments below it; an offset above the high watermark is
 /// OFFSET_OUT_OF_RANGE. Answers the log start offset after the call as the low watermark (-1 on
-/// error). Internal topics are refused with INVALID_TOPIC_EXCEPTION, as Kafka does.
+/// error). Internal topics are refused with INVALID_TOPIC_EXCEPTION, as Kafka does. A partition
+/// named twice is answered once, for the last offset named.
 pub fn delete_records(b: &Broker, r: DeleteRecordsRequest, _v: i16) -> DeleteRecordsResponse {
+    // Kafka keys the request by partition (`handleDeleteRecordsRequest` fills a map): a partition
+    // named twice is deleted up to the last offset named and answered once. Topics and partitions
+    // keep the order they were first named in; indexed, not searched, so a request of many
+    // topics or partitions stays linear.
+    let mut asked: Vec<(TopicName, Vec<(i32, i64)>)> = vec![];
+    let mut topic_at: HashMap<TopicName, usize> = HashMap::new();
+    let mut partition_at: HashMap<(usize, i32), usize> = HashMap::new();
+    for t in r.topics {
+        let ti = *topic_at.entry(t.name.clone()).or_insert_with(|| {
+            asked.push((t.name, vec![]));
+            asked.len() - 1
+        });
+        let partitions = &mut asked[ti].1;
+        for p in t.partitions {
+            match partition_at.entry((ti, p.partition_index)) {
+                Entry::Occupied(at) => partitions[*at.get()].1 = p.offset,
+                Entry::Vacant(at) => {
+                    at.insert(partitions.len());
+                    partitions.push((p.partition_index, p.offset));
+                }
+            }
+        }
+    }
     let mut resp = DeleteRecordsResponse::default();
     let mut moved = false;
-    for t in r.topics {
-        let topic = t.name.0.as_str().to_string();
+    for (name, partitions) in asked {
+        let topic = name.0.as_str().to_string();
         let mut out = DeleteRecordsTopicResult::default();
-        out.name = t.name.clone();
-        for p in t.partitions {
+        out.name = name;
+        for (partition_index, offset) in partitions {
             let mut part = DeleteRecordsPartitionResult::default();
-            part.partition_index = p.partition_index;
-            match delete_one(b, &topic, p.partition_index, p.offset) {
+            part.partition_index = partition_index;
+            match delete_one(b, &topic, partition_index, offset) {
                 Ok((low_watermark, did_move)) => {
                     if did_move {
                         // A long poll waiting below the new log start has an answer now
                         // (OFFSET_OUT_OF_RANGE) rather than at its max_wait_ms.
-                        b.appends.notify_partition(&topic, p.partition_index);
+                        b.appends.notify_partition(&topic, partition_index);
                         moved = true;
                     }
                     part.error_code = 0;

@@ -1533,6 +1533,38 @@ fn delete_records_naming_a_partition_twice_applies_the_last_offset_once() {
     );
 }
 
+/// A mirror topic's log start follows its source's (KIP-1279: the destination raises it from
+/// the source's on every fetch); a client's DeleteRecords there is a write to a read-only
+/// partition, refused READ_ONLY_TOPIC with nothing moved, as Produce is. It moved the log start.
+#[test]
+fn delete_records_on_a_mirror_topic_is_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    create(&b, "mirrored", 1);
+    append(&b, "mirrored", 0, &[NOW_MS, NOW_MS]);
+    set_hw(&b, "mirrored", 2);
+    let tp = mirrorlog_index::TopicPartition {
+        topic: "mirrored".into(),
+        partition: 0,
+    };
+    let mut config = b.partition("mirrored", 0).unwrap().read().config().clone();
+    config.read_only = true;
+    b.logs.update_config(&tp, config).unwrap();
+    assert_eq!(
+        delete_records(&b, "mirrored", 1),
+        (134, -1),
+        "READ_ONLY_TOPIC"
+    );
+    assert_eq!(
+        b.partition("mirrored", 0)
+            .unwrap()
+            .read()
+            .log_start_offset()
+            .get(),
+        0
+    );
+}
+
 // ---- `__mirror_state` is internal (found in review: clients could grow, trim, delete and create it)
 
 use mirrorlog_mirror::state::{MIRROR_STATE_TOPIC, MirrorStateStore, PartitionMirrorState};

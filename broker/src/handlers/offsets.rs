@@ -8,7 +8,7 @@
 //! epoch cache's latest ([`Broker::leader_epoch`]).
 
 use crate::broker::Broker;
-use crate::errors::engine_error_code;
+use crate::errors::{READ_ONLY_TOPIC, engine_error_code};
 use crate::topics::{INTERNAL_TOPICS, validate_topic_name};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
@@ -263,8 +263,9 @@ pub fn offset_for_leader_epoch(
 /// DeleteRecords v0–2: raises each partition's log start offset to the requested offset (-1 = the
 /// high watermark), deleting whole segments below it; an offset above the high watermark is
 /// OFFSET_OUT_OF_RANGE. Answers the log start offset after the call as the low watermark (-1 on
-/// error). Internal topics are refused with INVALID_TOPIC_EXCEPTION, as Kafka does. A partition
-/// named twice is answered once, for the last offset named.
+/// error). Internal topics are refused with INVALID_TOPIC_EXCEPTION, as Kafka does, mirror
+/// (read-only) topics READ_ONLY_TOPIC. A partition named twice is answered once, for the last
+/// offset named.
 pub fn delete_records(b: &Broker, r: DeleteRecordsRequest, _v: i16) -> DeleteRecordsResponse {
     // Kafka keys the request by partition (`handleDeleteRecordsRequest` fills a map): a partition
     // named twice is deleted up to the last offset named and answered once. Topics and partitions
@@ -340,6 +341,12 @@ fn delete_one(b: &Broker, topic: &str, partition: i32, offset: i64) -> Result<(i
     h.check_online()
         .map_err(|_| ResponseError::KafkaStorageError.code())?;
     let mut log = h.write();
+    // A mirror topic's log start follows its source's (KIP-1279; the mirror moves it through
+    // the same engine call, which so cannot refuse it): a client's deletion is a write to a
+    // read-only partition, refused as Produce is.
+    if log.is_read_only() {
+        return Err(READ_ONLY_TOPIC);
+    }
     let target = if offset == DELETE_TO_HIGH_WATERMARK {
         log.high_watermark()
     } else {

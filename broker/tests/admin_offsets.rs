@@ -1479,6 +1479,61 @@ fn delete_records_moves_the_log_start_up_to_the_high_watermark() {
     );
 }
 
+/// Pinned in the offsets review: equal timestamps over many batches and segments answer the
+/// first record at the target; MAX_TIMESTAMP looks only at what truncation and DeleteRecords
+/// left (Kafka's `UnifiedLog.fetchOffsetByTimestamp` over the remaining segments).
+#[test]
+fn list_offsets_by_time_over_equal_timestamps_and_max_after_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path());
+    let resp = admin::create_topics(
+        &b,
+        create_req(
+            vec![new_topic("eq", 1, 1, &[("segment.bytes", Some("1024"))])],
+            false,
+        ),
+        7,
+    );
+    assert_eq!(
+        resp.topics[0].error_code, 0,
+        "{:?}",
+        resp.topics[0].error_message
+    );
+    let t = NOW_MS - 10_000;
+    append(&b, "eq", 0, &[t - 1, t - 1]); // 0, 1
+    for _ in 0..30 {
+        append(&b, "eq", 0, &[t, t]); // 2..62
+    }
+    assert_eq!(append(&b, "eq", 0, &[t + 9_000]), 62); // the max
+    append(&b, "eq", 0, &[t + 5]); // 63
+    set_hw(&b, "eq", 64);
+    assert!(
+        b.partition("eq", 0).unwrap().read().segment_count() > 2,
+        "several segments"
+    );
+    assert_eq!(list(&b, list_req("eq", 0, t), 8).1, 2);
+    assert_eq!(list(&b, list_req("eq", 0, t - 5), 8).1, 0);
+    assert_eq!(list(&b, list_req("eq", 0, t + 1), 8).1, 62);
+    assert_eq!(
+        list(&b, list_req("eq", 0, offsets::MAX_TIMESTAMP), 8),
+        (0, 62, t + 9_000, 0)
+    );
+
+    // The max-timestamp batch truncated away: the max of what is left.
+    let h = b.partition("eq", 0).unwrap();
+    h.write().truncate_to(Offset(62)).unwrap();
+    set_hw(&b, "eq", 62);
+    assert_eq!(
+        list(&b, list_req("eq", 0, offsets::MAX_TIMESTAMP), 8),
+        (0, 2, t, 0)
+    );
+    assert_eq!(list(&b, list_req("eq", 0, t + 1), 8).1, -1);
+    // Deleted below: the first record at the max that is still there.
+    assert_eq!(delete_records(&b, "eq", 10), (0, 10));
+    assert_eq!(list(&b, list_req("eq", 0, offsets::MAX_TIMESTAMP), 8).1, 10);
+    assert_eq!(list(&b, list_req("eq", 0, t - 5), 8).1, 10);
+}
+
 /// A partition named twice in one DeleteRecords: Kafka's `handleDeleteRecordsRequest` keys the
 /// request by partition (a map), so the last offset named is the one applied and the partition
 /// is answered once. It was applied copy by copy — the log start moved to the largest offset

@@ -45,7 +45,7 @@ use bytes::Bytes;
 use mirrorlog_engine::clock::{Clock, SystemClock};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, PartitionLog, ReplicaOrigin, Shutdown};
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
+use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
 use mirrorlog_segment::io::{Storage, default_storage};
 use mirrorlog_segment::{Compression, RecordBatch};
@@ -62,11 +62,11 @@ const SCENARIO: &str = "append";
 const PARTITIONS: usize = 1000;
 const QUICK_PARTITIONS: usize = 100;
 /// `segment.index.bytes` of the `1000-partitions` logs.
-const SMALL_INDEX_BYTES: u32 = 64 << 10;
+pub const SMALL_INDEX_BYTES: u32 = 64 << 10;
 /// Batches per call in `mirror-1mib`: 64 × ~16 KiB ≈ 1 MiB.
 const COALESCE: usize = 64;
 /// The leader epoch of every append (and of the mirrored source batches).
-pub(crate) const EPOCH: LeaderEpoch = LeaderEpoch(3);
+pub const EPOCH: LeaderEpoch = LeaderEpoch(3);
 
 /// Runs the scenario.
 pub fn run(opts: Opts) -> Result<Vec<Report>> {
@@ -290,21 +290,7 @@ fn partitions_round(
 ) -> Duration {
     let (mgr, _) = LogManager::open(LogManagerConfig::new(dir), storage.clone(), clock.clone())
         .expect("open the log manager");
-    let mut config = LogConfig::default();
-    config.segment.index_bytes_max = SMALL_INDEX_BYTES;
-    let handles: Vec<_> = (0..partitions)
-        .map(|p| {
-            let tp = TopicPartition {
-                topic: "bench".into(),
-                partition: p as i32,
-            };
-            let h = mgr
-                .create(&tp, TopicId([7; 16]), config.clone())
-                .expect("create a partition");
-            h.write().assign_leader_epoch(EPOCH).expect("assign epoch");
-            h
-        })
-        .collect();
+    let handles = create_partitions(&mgr, partitions);
     let batches = client_batches(template, count);
     let t = Instant::now();
     for (i, b) in batches.into_iter().enumerate() {
@@ -320,6 +306,26 @@ fn partitions_round(
     drop(mgr); // no shutdown: nothing is flushed, the directory goes next
     std::fs::remove_dir_all(dir).expect("remove the round's directory");
     d
+}
+
+/// `partitions` partitions of topic `bench` created in `mgr` as the `1000-partitions` variant
+/// has them (`segment.index.bytes` [`SMALL_INDEX_BYTES`], leader epoch [`EPOCH`] assigned).
+pub fn create_partitions(mgr: &LogManager, partitions: usize) -> Vec<Arc<PartitionHandle>> {
+    let mut config = LogConfig::default();
+    config.segment.index_bytes_max = SMALL_INDEX_BYTES;
+    (0..partitions)
+        .map(|p| {
+            let tp = TopicPartition {
+                topic: "bench".into(),
+                partition: p as i32,
+            };
+            let h = mgr
+                .create(&tp, TopicId([7; 16]), config.clone())
+                .expect("create a partition");
+            h.write().assign_leader_epoch(EPOCH).expect("assign epoch");
+            h
+        })
+        .collect()
 }
 
 /// The run cut into the buffers one call takes.

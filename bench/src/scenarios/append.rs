@@ -23,7 +23,7 @@
 //!   partition) per call; the engine writes each call in one `pwrite`, so its baseline is raw
 //!   `pwrite` of the same ~1 MiB buffers (`raw_pwrite_1mib`).
 //! - `1000-partitions`: the `leader` append round-robin over 1000 partitions of one
-//!   [`LogManager`], through each [`PartitionHandle`](mirrorlog_engine::manager::PartitionHandle)'s
+//!   [`LogManager`], through each [`PartitionHandle`]'s
 //!   lock. `segment.index.bytes` is 64 KiB for these logs (`"index_bytes"`): the default 10 MiB
 //!   would preallocate 1000 × 2 × 10 MiB = 20 GiB of sparse index files. Baseline
 //!   `raw_pwrite_owned_per_partition`: the owned buffers of `leader`'s baseline written round-robin

@@ -30,8 +30,10 @@
 //! | FindCoordinator | 0–6 | batched keys v4+ |
 //! | OffsetFetch | 1–8 | all partitions as a null topic list v2+, leader epoch v5+, batched groups v8+ |
 //!
-//! Below Fetch v12 the source cannot check a `last_fetched_epoch`: it is not sent, and the caller
-//! reconciles with [`SourceCluster::end_offset_for_epoch`] instead. From Fetch v13 partitions are
+//! Below Fetch v12 the source cannot check a `last_fetched_epoch`: it is not sent,
+//! [`SourceCluster::fetch_reports_divergence`] answers `false`, and the mirror reconciles with
+//! [`SourceCluster::end_offset_for_epoch`] instead (before fetching a partition that starts
+//! mirroring or whose leader changed). From Fetch v13 partitions are
 //! named by topic id: the caller's id when it gives one, else the id the source's metadata
 //! reported for the name (asked once per name and cached; forgotten on `UNKNOWN_TOPIC_ID`).
 //!
@@ -134,6 +136,8 @@ const CONFIG_SOURCE_DEFAULT: i8 = 5;
 const COORDINATOR_GROUP: i8 = 0;
 /// The replica id of a consumer (Fetch, ListOffsets, OffsetForLeaderEpoch).
 const CONSUMER_REPLICA_ID: i32 = -1;
+/// The first Fetch version with `LastFetchedEpoch` and `DivergingEpoch` (KIP-595, Kafka 2.7).
+const FETCH_VERSION_LAST_FETCHED_EPOCH: i16 = 12;
 
 /// Read responses in chunks of at most this many bytes, so that a peer announcing a large frame
 /// and sending little costs little memory. The default response size (16 MiB) and the records
@@ -1413,7 +1417,7 @@ impl KafkaSource {
             if v >= 9 {
                 fp.current_leader_epoch = p.current_leader_epoch.get();
             }
-            if v >= 12 {
+            if v >= FETCH_VERSION_LAST_FETCHED_EPOCH {
                 fp.last_fetched_epoch = p.last_fetched_epoch.get();
             }
             req.topics[i].partitions.push(fp);
@@ -1456,7 +1460,7 @@ impl KafkaSource {
                     error: p.error_code,
                     high_watermark: Offset(p.high_watermark),
                     log_start_offset: Offset(if v >= 5 { p.log_start_offset } else { -1 }),
-                    diverging_epoch: (v >= 12 && d.epoch >= 0)
+                    diverging_epoch: (v >= FETCH_VERSION_LAST_FETCHED_EPOCH && d.epoch >= 0)
                         .then_some((LeaderEpoch(d.epoch), Offset(d.end_offset))),
                     records: p.records.unwrap_or_default(),
                 });
@@ -1737,6 +1741,15 @@ impl SourceCluster for KafkaSource {
                 p.error_code,
                 (LeaderEpoch(p.leader_epoch), Offset(p.end_offset)),
             ))
+        })
+    }
+
+    fn fetch_reports_divergence(&self, node: i32) -> Result<bool, SourceError> {
+        // The control connection: its versions are the node's, and it never waits behind a
+        // long-polling fetch.
+        let addr = self.node_addr(node)?;
+        self.with_node(node, Lane::Control, &addr, |c| {
+            Ok(c.version(ApiKey::Fetch)? >= FETCH_VERSION_LAST_FETCHED_EPOCH)
         })
     }
 

@@ -1147,3 +1147,35 @@ fn a_throttled_fetch_answer_holds_the_next_fetch() {
     drop(source);
     c.stop();
 }
+
+/// Fetch v12 (Kafka 2.7) is the first that carries `LastFetchedEpoch`: below it the client says
+/// its fetches report no divergence, so the mirror asks OffsetForLeaderEpoch itself — which a
+/// Kafka 2.1–2.6 source (Fetch 11, OffsetForLeaderEpoch 3) answers.
+#[test]
+fn below_fetch_v12_the_client_says_its_fetches_report_no_divergence() {
+    for (fetch_max, reports) in [(11, false), (12, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let caps: Caps = [
+            (ApiKey::Fetch, Some((4, fetch_max))),
+            (ApiKey::OffsetForLeaderEpoch, Some((2, 3))),
+        ]
+        .into_iter()
+        .collect();
+        let c = Cluster::start_capped(dir.path(), 0, caps);
+        c.create("t", 1, LogConfig::default());
+        c.append("t", 0, 0, batch(Compression::None, 3, "a", NOW));
+        c.append("t", 0, 2, batch(Compression::None, 2, "b", NOW));
+        let source = c.source();
+        assert_eq!(
+            source.fetch_reports_divergence(1).unwrap(),
+            reports,
+            "Fetch up to v{fetch_max}"
+        );
+        assert_eq!(
+            source.end_offset_for_epoch("t", 0, LeaderEpoch(1)).unwrap(),
+            (LeaderEpoch(0), Offset(3))
+        );
+        drop(source);
+        c.stop();
+    }
+}

@@ -12,6 +12,9 @@
 //!   applier appends earlier ones, within what those leave of the response bytes; an
 //!   answer is applied only at the fetch offset it was asked for, so a skipped, failed or
 //!   diverging answer never leaves a gap, and its partition is fetched from its log end again.
+//!   A source whose fetches cannot report a divergence (Fetch below v12) is first asked where a
+//!   partition's latest epoch ends (OffsetForLeaderEpoch) when it enters MIRRORING and after
+//!   its source leader changes, as Kafka's fetcher does with such a leader.
 //! - **State machine**: every move goes through [`PartitionMirrorState::transition`] (the table
 //!   of `state.rs`) and is persisted in `__mirror_state` before it takes effect; a per-partition
 //!   lock serialises the fetcher and operator actions (stop, pause) on a partition, so no
@@ -47,6 +50,7 @@ use crate::state::{
     StateError, StateKey, TopicBefore,
 };
 use mirrorlog_engine::clock::Clock;
+use mirrorlog_engine::epoch_cache::truncation_for_leader_answer;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
@@ -451,6 +455,20 @@ const PIPELINED_ANSWERS_MAX: usize = 16;
 /// once was asked again at every round, some 50 times a second.
 const FETCH_ERROR_BACKOFF_MS: i64 = 1_000;
 
+/// At most this many OffsetForLeaderEpoch questions about one partition in one fetch round
+/// (each about an epoch below the one before).
+const EPOCH_QUESTIONS_MAX: usize = 8;
+
+/// What [`MirrorManager::check_divergence_before_fetch`] leaves a partition to this round.
+enum BeforeFetch {
+    /// No divergence (or none the source can tell): fetch it.
+    Fetch,
+    /// Not now: asked again at a later round (a divergence handled, an error, a moved state).
+    Wait,
+    /// Its source leader did not answer: ask the source's metadata for the leader again.
+    LeaderUnreachable,
+}
+
 /// The shortest pause between two leader refreshes a fetch asks for (Kafka's consumer backs its
 /// metadata updates off by `retry.backoff.ms`, default 100).
 const LEADER_REFRESH_MIN_INTERVAL_MS: i64 = 100;
@@ -594,6 +612,20 @@ struct Entry {
     /// Not fetched before this time (mirror clock, ms): its last answer was an error from the
     /// leader it still has.
     fetch_backoff_until: i64,
+    /// Kafka's `Truncating` fetch state: set when the partition enters MIRRORING and when its
+    /// source leader changes; until a source whose fetches cannot report a divergence (Fetch
+    /// below v12) has been asked where the partition's latest epoch ends there, it is not
+    /// fetched ([`MirrorManager::check_divergence_before_fetch`]).
+    truncating: bool,
+}
+
+impl Entry {
+    /// Still MIRRORING at `state_epoch`, with a source leader to fetch from.
+    fn fetchable_at(&self, state_epoch: i32) -> bool {
+        self.state.state == S::Mirroring
+            && self.state.state_epoch == state_epoch
+            && self.source_leader >= 0
+    }
 }
 
 /// A mirrored topic.
@@ -1237,6 +1269,7 @@ impl MirrorManager {
                 source_epoch: LeaderEpoch::NONE,
                 source_hw: Offset(-1),
                 fetch_backoff_until: i64::MIN,
+                truncating: true,
             })),
         );
     }
@@ -2010,6 +2043,7 @@ impl MirrorManager {
             source_epoch: epoch,
             source_hw: Offset(-1),
             fetch_backoff_until: i64::MIN,
+            truncating: true,
         };
         let entry_before = match guard.as_deref_mut() {
             Some(e) => Some(std::mem::replace(e, fresh)),
@@ -2050,6 +2084,9 @@ impl MirrorManager {
         next.transition(target, e, self.now())?;
         self.store.put_if_epoch(&next, e)?;
         entry.state = next;
+        if target == S::Mirroring {
+            entry.truncating = true;
+        }
         Ok(())
     }
 
@@ -2450,6 +2487,11 @@ impl MirrorManager {
                 // An error of the old leader says nothing about the new one.
                 e.fetch_backoff_until = i64::MIN;
             }
+            if p.leader != e.source_leader || p.leader_epoch > e.source_epoch {
+                // A new leader (an unclean election among others) may have a log that
+                // diverges from what was copied (Kafka's fetcher truncates again then).
+                e.truncating = true;
+            }
             e.source_leader = p.leader;
             e.source_epoch = p.leader_epoch;
         } else {
@@ -2802,6 +2844,7 @@ impl MirrorManager {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let mut by_leader: HashMap<i32, Vec<InFlight>> = HashMap::new();
+        let mut stale_leaders = BTreeSet::new();
         for (key, entry) in mine {
             let mut e = entry.lock();
             if e.state.state != S::Mirroring
@@ -2814,6 +2857,30 @@ impl MirrorManager {
                 continue;
             };
             let (mut leader, epoch) = (e.source_leader, e.state.state_epoch);
+            if e.truncating {
+                drop(e);
+                if !settled {
+                    // The check reads the log end: the answers in flight are applied first.
+                    settle();
+                    settled = true;
+                }
+                if let Some(c) = cursors.as_deref_mut() {
+                    c.0.remove(&key);
+                }
+                match self.check_divergence_before_fetch(&key, &entry, epoch, leader, &dest) {
+                    BeforeFetch::Fetch => {}
+                    BeforeFetch::Wait => continue,
+                    BeforeFetch::LeaderUnreachable => {
+                        stale_leaders.insert(key.topic.clone());
+                        continue;
+                    }
+                }
+                e = entry.lock();
+                if !e.fetchable_at(epoch) {
+                    continue;
+                }
+                leader = e.source_leader;
+            }
             let cursor = cursors
                 .as_deref()
                 .and_then(|c| c.0.get(&key))
@@ -2830,10 +2897,7 @@ impl MirrorManager {
                         settle();
                         settled = true;
                         e = entry.lock();
-                        if e.state.state != S::Mirroring
-                            || e.state.state_epoch != epoch
-                            || e.source_leader < 0
-                        {
+                        if !e.fetchable_at(epoch) {
                             continue;
                         }
                         leader = e.source_leader;
@@ -2859,7 +2923,6 @@ impl MirrorManager {
                 .push((key, entry, pf, epoch));
         }
         let mut answers = vec![];
-        let mut stale_leaders = BTreeSet::new();
         // Only the first partition of an answer with data may exceed its limit with one whole
         // batch (KIP-74): each round starts at another partition, so a batch above the limit
         // is not kept out for good by busier partitions ahead of it (Kafka's fetchers move
@@ -3035,34 +3098,9 @@ impl MirrorManager {
                     source,
                     ..
                 }) => {
-                    if self.config.support_unclean_leader_election {
-                        let r = self
-                            .move_to(&mut e, S::UleRecovery)
-                            .and_then(|_| {
-                                dest.write()
-                                    .truncate_to(truncate_to)
-                                    .map_err(MirrorError::from)
-                            })
-                            .and_then(|_| self.move_to(&mut e, S::Mirroring));
-                        // Truncated or not, the log may have changed: a long poll past the
-                        // new end answers OFFSET_OUT_OF_RANGE now, not at its max wait.
+                    if self.on_divergence(key, &mut e, &dest, truncate_to, source, pf.fetch_offset)
+                    {
                         changed.push(key.clone());
-                        if let Err(err) = r {
-                            self.fail(
-                                key,
-                                &mut e,
-                                &format!("unclean-election recovery failed: {err}"),
-                                true,
-                            );
-                        }
-                    } else {
-                        let reason = format!(
-                            "detected log truncation on the source (unclean leader election): it answered epoch {} ends at {}, \
-                             below our log end {}; mirror.support.unclean.leader.election is disabled — set it to true to \
-                             truncate and continue, accepting the loss of the source's truncated records",
-                            source.0, source.1, pf.fetch_offset
-                        );
-                        self.fail(key, &mut e, &reason, false);
                     }
                 }
                 Ok(FetchOutcome::BelowSourceLogStart { source_log_start }) => {
@@ -3097,6 +3135,147 @@ impl MirrorManager {
             self.topics_api.appended(&changed);
         }
         appended
+    }
+
+    /// The source's log disagrees with the destination's below `log_end` (an unclean election
+    /// there; `source` is its `(epoch, end offset)` answer): with
+    /// `mirror.support.unclean.leader.election`, ULE_RECOVERY truncates the log to `truncate_to`
+    /// and the partition goes on MIRRORING; without, it goes FAILED, not retried. Returns whether
+    /// the log may have changed (a long poll past the new end answers OFFSET_OUT_OF_RANGE now,
+    /// not at its max wait).
+    fn on_divergence(
+        &self,
+        key: &TopicPartition,
+        e: &mut Entry,
+        dest: &PartitionHandle,
+        truncate_to: Offset,
+        source: (LeaderEpoch, Offset),
+        log_end: Offset,
+    ) -> bool {
+        if !self.config.support_unclean_leader_election {
+            let reason = format!(
+                "detected log truncation on the source (unclean leader election): it answered epoch {} ends at {}, \
+                 below our log end {log_end}; mirror.support.unclean.leader.election is disabled — set it to true to \
+                 truncate and continue, accepting the loss of the source's truncated records",
+                source.0, source.1
+            );
+            self.fail(key, e, &reason, false);
+            return false;
+        }
+        let r = self
+            .move_to(e, S::UleRecovery)
+            .and_then(|_| {
+                dest.write()
+                    .truncate_to(truncate_to)
+                    .map_err(MirrorError::from)
+            })
+            .and_then(|_| self.move_to(e, S::Mirroring));
+        if let Err(err) = r {
+            self.fail(
+                key,
+                e,
+                &format!("unclean-election recovery failed: {err}"),
+                true,
+            );
+        }
+        true
+    }
+
+    /// Before a partition in Kafka's truncating state ([`Entry::truncating`]) is fetched from
+    /// `leader`: a source whose fetches cannot report a divergence (Fetch below v12, Kafka before
+    /// 2.7) is asked where the destination's latest epoch ends in its log (OffsetForLeaderEpoch,
+    /// as Kafka's `ReplicaFetcherThread` asks such a leader), and the answer goes through the
+    /// divergence rule a `DivergingEpoch` answer does, with the same decision
+    /// ([`on_divergence`](Self::on_divergence)). The network calls run without the entry's lock;
+    /// an answer is applied only if the partition's state and log end did not move meanwhile.
+    fn check_divergence_before_fetch(
+        &self,
+        key: &TopicPartition,
+        entry: &EntryRef,
+        state_epoch: i32,
+        leader: i32,
+        dest: &PartitionHandle,
+    ) -> BeforeFetch {
+        let done = || {
+            let mut e = entry.lock();
+            if e.state.state == S::Mirroring && e.state.state_epoch == state_epoch {
+                e.truncating = false;
+            }
+            BeforeFetch::Fetch
+        };
+        let failed = |err: SourceError| {
+            tracing::debug!(mirror = %self.config.name, partition = %key, leader, "checking for a divergence before fetching failed: {err}");
+            if let SourceError::Unreachable(_) = err {
+                return BeforeFetch::LeaderUnreachable;
+            }
+            let mut e = entry.lock();
+            if e.source_leader == leader {
+                e.fetch_backoff_until = self.now().saturating_add(FETCH_ERROR_BACKOFF_MS);
+            }
+            BeforeFetch::Wait
+        };
+        match self.source.fetch_reports_divergence(leader) {
+            Ok(true) => return done(),
+            Ok(false) => {}
+            Err(err) => return failed(err),
+        }
+        let Some(mut asked) = dest.read().epoch_cache().latest_epoch() else {
+            // No epoch to ask about: nothing copied that could diverge.
+            return done();
+        };
+        // Each question is about an epoch below the one before, so a few settle it; what is
+        // left is asked at the next round.
+        for _ in 0..EPOCH_QUESTIONS_MAX {
+            let answer = match self
+                .source
+                .end_offset_for_epoch(&key.topic, key.partition, asked)
+            {
+                Ok(a) => a,
+                Err(SourceError::Unsupported(why)) => {
+                    // Kafka's follower falls back to its high watermark, which for the mirror
+                    // (the destination's only replica) is its log end: a source log end below
+                    // ours still shows as OFFSET_OUT_OF_RANGE.
+                    tracing::warn!(mirror = %self.config.name, partition = %key, "the source can report no divergence (Fetch below v12) and cannot say where an epoch ends: {why}");
+                    return done();
+                }
+                Err(err) => return failed(err),
+            };
+            let mut e = entry.lock();
+            if e.state.state != S::Mirroring || e.state.state_epoch != state_epoch {
+                return BeforeFetch::Wait;
+            }
+            if answer.1.get() < 0 {
+                // The source knows no such epoch (or no end for it): nothing to truncate to,
+                // as Kafka's follower keeps its fetch offset then.
+                e.truncating = false;
+                return BeforeFetch::Fetch;
+            }
+            let (d, log_end) = {
+                let log = dest.read();
+                let leo = log.log_end_offset();
+                (
+                    truncation_for_leader_answer(answer.0, answer.1, log.epoch_cache(), leo, leo),
+                    leo,
+                )
+            };
+            if d.truncate_to < log_end {
+                let changed = self.on_divergence(key, &mut e, dest, d.truncate_to, answer, log_end);
+                drop(e);
+                if changed {
+                    self.topics_api.appended(std::slice::from_ref(key));
+                }
+                // Recovered: MIRRORING again, truncating, asked again at the next round.
+                return BeforeFetch::Wait;
+            }
+            match d.next_epoch_to_query {
+                Some(next) if !d.completed => asked = next,
+                _ => {
+                    e.truncating = false;
+                    return BeforeFetch::Fetch;
+                }
+            }
+        }
+        BeforeFetch::Wait
     }
 
     /// Starts the fetcher threads and the sync/drive thread.

@@ -449,6 +449,9 @@ pub struct Hooks {
     pub metadata: Option<MetadataHook>,
     pub fetch: Option<FetchHook>,
     pub last_mirror_epoch: Option<LastMirrorEpochHook>,
+    /// A source older than Kafka 2.7 (Fetch below v12): fetches carry no `last_fetched_epoch`,
+    /// so no answer reports a divergence, and the source says so.
+    pub below_fetch_v12: bool,
 }
 
 /// See [`Hooks`].
@@ -481,10 +484,22 @@ impl mirrorlog_mirror::source::SourceCluster for Hooked {
         request: &mirrorlog_mirror::source::FetchRequest,
     ) -> Result<mirrorlog_mirror::source::FetchResponse, mirrorlog_mirror::source::SourceError>
     {
-        match &self.hooks.fetch {
-            Some(h) => h(&self.inner, node, request),
-            None => self.inner.fetch(node, request),
+        let mut request = request.clone();
+        if self.hooks.below_fetch_v12 {
+            for p in &mut request.partitions {
+                p.last_fetched_epoch = mirrorlog_index::LeaderEpoch::NONE;
+            }
         }
+        match &self.hooks.fetch {
+            Some(h) => h(&self.inner, node, &request),
+            None => self.inner.fetch(node, &request),
+        }
+    }
+    fn fetch_reports_divergence(
+        &self,
+        _node: i32,
+    ) -> Result<bool, mirrorlog_mirror::source::SourceError> {
+        Ok(!self.hooks.below_fetch_v12)
     }
     fn list_offset(
         &self,

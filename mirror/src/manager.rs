@@ -620,11 +620,14 @@ struct Entry {
 }
 
 impl Entry {
+    /// Still MIRRORING at `state_epoch`: no stop, pause or failure since it was read.
+    fn mirroring_at(&self, state_epoch: i32) -> bool {
+        self.state.state == S::Mirroring && self.state.state_epoch == state_epoch
+    }
+
     /// Still MIRRORING at `state_epoch`, with a source leader to fetch from.
     fn fetchable_at(&self, state_epoch: i32) -> bool {
-        self.state.state == S::Mirroring
-            && self.state.state_epoch == state_epoch
-            && self.source_leader >= 0
+        self.mirroring_at(state_epoch) && self.source_leader >= 0
     }
 }
 
@@ -3015,45 +3018,49 @@ impl MirrorManager {
             else {
                 continue;
             };
-            let mut e = entry.lock();
-            // A stop, pause or failure since the request went out: drop the answer.
-            if e.state.state != S::Mirroring || e.state.state_epoch != *epoch {
-                continue;
-            }
             let Some(dest) = self.mirror_destination(key) else {
                 continue;
             };
-            if dest.read().log_end_offset() != pf.fetch_offset {
-                // Never append past a gap or over what is there: this answer was asked for
-                // at a position the log did not reach.
-                resync_later(key);
-                continue;
-            }
+            // Whether the answer still applies: a stop, pause or failure since the request
+            // went out drops it; a log end elsewhere than its fetch offset has it asked again.
+            let current = |e: &Entry| {
+                if !e.mirroring_at(*epoch) {
+                    return false;
+                }
+                if dest.read().log_end_offset() != pf.fetch_offset {
+                    // Never append past a gap or over what is there: this answer was asked for
+                    // at a position the log did not reach.
+                    resync_later(key);
+                    return false;
+                }
+                true
+            };
             if data.error == crate::partition::codes::OFFSET_OUT_OF_RANGE
                 && (data.log_start_offset.get() < 0 || data.high_watermark.get() < 0)
             {
                 // Apache Kafka answers OFFSET_OUT_OF_RANGE with its log start and high watermark
                 // unknown (−1): ask for them, as Kafka's own follower does, before deciding
-                // between starting over at the log start and a truncation at the log end.
-                let spec = |s| {
-                    self.source
-                        .list_offset(&data.topic, data.partition, s)
-                        .map(|(o, _)| o)
-                };
-                match (
-                    spec(crate::source::OffsetSpec::Earliest),
-                    spec(crate::source::OffsetSpec::Latest),
-                ) {
-                    (Ok(start), Ok(end)) => {
+                // between starting over at the log start and a truncation at the log end. Asked
+                // without the entry's lock (a stop, pause or describe does not wait for a slow
+                // source); the answer is applied only if the partition did not move meanwhile.
+                if !current(&entry.lock()) {
+                    continue;
+                }
+                match self.source_log_range(key) {
+                    Ok((start, end)) => {
                         data.log_start_offset = start;
                         data.high_watermark = end;
                     }
-                    (Err(err), _) | (_, Err(err)) => {
+                    Err(err) => {
                         tracing::debug!(mirror = %self.config.name, partition = %key, "out of range, and the source's offsets could not be read: {err}");
                         resync_later(key);
                         continue;
                     }
                 }
+            }
+            let mut e = entry.lock();
+            if !current(&e) {
+                continue;
             }
             let outcome = apply_fetched(&dest, pf.fetch_offset, &data);
             // The fetcher guessed where this answer leaves the log; anything else (a refused
@@ -3137,6 +3144,19 @@ impl MirrorManager {
         appended
     }
 
+    /// The source's log start and end (high watermark) of `key`'s partition, two ListOffsets.
+    fn source_log_range(&self, key: &TopicPartition) -> Result<(Offset, Offset), SourceError> {
+        let spec = |s| {
+            self.source
+                .list_offset(&key.topic, key.partition, s)
+                .map(|(o, _)| o)
+        };
+        Ok((
+            spec(crate::source::OffsetSpec::Earliest)?,
+            spec(crate::source::OffsetSpec::Latest)?,
+        ))
+    }
+
     /// The source's log disagrees with the destination's below `log_end` (an unclean election
     /// there; `source` is its `(epoch, end offset)` answer): with
     /// `mirror.support.unclean.leader.election`, ULE_RECOVERY truncates the log to `truncate_to`
@@ -3198,7 +3218,7 @@ impl MirrorManager {
     ) -> BeforeFetch {
         let done = || {
             let mut e = entry.lock();
-            if e.state.state == S::Mirroring && e.state.state_epoch == state_epoch {
+            if e.mirroring_at(state_epoch) {
                 e.truncating = false;
             }
             BeforeFetch::Fetch
@@ -3241,7 +3261,7 @@ impl MirrorManager {
                 Err(err) => return failed(err),
             };
             let mut e = entry.lock();
-            if e.state.state != S::Mirroring || e.state.state_epoch != state_epoch {
+            if !e.mirroring_at(state_epoch) {
                 return BeforeFetch::Wait;
             }
             if answer.1.get() < 0 {

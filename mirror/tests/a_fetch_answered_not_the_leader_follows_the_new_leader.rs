@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Hooks, hooked_world, orders, produce_to};
+use common::{Hooks, all_failed, hooked_world, orders, produce_to};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::manager::MirrorConfig;
 use mirrorlog_mirror::source::*;
@@ -67,22 +67,7 @@ fn leader_moves(old: OldLeader) {
                     OldLeader::Down => Err(SourceError::Unreachable(format!(
                         "connecting to node {node}: refused"
                     ))),
-                    OldLeader::NotLeader => Ok(FetchResponse {
-                        error: 0,
-                        partitions: request
-                            .partitions
-                            .iter()
-                            .map(|p| PartitionData {
-                                topic: p.topic.clone(),
-                                partition: p.partition,
-                                error: NOT_LEADER_OR_FOLLOWER,
-                                high_watermark: Offset(-1),
-                                log_start_offset: Offset(-1),
-                                diverging_epoch: None,
-                                records: Default::default(),
-                            })
-                            .collect(),
-                    }),
+                    OldLeader::NotLeader => Ok(all_failed(request, NOT_LEADER_OR_FOLLOWER)),
                 }
             })),
             ..Hooks::default()

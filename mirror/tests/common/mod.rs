@@ -442,6 +442,42 @@ pub type LastMirrorEpochHook = Box<
         + Sync,
 >;
 
+/// An answer to `request` with every partition failed with `error`, its offsets unknown (−1),
+/// as Kafka's `ReplicaManager` answers a failed partition read.
+pub fn all_failed(
+    request: &mirrorlog_mirror::source::FetchRequest,
+    error: i16,
+) -> mirrorlog_mirror::source::FetchResponse {
+    mirrorlog_mirror::source::FetchResponse {
+        error: 0,
+        partitions: request
+            .partitions
+            .iter()
+            .map(|p| mirrorlog_mirror::source::PartitionData {
+                topic: p.topic.clone(),
+                partition: p.partition,
+                error,
+                high_watermark: mirrorlog_index::Offset(-1),
+                log_start_offset: mirrorlog_index::Offset(-1),
+                diverging_epoch: None,
+                records: Default::default(),
+            })
+            .collect(),
+    }
+}
+
+/// Answers ListOffsets (the engine source's own answer at hand).
+pub type ListOffsetHook = Box<
+    dyn Fn(
+            &mirrorlog_mirror::engine_source::EngineSource,
+            mirrorlog_mirror::source::OffsetSpec,
+        ) -> Result<
+            (mirrorlog_index::Offset, mirrorlog_index::LeaderEpoch),
+            mirrorlog_mirror::source::SourceError,
+        > + Send
+        + Sync,
+>;
+
 /// An [`EngineSource`](mirrorlog_mirror::engine_source::EngineSource) with some answers changed
 /// by hooks: a source that behaves as a Kafka cluster in one way the engine source does not.
 #[derive(Default)]
@@ -449,6 +485,7 @@ pub struct Hooks {
     pub metadata: Option<MetadataHook>,
     pub fetch: Option<FetchHook>,
     pub last_mirror_epoch: Option<LastMirrorEpochHook>,
+    pub list_offset: Option<ListOffsetHook>,
     /// A source older than Kafka 2.7 (Fetch below v12): fetches carry no `last_fetched_epoch`,
     /// so no answer reports a divergence, and the source says so.
     pub below_fetch_v12: bool,
@@ -510,7 +547,10 @@ impl mirrorlog_mirror::source::SourceCluster for Hooked {
         (mirrorlog_index::Offset, mirrorlog_index::LeaderEpoch),
         mirrorlog_mirror::source::SourceError,
     > {
-        self.inner.list_offset(topic, partition, spec)
+        match &self.hooks.list_offset {
+            Some(h) => h(&self.inner, spec),
+            None => self.inner.list_offset(topic, partition, spec),
+        }
     }
     fn end_offset_for_epoch(
         &self,

@@ -22,8 +22,8 @@
 //! - **Sync** (every `metadata_refresh_interval_ms`): source leaders and epochs, a changed source
 //!   cluster id, deleted source topics (missing on two consecutive syncs), partition-count
 //!   increases, and retries of FAILED partitions whose backoff elapsed. A fetch answered "not
-//!   the leader" (or one its node did not answer) has the source's leaders asked at once, as
-//!   Kafka's consumer does, at most once per 100 ms.
+//!   the leader" (or one its node did not answer), or a partition without a source leader, has
+//!   the source's leaders asked at once, as Kafka's consumer does, at most once per 100 ms.
 //! - **Leader epochs** (DLE ≥ SLE, KIP-1279 §7): the destination partition's leader epoch is
 //!   bumped to the source's + 10 once the source's comes within 3 of it — on a fetched batch
 //!   before it is appended (reactive, proactive), on every sync (periodic) — through
@@ -2504,8 +2504,8 @@ impl MirrorManager {
     }
 
     /// Asks the source's metadata for the leaders of `topics` now — a fetch was answered "not
-    /// the leader" (or its node did not answer) — instead of fetching from the old leader until
-    /// the next sync. At most once per [`LEADER_REFRESH_MIN_INTERVAL_MS`], so a node that keeps
+    /// the leader" (or its node did not answer), or a partition has no leader — instead of
+    /// fetching from the old leader (or not at all) until the next sync. At most once per [`LEADER_REFRESH_MIN_INTERVAL_MS`], so a node that keeps
     /// answering so (metadata that lags behind it) costs one metadata call per interval.
     fn refresh_leaders(&self, topics: &BTreeSet<String>) {
         if topics.is_empty() {
@@ -2850,10 +2850,14 @@ impl MirrorManager {
         let mut stale_leaders = BTreeSet::new();
         for (key, entry) in mine {
             let mut e = entry.lock();
-            if e.state.state != S::Mirroring
-                || e.source_leader < 0
-                || self.now() < e.fetch_backoff_until
-            {
+            if e.state.state != S::Mirroring || self.now() < e.fetch_backoff_until {
+                continue;
+            }
+            if e.source_leader < 0 {
+                // The source's metadata named no leader (an election under way): ask it again
+                // now, not at the next sync, as Kafka's consumer requests a metadata update for
+                // a partition without one (rate-limited as any leader refresh).
+                stale_leaders.insert(key.topic.clone());
                 continue;
             }
             let Some(dest) = self.mirror_destination(&key) else {

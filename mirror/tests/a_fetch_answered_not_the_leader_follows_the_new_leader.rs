@@ -6,11 +6,10 @@
 
 mod common;
 
-use common::{Hooks, all_failed, hooked_world, orders, produce_to};
+use common::{Hooks, all_failed, assert_mirroring_at, hooked_world, orders, produce_to};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::manager::MirrorConfig;
 use mirrorlog_mirror::source::*;
-use mirrorlog_mirror::state::MirrorPartitionState as S;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -85,13 +84,7 @@ fn leader_moves(old: OldLeader) {
     }
     w.mirror.fetch_round(0);
     w.mirror.fetch_round(0);
-    let s = w.mirror.describe().remove(0);
-    assert_eq!(
-        (s.state, s.log_end_offset),
-        (S::Mirroring, Offset(5)),
-        "{:?}",
-        s.failure
-    );
+    assert_mirroring_at(&w.mirror, Offset(5));
     assert_eq!(
         state.lock().fetched_from,
         [1, 2],

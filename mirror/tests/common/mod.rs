@@ -466,6 +466,23 @@ pub fn all_failed(
     }
 }
 
+/// Asserts that the mirror's only partition is MIRRORING, its log ending at `log_end`.
+pub fn assert_mirroring_at(
+    mirror: &mirrorlog_mirror::manager::MirrorManager,
+    log_end: mirrorlog_index::Offset,
+) {
+    let s = mirror.describe().remove(0);
+    assert_eq!(
+        (s.state, s.log_end_offset),
+        (
+            mirrorlog_mirror::state::MirrorPartitionState::Mirroring,
+            log_end
+        ),
+        "{:?}",
+        s.failure
+    );
+}
+
 /// Answers ListOffsets (the engine source's own answer at hand).
 pub type ListOffsetHook = Box<
     dyn Fn(

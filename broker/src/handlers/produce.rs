@@ -1,8 +1,10 @@
 //! Produce (v3–v11): one batch per partition appended as leader through the engine.
 //!
 //! Per partition, in Kafka's order: the topic and partition must exist
-//! (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold a v2 batch (`INVALID_RECORD`; ZStandard
-//! needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), `acks` must be 0, 1 or −1
+//! (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold exactly one whole v2 batch
+//! (`INVALID_RECORD`; a length or magic Kafka's batch iterator finds corrupt `CORRUPT_MESSAGE`;
+//! a partial batch after it is dropped, as that iterator ends there and Kafka's log appends only
+//! the whole batches; ZStandard needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), `acks` must be 0, 1 or −1
 //! (`INVALID_REQUIRED_ACKS` for each partition that passed the checks before), internal topics
 //! are refused (`INVALID_TOPIC_EXCEPTION`), then the engine validates and appends the batch as
 //! leader, stamped with the partition's leader epoch. A partition named twice is appended once,
@@ -66,7 +68,9 @@ use std::sync::Arc;
 /// The most partitions of one `acks = -1` request whose syncs are waited for at the same time.
 const MAX_PARALLEL_DURABLE_APPENDS: usize = 16;
 
-/// Byte offsets in a RecordBatch v2 header.
+/// Byte offsets in a RecordBatch v2 header; the length field ends the log overhead (12 bytes).
+const LENGTH_AT: usize = 8;
+const LOG_OVERHEAD: usize = 12;
 const MAGIC_AT: usize = 16;
 const ATTRIBUTES_AT: usize = 21;
 const PRODUCER_ID_AT: usize = 43;
@@ -76,6 +80,9 @@ const TRANSACTIONAL_BIT: i16 = 0x10;
 const CONTROL_BIT: i16 = 0x20;
 /// Kafka's codec id of ZStandard (attributes bits 0–2).
 const ZSTD_CODEC: i16 = 4;
+/// The smallest length field Kafka's batch iterator accepts (`RECORD_OVERHEAD_V0`, a v0
+/// message's): below it the bytes are corrupt, not a partial batch.
+const MIN_BATCH_LENGTH: i32 = 14;
 
 /// One partition waiting for its append.
 struct Job {
@@ -482,8 +489,8 @@ fn failure(e: ResponseError, message: String) -> (i16, String) {
 }
 
 /// The checks of Kafka's `handleProduceRequest` before a partition reaches the replica manager,
-/// in its order: existence, `ProduceRequest.validateRecords` (a v2 batch; ZStandard only from
-/// v7).
+/// in its order: existence, `ProduceRequest.validateRecords` (one v2 batch; ZStandard only from
+/// v7). The records returned are that batch's, a partial batch after it dropped.
 fn precheck(
     b: &Broker,
     topic: &str,
@@ -509,10 +516,11 @@ fn precheck(
             _ => unknown(),
         });
     };
-    let Some(records) = records else {
+    let Some(mut records) = records else {
         return Err(no_batch(version));
     };
-    validate_records(version, &records)?;
+    let size = validate_records(version, &records)?;
+    records.truncate(size);
     Ok((handle, records))
 }
 
@@ -543,16 +551,16 @@ fn no_batch(version: i16) -> (i16, String) {
     )
 }
 
-/// Kafka's `ProduceRequest.validateRecords`, from the first batch's header only: some bytes, magic
-/// 2, and no ZStandard before v7. Everything else (whole batches, exactly one, CRC) is the
-/// engine's.
-fn validate_records(version: i16, records: &[u8]) -> Result<(), (i16, String)> {
-    if records.is_empty() {
+/// Kafka's `ProduceRequest.validateRecords`, over the batches as Kafka's iterator frames them
+/// ([`next_batch_size`]): at least one whole batch, of magic 2, no ZStandard before v7, and no
+/// second whole batch. Returns the size of that batch: a partial batch after it is not one to
+/// Kafka's iterator, and its log appends only the whole batches (`trimInvalidBytes`), so the
+/// caller drops it. The rest (CRC, header fields) is the engine's.
+fn validate_records(version: i16, records: &[u8]) -> Result<usize, (i16, String)> {
+    let Some(size) = next_batch_size(records)? else {
         return Err(no_batch(version));
-    }
-    if let Some(&magic) = records.get(MAGIC_AT)
-        && magic != 2
-    {
+    };
+    if records[MAGIC_AT] != 2 {
         return Err(failure(
             ResponseError::InvalidRecord,
             format!(
@@ -571,7 +579,45 @@ fn validate_records(version: i16, records: &[u8]) -> Result<(), (i16, String)> {
             ),
         ));
     }
-    Ok(())
+    if next_batch_size(&records[size..])?.is_some() {
+        return Err(failure(
+            ResponseError::InvalidRecord,
+            format!(
+                "Produce requests with version {version} are only allowed to contain exactly one record batch per partition"
+            ),
+        ));
+    }
+    Ok(size)
+}
+
+/// The size of the batch `bytes` start with, framed as Kafka's `ByteBufferLogInputStream`
+/// frames it: `None` where its iterator ends — fewer bytes than the length field's end, or than
+/// the magic's, or than the length declares — and `CORRUPT_MESSAGE` for a length below Kafka's
+/// smallest record (`RECORD_OVERHEAD_V0`) or a magic it does not know.
+fn next_batch_size(bytes: &[u8]) -> Result<Option<usize>, (i16, String)> {
+    let Some(length) = bytes.get(LENGTH_AT..LOG_OVERHEAD) else {
+        return Ok(None);
+    };
+    let length = i32::from_be_bytes(length.try_into().expect("4 bytes"));
+    if length < MIN_BATCH_LENGTH {
+        return Err(failure(
+            ResponseError::CorruptMessage,
+            format!(
+                "Record size {length} is less than the minimum record overhead ({MIN_BATCH_LENGTH})"
+            ),
+        ));
+    }
+    let Some(&magic) = bytes.get(MAGIC_AT) else {
+        return Ok(None);
+    };
+    if magic > 2 {
+        return Err(failure(
+            ResponseError::CorruptMessage,
+            format!("Invalid magic found in record: {}", magic as i8),
+        ));
+    }
+    let size = LOG_OVERHEAD + length as usize;
+    Ok((bytes.len() >= size).then_some(size))
 }
 
 /// The producer id and epoch of a transactional data batch (`None` for any other, or for bytes
@@ -754,8 +800,10 @@ fn fill(
 mod tests {
     use super::*;
 
+    /// A 61-byte batch (length field 49) of `magic` and `codec`, zero elsewhere.
     fn header(magic: u8, codec: u8) -> Vec<u8> {
         let mut batch = vec![0u8; 61];
+        batch[LENGTH_AT + 3] = 49;
         batch[MAGIC_AT] = magic;
         batch[ATTRIBUTES_AT + 1] = codec;
         batch
@@ -764,9 +812,10 @@ mod tests {
     #[test]
     fn records_are_checked_as_kafkas_validate_records() {
         let invalid = ResponseError::InvalidRecord.code();
+        let corrupt = ResponseError::CorruptMessage.code();
         assert_eq!(validate_records(9, &[]).unwrap_err().0, invalid);
         assert_eq!(validate_records(9, &header(1, 0)).unwrap_err().0, invalid);
-        assert!(validate_records(9, &header(2, 0)).is_ok());
+        assert_eq!(validate_records(9, &header(2, 0)), Ok(61));
         // ZStandard only from v7.
         let zstd = header(2, ZSTD_CODEC as u8);
         assert_eq!(
@@ -774,7 +823,35 @@ mod tests {
             ResponseError::UnsupportedCompressionType.code()
         );
         assert!(validate_records(7, &zstd).is_ok());
-        // Too short to judge: left to the engine.
-        assert!(validate_records(3, &[0u8; 5]).is_ok());
+        // No whole batch.
+        assert_eq!(validate_records(3, &[0u8; 5]).unwrap_err().0, invalid);
+        assert_eq!(
+            validate_records(3, &header(2, 0)[..60]).unwrap_err().0,
+            invalid
+        );
+        // A length below 14, a magic above 2: corrupt, whole or not.
+        let mut short = header(2, 0);
+        short[LENGTH_AT + 3] = 13;
+        assert_eq!(validate_records(3, &short[..12]).unwrap_err().0, corrupt);
+        let mut unknown = header(7, 0);
+        assert_eq!(validate_records(3, &unknown[..17]).unwrap_err().0, corrupt);
+        unknown[MAGIC_AT] = 0xff;
+        assert_eq!(validate_records(3, &unknown).unwrap_err().0, corrupt);
+        // After a whole batch: a second one is refused, a partial one is dropped.
+        let two = [header(2, 0), header(2, 0)].concat();
+        assert_eq!(validate_records(9, &two).unwrap_err().0, invalid);
+        for cut in [1, 11, 12, 16, 17, 60] {
+            assert_eq!(
+                validate_records(9, &two[..61 + cut]),
+                Ok(61),
+                "tail of {cut}"
+            );
+        }
+        assert_eq!(
+            validate_records(9, &[&header(2, 0)[..], &short[..12]].concat())
+                .unwrap_err()
+                .0,
+            corrupt
+        );
     }
 }

@@ -11,7 +11,7 @@ use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::LogManager;
 use mirrorlog_index::{TopicId, TopicPartition};
 use parking_lot::{Mutex, MutexGuard, RwLock};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 
 /// Internal topics: Kafka's two and the mirrors' state (KIP-1279). Clients cannot create,
@@ -71,6 +71,19 @@ pub fn topic_id_to_uuid(id: TopicId) -> Uuid {
 /// See [`topic_id_to_uuid`].
 pub fn uuid_to_topic_id(id: Uuid) -> TopicId {
     TopicId(*id.as_bytes())
+}
+
+/// The first of `existing` that `name` collides with once '.' and '_' are alike (Kafka's
+/// `Topic.hasCollision`), leaving out the topics of `same_request`.
+pub fn colliding<'a>(
+    name: &str,
+    existing: impl IntoIterator<Item = &'a String>,
+    same_request: &HashSet<String>,
+) -> Option<&'a String> {
+    let norm = |s: &str| s.replace('.', "_");
+    existing
+        .into_iter()
+        .find(|t| !same_request.contains(*t) && norm(t) == norm(name))
 }
 
 /// Kafka's topic-name rules (`Topic.validate`): 1..=249 characters of `[a-zA-Z0-9._-]`, not `.`
@@ -225,6 +238,21 @@ impl TopicRegistry {
         config: LogConfig,
         id: Option<Uuid>,
     ) -> Result<TopicMeta, TopicError> {
+        self.create_beside(logs, name, partitions, config, id, &HashSet::new())
+    }
+
+    /// [`create`](Self::create) for one topic of a CreateTopics request: its name may collide
+    /// with `same_request`, the topics the request created before it, as Kafka's controller
+    /// checks collisions only against the topics that existed before the request.
+    pub fn create_beside(
+        &self,
+        logs: &LogManager,
+        name: &str,
+        partitions: i32,
+        config: LogConfig,
+        id: Option<Uuid>,
+        same_request: &HashSet<String>,
+    ) -> Result<TopicMeta, TopicError> {
         validate_topic_name(name)?;
         if partitions < 1 {
             return Err(TopicError::new(
@@ -240,8 +268,7 @@ impl TopicRegistry {
             ));
         }
         // Kafka forbids names that collide once '.' and '_' are treated alike (metric names).
-        let norm = |s: &str| s.replace('.', "_");
-        if let Some(other) = topics.keys().find(|t| norm(t) == norm(name)) {
+        if let Some(other) = colliding(name, topics.keys(), same_request) {
             return Err(TopicError::new(
                 ResponseError::InvalidTopicException,
                 format!(

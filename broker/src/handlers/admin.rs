@@ -42,8 +42,8 @@
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
 use crate::topics::{
-    INTERNAL_TOPICS, TopicError, TopicMeta, check_no_partition_offline, sb, topic_log_config,
-    validate_topic_name,
+    INTERNAL_TOPICS, TopicError, TopicMeta, check_no_partition_offline, colliding, sb,
+    topic_log_config, validate_topic_name,
 };
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -549,16 +549,29 @@ where
 }
 
 /// CreateTopics v2–7: per topic, validates the name, partitions, replication factor (1 or -1),
-/// manual assignment (this node only) and configs, then creates it unless `validate_only`.
+/// manual assignment (this node only) and configs, then creates it unless `validate_only`. A
+/// name colliding ('.' and '_' alike) with a topic that existed before the request is
+/// `INVALID_TOPIC_EXCEPTION`; two colliding names of one request are both created, as Kafka's
+/// controller checks only against the topics it had.
 /// v5+ answers the partition count, replication factor and every config with its source; v7
 /// the topic id.
 pub fn create_topics(b: &Broker, r: CreateTopicsRequest, v: i16) -> CreateTopicsResponse {
     let mut resp = CreateTopicsResponse::default();
+    // The topics this request created so far: Kafka checks a name's collisions against the
+    // topics that existed before the request only.
+    let mut created = HashSet::new();
     for (t, outcome) in each_once(
         &r.topics,
         |t| name_of(&t.name.0),
         "Duplicate topic name.",
-        |t| create_one(b, &name_of(&t.name.0), t, r.validate_only),
+        |t| {
+            let name = name_of(&t.name.0);
+            let outcome = create_one(b, &name, t, r.validate_only, &created);
+            if outcome.is_ok() && !r.validate_only {
+                created.insert(name);
+            }
+            outcome
+        },
     ) {
         let mut out = CreatableTopicResult::default();
         out.name = t.name.clone();
@@ -590,12 +603,14 @@ pub fn create_topics(b: &Broker, r: CreateTopicsRequest, v: i16) -> CreateTopics
 }
 
 /// Validates (and unless `validate_only` creates) one topic: its id (nil when only validated),
-/// partition count and config.
+/// partition count and config. Its name may collide with `same_request`, the topics the
+/// request created before it.
 fn create_one(
     b: &Broker,
     name: &str,
     t: &CreatableTopic,
     validate_only: bool,
+    same_request: &HashSet<String>,
 ) -> Result<(Uuid, i32, LogConfig), TopicError> {
     validate_topic_name(name)?;
     if name == KAFKA_METADATA_TOPIC {
@@ -622,23 +637,25 @@ fn create_one(
             format!("Creation of internal topic {name} is prohibited."),
         ));
     }
-    let norm = |s: &str| s.replace('.', "_");
-    if let Some(other) = b.topics.all().iter().find(|o| norm(&o.name) == norm(name)) {
+    let existing: Vec<String> = b.topics.all().into_iter().map(|o| o.name).collect();
+    if let Some(other) = colliding(name, &existing, same_request) {
         return Err(error(
             ResponseError::InvalidTopicException,
-            format!(
-                "Topic '{name}' collides with existing topic: {}",
-                other.name
-            ),
+            format!("Topic '{name}' collides with existing topic: {other}"),
         ));
     }
     let new = plan_topic(b, t)?;
     if validate_only {
         return Ok((Uuid::nil(), new.partitions, new.config));
     }
-    let meta = b
-        .topics
-        .create(&b.logs, name, new.partitions, new.config.clone(), None)?;
+    let meta = b.topics.create_beside(
+        &b.logs,
+        name,
+        new.partitions,
+        new.config.clone(),
+        None,
+        same_request,
+    )?;
     tracing::info!(topic = name, partitions = meta.partitions, "created topic");
     Ok((meta.id, meta.partitions, new.config))
 }

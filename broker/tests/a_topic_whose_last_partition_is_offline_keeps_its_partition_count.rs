@@ -47,6 +47,7 @@ fn grow(b: &Broker, count: i32) -> (i16, Option<String>) {
     g.count = count;
     g.assignments = None;
     let mut r = CreatePartitionsRequest::default();
+    r.timeout_ms = 30_000;
     r.topics = vec![g];
     let got = admin::create_partitions(b, r, 3);
     let got = &got.results[0];

@@ -46,6 +46,7 @@ fn create_partitions_and_describe_configs_use_the_topics_config() {
     g.count = 4;
     g.assignments = None;
     let mut r = CreatePartitionsRequest::default();
+    r.timeout_ms = 30_000;
     r.topics = vec![g];
     let got = admin::create_partitions(b, r, 3);
     assert_eq!(

@@ -752,6 +752,7 @@ fn grow(
             .collect()
     });
     let mut r = CreatePartitionsRequest::default();
+    r.timeout_ms = 30_000;
     r.topics = vec![t];
     r.validate_only = validate_only;
     let resp = admin::create_partitions(b, r, 3);
@@ -1835,6 +1836,7 @@ fn a_resource_named_twice_is_answered_once_with_invalid_request_and_left_alone()
 
     // CreatePartitions: the same topic twice grows nothing.
     let mut r = CreatePartitionsRequest::default();
+    r.timeout_ms = 30_000;
     for count in [4, 5] {
         let mut t = CreatePartitionsTopic::default();
         t.name = tn("once");

@@ -82,6 +82,8 @@ fn creating_the_kafka_metadata_topic_is_an_invalid_request() {
     );
 
     let mut r = CreatePartitionsRequest::default();
+
+    r.timeout_ms = 30_000;
     r.topics = vec![
         CreatePartitionsTopic::default()
             .with_name(TopicName(s(METADATA_TOPIC)))

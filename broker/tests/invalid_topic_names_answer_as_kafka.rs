@@ -193,6 +193,7 @@ fn the_other_topic_requests_answer_an_invalid_name_as_kafka() {
 
         // CreatePartitions and DeleteTopics (on Kafka's controller).
         let mut r = CreatePartitionsRequest::default();
+        r.timeout_ms = 30_000;
         r.topics = vec![
             CreatePartitionsTopic::default()
                 .with_name(tn(&name))

@@ -548,15 +548,58 @@ where
     out
 }
 
+/// Whether a CreateTopics or CreatePartitions request fails whole with `REQUEST_TIMED_OUT`
+/// (every entry, no message, nothing created or grown): Kafka's controller takes `timeout_ms` as
+/// the deadline of the request's one write event (`ControllerApis`:
+/// `requestTimeoutMsToDeadlineNs`), and its event queue (`KafkaEventQueue`) fails an event
+/// whose deadline has passed before running it — always so with 0 or less. Only a request
+/// reaching the controller has that event: one naming some topic once, other than `kept_back`
+/// (answered by `ControllerApis` itself).
+fn no_time_left<T>(
+    timeout_ms: i32,
+    items: &[T],
+    name: impl Fn(&T) -> String,
+    kept_back: Option<&str>,
+) -> bool {
+    if timeout_ms > 0 {
+        return false;
+    }
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for t in items {
+        *counts.entry(name(t)).or_default() += 1;
+    }
+    counts
+        .iter()
+        .any(|(n, &c)| c == 1 && Some(n.as_str()) != kept_back)
+}
+
 /// CreateTopics v2–7: per topic, validates the name, partitions, replication factor (1 or -1),
 /// manual assignment (this node only) and configs, then creates it unless `validate_only`. A
 /// name colliding ('.' and '_' alike) with a topic that existed before the request is
 /// `INVALID_TOPIC_EXCEPTION`; two colliding names of one request are both created, as Kafka's
-/// controller checks only against the topics it had.
+/// controller checks only against the topics it had. A `timeout_ms` of 0 or less times the
+/// request out ([`no_time_left`]).
 /// v5+ answers the partition count, replication factor and every config with its source; v7
 /// the topic id.
 pub fn create_topics(b: &Broker, r: CreateTopicsRequest, v: i16) -> CreateTopicsResponse {
     let mut resp = CreateTopicsResponse::default();
+    let kept_back = Some(KAFKA_METADATA_TOPIC);
+    if no_time_left(r.timeout_ms, &r.topics, |t| name_of(&t.name.0), kept_back) {
+        resp.topics = r
+            .topics
+            .iter()
+            .map(|t| {
+                let mut out = CreatableTopicResult::default();
+                out.name = t.name.clone();
+                out.error_code = ResponseError::RequestTimedOut.code();
+                out.num_partitions = -1;
+                out.replication_factor = -1;
+                out.configs = None;
+                out
+            })
+            .collect();
+        return resp;
+    }
     // The topics this request created so far: Kafka checks a name's collisions against the
     // topics that existed before the request only.
     let mut created = HashSet::new();
@@ -1162,13 +1205,27 @@ fn delete_one(b: &Broker, name: &str, id: Option<Uuid>) -> Result<(), TopicError
 // CreatePartitions
 
 /// CreatePartitions v0–3: grows a topic to `count` partitions (never shrinks); a manual
-/// assignment must give one entry per new partition, each exactly this node.
+/// assignment must give one entry per new partition, each exactly this node. A `timeout_ms` of
+/// 0 or less times the request out ([`no_time_left`]).
 pub fn create_partitions(
     b: &Broker,
     r: CreatePartitionsRequest,
     _v: i16,
 ) -> CreatePartitionsResponse {
     let mut resp = CreatePartitionsResponse::default();
+    if no_time_left(r.timeout_ms, &r.topics, |t| name_of(&t.name.0), None) {
+        resp.results = r
+            .topics
+            .iter()
+            .map(|t| {
+                let mut out = CreatePartitionsTopicResult::default();
+                out.name = t.name.clone();
+                out.error_code = ResponseError::RequestTimedOut.code();
+                out
+            })
+            .collect();
+        return resp;
+    }
     for (t, outcome) in each_once(
         &r.topics,
         |t| name_of(&t.name.0),

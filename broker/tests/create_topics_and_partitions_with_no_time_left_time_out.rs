@@ -9,40 +9,14 @@
 
 mod common;
 
+use common::wire::create_topics as create;
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use std::net::SocketAddr;
 
 const TIMED_OUT: i16 = 7;
-
-fn create(
-    addr: SocketAddr,
-    names: &[&str],
-    timeout_ms: i32,
-    validate_only: bool,
-) -> Vec<(String, i16)> {
-    let mut r = CreateTopicsRequest::default();
-    r.timeout_ms = timeout_ms;
-    r.validate_only = validate_only;
-    r.topics = names
-        .iter()
-        .map(|n| {
-            let mut t = CreatableTopic::default();
-            t.name = TopicName(StrBytes::from_string(n.to_string()));
-            t.num_partitions = 1;
-            t.replication_factor = -1;
-            t
-        })
-        .collect();
-    let resp: CreateTopicsResponse = common::wire::call(addr, ApiKey::CreateTopics, 7, &r);
-    resp.topics
-        .iter()
-        .map(|t| (t.name.0.to_string(), t.error_code))
-        .collect()
-}
 
 fn grow(addr: SocketAddr, names: &[&str], count: i32, timeout_ms: i32) -> Vec<(String, i16)> {
     let mut r = CreatePartitionsRequest::default();

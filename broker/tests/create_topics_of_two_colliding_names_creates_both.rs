@@ -9,29 +9,10 @@
 mod common;
 
 use kafka_protocol::ResponseError as E;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use std::net::SocketAddr;
 
 fn create(addr: SocketAddr, names: &[&str]) -> Vec<(String, i16)> {
-    let mut r = CreateTopicsRequest::default();
-    r.timeout_ms = 30_000;
-    r.topics = names
-        .iter()
-        .map(|n| {
-            let mut t = CreatableTopic::default();
-            t.name = TopicName(StrBytes::from_string(n.to_string()));
-            t.num_partitions = 1;
-            t.replication_factor = -1;
-            t
-        })
-        .collect();
-    let resp: CreateTopicsResponse = common::wire::call(addr, ApiKey::CreateTopics, 7, &r);
-    resp.topics
-        .iter()
-        .map(|t| (t.name.0.to_string(), t.error_code))
-        .collect()
+    common::wire::create_topics(addr, names, 30_000, false)
 }
 
 #[test]

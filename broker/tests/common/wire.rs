@@ -38,3 +38,33 @@ pub fn call<Req: Encodable, Resp: Decodable>(
     assert!(!body.has_remaining(), "the whole answer decoded");
     resp
 }
+
+/// CreateTopics v7 of one-partition topics named `names` (replication factor −1), with
+/// `timeout_ms` and `validate_only`: each answered entry as `(name, error code)`.
+pub fn create_topics(
+    addr: SocketAddr,
+    names: &[&str],
+    timeout_ms: i32,
+    validate_only: bool,
+) -> Vec<(String, i16)> {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, TopicName};
+    let mut r = CreateTopicsRequest::default();
+    r.timeout_ms = timeout_ms;
+    r.validate_only = validate_only;
+    r.topics = names
+        .iter()
+        .map(|n| {
+            let mut t = CreatableTopic::default();
+            t.name = TopicName(StrBytes::from_string(n.to_string()));
+            t.num_partitions = 1;
+            t.replication_factor = -1;
+            t
+        })
+        .collect();
+    let resp: CreateTopicsResponse = call(addr, ApiKey::CreateTopics, 7, &r);
+    resp.topics
+        .iter()
+        .map(|t| (t.name.0.to_string(), t.error_code))
+        .collect()
+}

@@ -578,7 +578,7 @@ fn no_time_left<T>(
 /// name colliding ('.' and '_' alike) with a topic that existed before the request is
 /// `INVALID_TOPIC_EXCEPTION`; two colliding names of one request are both created, as Kafka's
 /// controller checks only against the topics it had. A `timeout_ms` of 0 or less times the
-/// request out ([`no_time_left`]).
+/// request out (`no_time_left`).
 /// v5+ answers the partition count, replication factor and every config with its source; v7
 /// the topic id.
 pub fn create_topics(b: &Broker, r: CreateTopicsRequest, v: i16) -> CreateTopicsResponse {
@@ -1206,7 +1206,7 @@ fn delete_one(b: &Broker, name: &str, id: Option<Uuid>) -> Result<(), TopicError
 
 /// CreatePartitions v0–3: grows a topic to `count` partitions (never shrinks); a manual
 /// assignment must give one entry per new partition, each exactly this node. A `timeout_ms` of
-/// 0 or less times the request out ([`no_time_left`]).
+/// 0 or less times the request out (`no_time_left`).
 pub fn create_partitions(
     b: &Broker,
     r: CreatePartitionsRequest,

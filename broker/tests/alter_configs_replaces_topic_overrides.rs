@@ -3,9 +3,10 @@
 //! "The Kafka server does not support the requested API version"). Its configs replace the
 //! topic's whole set of overrides, as in Kafka: a key left out goes back to the broker default.
 
+mod common;
+
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -31,23 +32,7 @@ fn open(dir: &std::path::Path) -> Broker {
 }
 
 fn create(b: &Broker, name: &str, configs: &[(&str, &str)]) {
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(s(name));
-    t.num_partitions = 2;
-    t.replication_factor = 1;
-    t.configs = configs
-        .iter()
-        .map(|(k, v)| {
-            let mut c = CreatableTopicConfig::default();
-            c.name = s(k);
-            c.value = Some(s(v));
-            c
-        })
-        .collect();
-    let mut r = CreateTopicsRequest::default();
-    r.topics = vec![t];
-    r.timeout_ms = 1000;
-    assert_eq!(admin::create_topics(b, r, 7).topics[0].error_code, 0);
+    common::configs::create_topic(b, name, 2, configs);
 }
 
 /// AlterConfigs of one topic resource; returns (error code, message).

@@ -4,7 +4,8 @@
 //! days of retention must not lose its data after 1 hour once `log.retention.ms` is lowered.
 //! DELETE makes the key a default again, following the broker's.
 
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+mod common;
+
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
@@ -38,24 +39,7 @@ fn s(v: &str) -> StrBytes {
 }
 
 fn create(b: &Broker, name: &str, configs: &[(&str, &str)]) {
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(s(name));
-    t.num_partitions = 1;
-    t.replication_factor = 1;
-    t.configs = configs
-        .iter()
-        .map(|(k, v)| {
-            let mut c = CreatableTopicConfig::default();
-            c.name = s(k);
-            c.value = Some(s(v));
-            c
-        })
-        .collect();
-    let mut r = CreateTopicsRequest::default();
-    r.topics = vec![t];
-    r.timeout_ms = 1000;
-    let resp = admin::create_topics(b, r, 7);
-    assert_eq!(resp.topics[0].error_code, 0);
+    common::configs::create_topic(b, name, 1, configs);
 }
 
 fn set(b: &Broker, topic: &str, key: &str, value: &str) {

@@ -69,3 +69,28 @@ pub fn incremental_alter(
         out.error_message.as_ref().map(|m| m.to_string()),
     )
 }
+
+/// Creates topic `name` of `partitions` partitions with `configs` as its overrides through the
+/// CreateTopics handler, and asserts it was created.
+pub fn create_topic(b: &Broker, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
+    let mut t = CreatableTopic::default();
+    t.name = TopicName(s(name));
+    t.num_partitions = partitions;
+    t.replication_factor = 1;
+    t.configs = configs
+        .iter()
+        .map(|(k, v)| {
+            let mut c = CreatableTopicConfig::default();
+            c.name = s(k);
+            c.value = Some(s(v));
+            c
+        })
+        .collect();
+    let mut r = CreateTopicsRequest::default();
+    r.topics = vec![t];
+    r.timeout_ms = 30_000;
+    let answer = admin::create_topics(b, r, 7);
+    assert_eq!(answer.topics[0].error_code, 0, "create {name}: {answer:?}");
+}

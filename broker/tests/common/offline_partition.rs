@@ -1,11 +1,8 @@
 //! A topic with one partition in a data directory that fails at load: what the tests of topic
 //! administration beside an offline partition start from. Requests go to the handlers directly.
 
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_broker::handlers::admin;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::path::Path;
@@ -54,22 +51,7 @@ pub fn topic_t_with_partition_offline(
     let sim = SimStorage::new();
     open(&[d1.path()], &sim).shutdown().unwrap();
     let b = open(&[d1.path(), d2.path()], &sim);
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(s("t"));
-    t.num_partitions = 2;
-    t.replication_factor = 1;
-    t.configs = configs
-        .iter()
-        .map(|(k, v)| {
-            let mut c = CreatableTopicConfig::default();
-            c.name = s(k);
-            c.value = Some(s(v));
-            c
-        })
-        .collect();
-    let mut r = CreateTopicsRequest::default();
-    r.topics = vec![t];
-    assert_eq!(admin::create_topics(&b, r, 7).topics[0].error_code, 0);
+    super::configs::create_topic(&b, "t", 2, configs);
     let dir = b.partition("t", offline).unwrap().data_dir().to_path_buf();
     let other = b
         .partition("t", 1 - offline)

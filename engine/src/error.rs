@@ -44,6 +44,10 @@ pub enum EngineError {
         timestamp: i64,
         /// The bound it broke.
         reason: String,
+        /// The timestamps the topic accepted, `[now − message.timestamp.before.max.ms,
+        /// now + message.timestamp.after.max.ms]`, each computed as Kafka's `LogValidator` does
+        /// (Java `long` arithmetic, which wraps) for the record errors' messages.
+        valid_range: (i64, i64),
         /// Every record of the batch out of bounds, `(index, timestamp)`, the first included
         /// (Kafka answers one record error each).
         invalid: Vec<(u32, i64)>,

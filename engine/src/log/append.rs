@@ -19,7 +19,9 @@ use crate::producer_state::{AppendOrigin, BatchInfo, ProducerStateError, Transit
 use bytes::{Bytes, BytesMut};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
 use mirrorlog_segment::batch::{Batches, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, field};
-use mirrorlog_segment::{BatchBuilder, BatchHeaderMut, Compression, RecordBatch, TimestampType};
+use mirrorlog_segment::{
+    BatchBuilder, BatchError, BatchHeaderMut, Compression, RecordBatch, TimestampType,
+};
 
 /// Who appends as leader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +110,10 @@ impl PartitionLog {
         if (origin.is_client() || origin == LeaderOrigin::TxnMarker) && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
         }
-        let mut batch = single_batch(records)?;
+        let mut batch = single_batch(records).map_err(|e| match origin.is_client() {
+            true => client_batch_error(e),
+            false => e,
+        })?;
         // The largest record timestamp of a client batch (CreateTime topics): the header's
         // `maxTimestamp` is set to it, as Kafka's LogValidator does, rather than trusted.
         let mut max_record_ts = None;
@@ -310,13 +315,18 @@ impl PartitionLog {
             }
             i += 1;
             Ok(())
-        })?;
+        })
+        .map_err(client_batch_error)?;
         if let Some((record_index, timestamp, reason)) = first_bad {
             return Err(EngineError::InvalidTimestamp {
                 record_index,
                 timestamp,
                 reason,
                 invalid,
+                valid_range: (
+                    now.wrapping_sub(self.config.timestamp_before_max_ms),
+                    now.wrapping_add(self.config.timestamp_after_max_ms),
+                ),
             });
         }
         Ok(check_ts.then_some(max_ts))
@@ -603,6 +613,26 @@ impl PartitionLog {
         // Everything before the new segment was flushed by seal().
         self.recovery_point = self.recovery_point.max(leo);
         Ok(())
+    }
+}
+
+/// A client batch that passed its CRC but whose count or records do not add up —
+/// `recordsCount` or `lastOffsetDelta` out of range or disagreeing, more records than
+/// `recordsCount` declares or fewer (a compressed batch of none among them), a record its bytes
+/// do not hold — is `INVALID_RECORD`, as Kafka's `LogValidator.validateBatch` and its record
+/// iterators ("Incorrect declared batch size, …") throw `InvalidRecordException`.
+/// `CORRUPT_MESSAGE` stays for a batch that fails its CRC or framing; it is retriable, so a
+/// producer answered it would resend the same bad batch until its delivery timeout.
+fn client_batch_error(e: EngineError) -> EngineError {
+    match e {
+        EngineError::Corrupt(
+            b @ (BatchError::CorruptRecord { .. }
+            | BatchError::InvalidField {
+                field: "recordsCount" | "lastOffsetDelta",
+                ..
+            }),
+        ) => EngineError::InvalidRecord(b.to_string()),
+        e => e,
     }
 }
 

@@ -2,7 +2,9 @@
 //! record of a batch and answers one `BatchIndexAndErrorMessage` per invalid record
 //! (`processRecordErrors`), so the producer fails each bad record with its own
 //! InvalidTimestampException and only the others with the generic "part of a batch with invalid
-//! records". Listing only the first bad record mislabels the rest.
+//! records". Listing only the first bad record mislabels the rest. The messages are Kafka's:
+//! the partition's `error_message` that of its `InvalidTimestampException`, each record's
+//! `validateTimestamp`'s, with the accepted range `[now − before.max.ms, now + after.max.ms]`.
 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ProduceRequest, TopicName};
@@ -52,4 +54,23 @@ fn every_record_with_an_invalid_timestamp_is_named() {
     assert_eq!(p.error_code, INVALID_TIMESTAMP);
     let named: Vec<i32> = p.record_errors.iter().map(|e| e.batch_index).collect();
     assert_eq!(named, vec![1, 2], "one record error per invalid record");
+    assert_eq!(
+        p.error_message.as_deref().map(|m| m.to_string()),
+        Some("One or more records have been rejected due to invalid timestamp".to_string())
+    );
+    // `message.timestamp.before.max.ms` is Long.MAX_VALUE, `after` one hour.
+    let (from, to) = (NOW - i64::MAX, NOW + 3_600_000);
+    let messages: Vec<String> = p
+        .record_errors
+        .iter()
+        .map(|e| e.batch_index_error_message.as_deref().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        messages,
+        [1, 2].map(|i| format!(
+            "Timestamp {} of message with offset {i} is out of range. \
+             The timestamp should be within [{from}, {to}]",
+            NOW + 36_000_000
+        ))
+    );
 }

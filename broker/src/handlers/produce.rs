@@ -43,6 +43,11 @@
 //! and epoch) in one request fail it as a whole (`INVALID_PRODUCER_ID_MAPPING`), as in Kafka's
 //! `ReplicaManager.handleProduceAppend`. The rest of the transactional state (epochs,
 //! sequences, a plain batch inside an open transaction) is the engine's producer state.
+//!
+//! A partition's `error_message` (v8+) is set where Kafka sets one, with Kafka's words: invalid
+//! timestamps (its `RecordValidationException`, with one `record_errors` entry per record), the
+//! verification errors `ReplicaManager` translates, and the whole-request
+//! `INVALID_PRODUCER_ID_MAPPING`; every other error is answered without one.
 
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
@@ -59,7 +64,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind, To
 use mirrorlog_engine::error::{EngineError, EngineResult};
 use mirrorlog_engine::log::{LeaderOrigin, LogAppendInfo};
 use mirrorlog_engine::manager::{PartitionHandle, PendingSync};
-use mirrorlog_index::{LeaderEpoch, TopicPartition};
+use mirrorlog_index::LeaderEpoch;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -184,10 +189,9 @@ fn prepare(
             resp.log_append_time_ms = -1;
             resp.log_start_offset = -1;
             let checked = if unverifiable {
-                Err(failure(
-                    ResponseError::TransactionalIdAuthorizationFailed,
-                    "transactional records need the producer's transactional id".to_string(),
-                ))
+                // Kafka answers the whole request with the error's own message, which
+                // `ApiError` leaves out.
+                Err(failure(ResponseError::TransactionalIdAuthorizationFailed))
             } else {
                 precheck(b, &name, pd.index, pd.records, version)
             };
@@ -220,9 +224,11 @@ fn prepare(
             .iter_mut()
             .flat_map(|t| &mut t.partition_responses)
         {
-            let refused = failure(
+            // Kafka fails the whole request with this `InvalidPidMappingException`, its
+            // message in every partition.
+            let refused = failure_with(
                 ResponseError::InvalidProducerIdMapping,
-                "the request's transactional records belong to more than one producer".to_string(),
+                "Transactional records contained more than one producer ID",
             );
             refuse(resp, refused, version);
         }
@@ -484,8 +490,21 @@ impl DurableWaiters {
     }
 }
 
-fn failure(e: ResponseError, message: String) -> (i16, String) {
-    (e.code(), message)
+/// A partition refused before or by its append: the error code and the `error_message` (Produce
+/// v8+) Kafka answers with it.
+type Refusal = (i16, Option<String>);
+
+/// A refusal without a message: Kafka answers most per-partition Produce errors without one —
+/// its `LogAppendResult.errorMessage` is set only for a `RecordValidationException` and for
+/// the translated transaction-verification errors (`hasCustomErrorMessage`), and a whole-request
+/// error's message is left out by `ApiError` when it is the error's default.
+fn failure(e: ResponseError) -> Refusal {
+    (e.code(), None)
+}
+
+/// A refusal Kafka answers with `message`.
+fn failure_with(e: ResponseError, message: impl Into<String>) -> Refusal {
+    (e.code(), Some(message.into()))
 }
 
 /// The checks of Kafka's `handleProduceRequest` before a partition reaches the replica manager,
@@ -497,27 +516,19 @@ fn precheck(
     partition: i32,
     records: Option<Bytes>,
     version: i16,
-) -> Result<(Arc<PartitionHandle>, Bytes), (i16, String)> {
-    let unknown = || {
-        failure(
-            ResponseError::UnknownTopicOrPartition,
-            format!("this server does not host partition {topic}-{partition}"),
-        )
-    };
+) -> Result<(Arc<PartitionHandle>, Bytes), Refusal> {
+    let unknown = || failure(ResponseError::UnknownTopicOrPartition);
     if b.topics.get(topic).is_none() {
         return Err(unknown());
     }
     let Some(handle) = b.partition(topic, partition) else {
         return Err(match b.missing_partition_error(topic, partition) {
-            ResponseError::KafkaStorageError => failure(
-                ResponseError::KafkaStorageError,
-                format!("partition {topic}-{partition} is in an offline log dir"),
-            ),
+            ResponseError::KafkaStorageError => failure(ResponseError::KafkaStorageError),
             _ => unknown(),
         });
     };
     let Some(mut records) = records else {
-        return Err(no_batch(version));
+        return Err(no_batch());
     };
     let size = validate_records(version, &records)?;
     records.truncate(size);
@@ -526,66 +537,43 @@ fn precheck(
 
 /// The replica manager's checks before an append, in its order: `acks`
 /// (`ReplicaManager.appendRecords`), then no internal topic (`appendToLocalLog`).
-fn appendable(topic: &str, acks: i16) -> Result<(), (i16, String)> {
+fn appendable(topic: &str, acks: i16) -> Result<(), Refusal> {
     if !matches!(acks, -1..=1) {
-        return Err(failure(
-            ResponseError::InvalidRequiredAcks,
-            format!("acks must be -1, 0 or 1, not {acks}"),
-        ));
+        return Err(failure(ResponseError::InvalidRequiredAcks));
     }
     if INTERNAL_TOPICS.contains(&topic) {
-        return Err(failure(
-            ResponseError::InvalidTopicException,
-            format!("cannot append to internal topic {topic}"),
-        ));
+        return Err(failure(ResponseError::InvalidTopicException));
     }
     Ok(())
 }
 
-fn no_batch(version: i16) -> (i16, String) {
-    failure(
-        ResponseError::InvalidRecord,
-        format!(
-            "Produce requests with version {version} must have at least one record batch per partition"
-        ),
-    )
+/// Not one whole batch ("Produce requests with version … must have at least one record batch").
+fn no_batch() -> Refusal {
+    failure(ResponseError::InvalidRecord)
 }
 
 /// Kafka's `ProduceRequest.validateRecords`, over the batches as Kafka's iterator frames them
 /// ([`next_batch_size`]): at least one whole batch, of magic 2, no ZStandard before v7, and no
 /// second whole batch. Returns the size of that batch: a partial batch after it is not one to
 /// Kafka's iterator, and its log appends only the whole batches (`trimInvalidBytes`), so the
-/// caller drops it. The rest (CRC, header fields) is the engine's.
-fn validate_records(version: i16, records: &[u8]) -> Result<usize, (i16, String)> {
+/// caller drops it. The rest (CRC, header fields) is the engine's. Kafka answers these
+/// partitions without an `error_message` (`new PartitionResponse(Errors.forException(e))`).
+fn validate_records(version: i16, records: &[u8]) -> Result<usize, Refusal> {
     let Some(size) = next_batch_size(records)? else {
-        return Err(no_batch(version));
+        return Err(no_batch());
     };
     if records[MAGIC_AT] != 2 {
-        return Err(failure(
-            ResponseError::InvalidRecord,
-            format!(
-                "Produce requests with version {version} are only allowed to contain record batches with magic version 2"
-            ),
-        ));
+        return Err(failure(ResponseError::InvalidRecord));
     }
     if version < 7
         && let Some(a) = records.get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)
         && i16::from_be_bytes([a[0], a[1]]) & 0x07 == ZSTD_CODEC
     {
-        return Err(failure(
-            ResponseError::UnsupportedCompressionType,
-            format!(
-                "Produce requests with version {version} are not allowed to use ZStandard compression"
-            ),
-        ));
+        return Err(failure(ResponseError::UnsupportedCompressionType));
     }
     if next_batch_size(&records[size..])?.is_some() {
-        return Err(failure(
-            ResponseError::InvalidRecord,
-            format!(
-                "Produce requests with version {version} are only allowed to contain exactly one record batch per partition"
-            ),
-        ));
+        // "… are only allowed to contain exactly one record batch per partition"
+        return Err(failure(ResponseError::InvalidRecord));
     }
     Ok(size)
 }
@@ -594,27 +582,21 @@ fn validate_records(version: i16, records: &[u8]) -> Result<usize, (i16, String)
 /// frames it: `None` where its iterator ends — fewer bytes than the length field's end, or than
 /// the magic's, or than the length declares — and `CORRUPT_MESSAGE` for a length below Kafka's
 /// smallest record (`RECORD_OVERHEAD_V0`) or a magic it does not know.
-fn next_batch_size(bytes: &[u8]) -> Result<Option<usize>, (i16, String)> {
+fn next_batch_size(bytes: &[u8]) -> Result<Option<usize>, Refusal> {
     let Some(length) = bytes.get(LENGTH_AT..LOG_OVERHEAD) else {
         return Ok(None);
     };
     let length = i32::from_be_bytes(length.try_into().expect("4 bytes"));
     if length < MIN_BATCH_LENGTH {
-        return Err(failure(
-            ResponseError::CorruptMessage,
-            format!(
-                "Record size {length} is less than the minimum record overhead ({MIN_BATCH_LENGTH})"
-            ),
-        ));
+        // "Record size … is less than the minimum record overhead (14)"
+        return Err(failure(ResponseError::CorruptMessage));
     }
     let Some(&magic) = bytes.get(MAGIC_AT) else {
         return Ok(None);
     };
     if magic > 2 {
-        return Err(failure(
-            ResponseError::CorruptMessage,
-            format!("Invalid magic found in record: {}", magic as i8),
-        ));
+        // "Invalid magic found in record: …"
+        return Err(failure(ResponseError::CorruptMessage));
     }
     let size = LOG_OVERHEAD + length as usize;
     Ok((bytes.len() >= size).then_some(size))
@@ -645,7 +627,7 @@ fn verified_append<R>(
     job: &Job,
     version: i16,
     append: impl FnOnce(LeaderOrigin) -> R,
-) -> Result<R, (i16, String)> {
+) -> Result<R, Refusal> {
     let (Some((producer_id, producer_epoch)), Some(verifier)) =
         (transactional_producer(&job.records), b.txn_verifier())
     else {
@@ -664,7 +646,7 @@ fn verified_append<R>(
         tp,
         || append(LeaderOrigin::Client),
     )
-    .map_err(|e| verification_failure(e, tp, version))
+    .map_err(|e| verification_failure(e, version))
 }
 
 /// The first Produce version that knows TRANSACTION_ABORTABLE (KIP-890; Kafka's
@@ -673,9 +655,9 @@ const TRANSACTION_ABORTABLE_SINCE: i16 = 11;
 
 /// A failed verification as Kafka's `ReplicaManager` answers it to a producer of Produce
 /// `version`.
-fn verification_failure(e: TxnError, tp: &TopicPartition, version: i16) -> (i16, String) {
+fn verification_failure(e: TxnError, version: i16) -> Refusal {
     let unverified = |underlying: ResponseError| {
-        failure(
+        failure_with(
             ResponseError::NotEnoughReplicas,
             format!(
                 "Unable to verify the partition has been added to the transaction. \
@@ -685,34 +667,33 @@ fn verification_failure(e: TxnError, tp: &TopicPartition, version: i16) -> (i16,
         )
     };
     match e {
-        TxnError::PartitionNotInTransaction => failure(
-            if version >= TRANSACTION_ABORTABLE_SINCE {
-                ResponseError::TransactionAbortable
-            } else {
-                ResponseError::InvalidTxnState
-            },
-            format!("Partition {tp} was not added to the transaction"),
-        ),
-        TxnError::ProducerFenced => failure(ResponseError::InvalidProducerEpoch, e.to_string()),
-        TxnError::InvalidProducerIdMapping => {
-            failure(ResponseError::InvalidProducerIdMapping, e.to_string())
+        // The coordinator's TRANSACTION_ABORTABLE goes to a v11+ producer as it is, without a
+        // message; an older one gets INVALID_TXN_STATE, which `ReplicaManager` gives its message.
+        TxnError::PartitionNotInTransaction if version >= TRANSACTION_ABORTABLE_SINCE => {
+            failure(ResponseError::TransactionAbortable)
         }
-        TxnError::InvalidRequest(_) => failure(ResponseError::InvalidRequest, e.to_string()),
+        TxnError::PartitionNotInTransaction => failure_with(
+            ResponseError::InvalidTxnState,
+            "Partition was not added to the transaction",
+        ),
+        TxnError::ProducerFenced => failure(ResponseError::InvalidProducerEpoch),
+        TxnError::InvalidProducerIdMapping => failure(ResponseError::InvalidProducerIdMapping),
+        TxnError::InvalidRequest(_) => failure(ResponseError::InvalidRequest),
         TxnError::ConcurrentTransactions => unverified(ResponseError::ConcurrentTransactions),
         // The transactional id's state partition is not loaded (offline data dir).
         TxnError::NotLoaded(_) => unverified(ResponseError::NotCoordinator),
-        other => failure(ResponseError::UnknownServerError, other.to_string()),
+        _ => failure(ResponseError::UnknownServerError),
     }
 }
 
 /// Fills a partition's response refused before reaching the log.
-fn refuse(resp: &mut PartitionProduceResponse, (code, message): (i16, String), version: i16) {
+fn refuse(resp: &mut PartitionProduceResponse, (code, message): Refusal, version: i16) {
     resp.error_code = code;
     resp.base_offset = -1;
     resp.log_append_time_ms = -1;
     resp.log_start_offset = -1;
     if version >= 8 {
-        resp.error_message = Some(sb(&message));
+        resp.error_message = message.map(|m| sb(&m));
     }
 }
 
@@ -773,24 +754,32 @@ fn fill(
                 | EngineError::Directory { .. } => -1,
                 _ => h.read().log_start_offset().get(),
             };
-            if version >= 8 {
-                let message = e.to_string();
-                if let EngineError::InvalidTimestamp { invalid, .. } = &e {
-                    // One record error per record out of bounds, as Kafka's LogValidator.
-                    resp.record_errors = invalid
-                        .iter()
-                        .map(|(index, ts)| {
-                            let mut re = BatchIndexAndErrorMessage::default();
-                            re.batch_index = *index as i32;
-                            re.batch_index_error_message = Some(sb(&format!(
-                                "record at index {index} has timestamp {ts}, outside the \
-                                 topic's message.timestamp.before/after.max.ms bounds"
-                            )));
-                            re
-                        })
-                        .collect();
-                }
-                resp.error_message = Some(sb(&message));
+            if version >= 8
+                && let EngineError::InvalidTimestamp {
+                    invalid,
+                    valid_range: (from, to),
+                    ..
+                } = &e
+            {
+                // Kafka's `LogValidator.processRecordErrors`: a `RecordValidationException`,
+                // the one engine error Kafka answers with an `error_message`, and one record
+                // error per record out of bounds (a client batch's base offset is 0 and its
+                // record offsets were checked to be their indexes).
+                resp.error_message = Some(sb(
+                    "One or more records have been rejected due to invalid timestamp",
+                ));
+                resp.record_errors = invalid
+                    .iter()
+                    .map(|(index, ts)| {
+                        let mut re = BatchIndexAndErrorMessage::default();
+                        re.batch_index = *index as i32;
+                        re.batch_index_error_message = Some(sb(&format!(
+                            "Timestamp {ts} of message with offset {index} is out of range. \
+                             The timestamp should be within [{from}, {to}]"
+                        )));
+                        re
+                    })
+                    .collect();
             }
         }
     }

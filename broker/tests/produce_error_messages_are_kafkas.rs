@@ -1,0 +1,120 @@
+//! Produce v8+ `error_message` as Kafka answers it. Kafka's `LogAppendResult.errorMessage` is
+//! set only for a `RecordValidationException` (invalid timestamps: see
+//! `produce_record_errors_name_every_invalid_record.rs`) and for the transaction-verification
+//! errors `ReplicaManager` translates ("Partition was not added to the transaction", "Unable to
+//! verify …"); the per-partition errors of `KafkaApis` (unknown topic, `validateRecords`) and
+//! of the log (`INVALID_RECORD`, …) carry none, and a whole-request error carries its
+//! exception's message unless that is the error's default. mirrorlog answered a message for
+//! every error, its own wording.
+
+mod common;
+
+use bytes::Bytes;
+use common::produce::{batch, request, running_with_topic, send};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::ProduceResponse;
+use kafka_protocol::protocol::StrBytes;
+use mirrorlog_broker::client::Client;
+use mirrorlog_index::{ProducerEpoch, ProducerId, Sequence, TimestampMs};
+use mirrorlog_segment::BatchBuilder;
+use mirrorlog_segment::batch::{compute_crc, field};
+
+fn txn_batch(pid: i64, epoch: i16) -> Bytes {
+    let mut b = BatchBuilder::new()
+        .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(0))
+        .transactional(true);
+    b.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
+    b.build().into_bytes()
+}
+
+/// A plain batch with the control bit set (CRC recomputed): the log refuses it, INVALID_RECORD.
+fn control_batch() -> Bytes {
+    let mut b = batch(b"v").to_vec();
+    b[field::ATTRIBUTES + 1] |= 0x20;
+    let crc = compute_crc(&b);
+    b[field::CRC..field::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(b)
+}
+
+/// Every answered partition as `(partition, error code, error message)`.
+fn answers(resp: &ProduceResponse) -> Vec<(i32, i16, Option<String>)> {
+    resp.responses
+        .iter()
+        .flat_map(|t| &t.partition_responses)
+        .map(|p| {
+            (
+                p.index,
+                p.error_code,
+                p.error_message.as_deref().map(|m| m.to_string()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_errors_kafka_explains_carry_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = running_with_topic(dir.path(), "t", 3);
+    let mut c = Client::connect(&running.addr.to_string()).unwrap();
+    let code = |e: ResponseError| e.code();
+
+    // Log and request-level refusals: no message.
+    let r = request(
+        1,
+        vec![
+            ("t", 0, Some(control_batch())),
+            ("t", 1, Some(Bytes::from_static(&[0; 5]))),
+            ("t", 7, Some(batch(b"v"))),
+            ("t", 2, Some(batch(b"v"))),
+        ],
+    );
+    assert_eq!(
+        answers(&send(running.addr, 9, &r)),
+        vec![
+            (0, code(ResponseError::InvalidRecord), None),
+            (1, code(ResponseError::InvalidRecord), None),
+            (7, code(ResponseError::UnknownTopicOrPartition), None),
+            (2, 0, None),
+        ]
+    );
+
+    // Verification: INVALID_TXN_STATE with ReplicaManager's message before v11, the
+    // coordinator's TRANSACTION_ABORTABLE as it is from v11.
+    let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
+    let mut r = request(1, vec![("t", 0, Some(txn_batch(pid, epoch)))]);
+    r.transactional_id = Some(StrBytes::from_static_str("tx").into());
+    assert_eq!(
+        answers(&send(running.addr, 10, &r)),
+        vec![(
+            0,
+            code(ResponseError::InvalidTxnState),
+            Some("Partition was not added to the transaction".to_string())
+        )]
+    );
+    assert_eq!(
+        answers(&send(running.addr, 11, &r)),
+        vec![(0, code(ResponseError::TransactionAbortable), None)]
+    );
+
+    // A whole-request error: its exception's message in every partition.
+    let (other, other_epoch) = c.init_producer_id(Some("other")).unwrap();
+    c.add_partitions_to_txn("tx", pid, epoch, "t", &[0])
+        .unwrap();
+    c.add_partitions_to_txn("other", other, other_epoch, "t", &[1])
+        .unwrap();
+    let mut r = request(
+        1,
+        vec![
+            ("t", 0, Some(txn_batch(pid, epoch))),
+            ("t", 1, Some(txn_batch(other, other_epoch))),
+        ],
+    );
+    r.transactional_id = Some(StrBytes::from_static_str("tx").into());
+    let mapping = code(ResponseError::InvalidProducerIdMapping);
+    let message = Some("Transactional records contained more than one producer ID".to_string());
+    assert_eq!(
+        answers(&send(running.addr, 9, &r)),
+        vec![(0, mapping, message.clone()), (1, mapping, message)]
+    );
+    running.shutdown().unwrap();
+}

@@ -169,11 +169,9 @@ fn prepare(
     // whole request (nothing can verify them against a transaction).
     let unverifiable = transactional_id.is_none()
         && r.topic_data.iter().any(|t| {
-            t.partition_data.iter().any(|p| {
-                p.records
-                    .as_ref()
-                    .is_some_and(|b| transactional_producer(b).is_some())
-            })
+            t.partition_data
+                .iter()
+                .any(|p| p.records.as_ref().is_some_and(|b| is_transactional(b)))
         });
     let topic_data = once_per_partition(r.topic_data);
     let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(topic_data.len());
@@ -602,20 +600,30 @@ fn next_batch_size(bytes: &[u8]) -> Result<Option<usize>, Refusal> {
     Ok((bytes.len() >= size).then_some(size))
 }
 
-/// The producer id and epoch of a transactional data batch (`None` for any other, or for bytes
-/// too short to tell: the engine refuses those).
+/// Whether `records` start with a transactional data batch: Kafka's `hasTransactionalRecords`,
+/// which needs the request's transactional id whatever the batch's producer id.
+fn is_transactional(records: &[u8]) -> bool {
+    records
+        .get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)
+        .is_some_and(|a| {
+            let attributes = i16::from_be_bytes([a[0], a[1]]);
+            attributes & TRANSACTIONAL_BIT != 0 && attributes & CONTROL_BIT == 0
+        })
+}
+
+/// The producer id and epoch of a transactional data batch with a producer id: the batches
+/// Kafka's `handleProduceAppend` verifies and counts (`batch.hasProducerId &&
+/// batch.isTransactional`). A transactional batch without one (−1) is appended unverified, as
+/// Kafka's log has no producer state to check it against. `None` for any other, or for bytes
+/// too short to tell (the engine refuses those).
 fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
-    let a = records.get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)?;
-    let attributes = i16::from_be_bytes([a[0], a[1]]);
-    if attributes & TRANSACTIONAL_BIT == 0 || attributes & CONTROL_BIT != 0 {
+    if !is_transactional(records) {
         return None;
     }
     let pid = records.get(PRODUCER_ID_AT..PRODUCER_ID_AT + 8)?;
     let epoch = records.get(PRODUCER_EPOCH_AT..PRODUCER_EPOCH_AT + 2)?;
-    Some((
-        i64::from_be_bytes(pid.try_into().ok()?),
-        i16::from_be_bytes(epoch.try_into().ok()?),
-    ))
+    let pid = i64::from_be_bytes(pid.try_into().ok()?);
+    (pid >= 0).then(|| (pid, i16::from_be_bytes([epoch[0], epoch[1]])))
 }
 
 /// Runs `append` with the origin transaction verification (KIP-890 part 1) asks for — see the

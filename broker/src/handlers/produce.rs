@@ -751,16 +751,23 @@ fn fill(
             resp.error_code = engine_error_code(&e);
             resp.base_offset = -1;
             resp.log_append_time_ms = -1;
-            // Kafka reports the log start offset for every failure but the "unknown append"
-            // ones (corrupt, too large, storage).
-            resp.log_start_offset = match e {
-                EngineError::Corrupt(_)
-                | EngineError::RecordTooLarge { .. }
-                | EngineError::RecordBatchTooLarge { .. }
-                | EngineError::Segment(_)
-                | EngineError::Index(_)
-                | EngineError::Directory { .. } => -1,
-                _ => h.read().log_start_offset().get(),
+            // Kafka's `appendToLocalLog` answers the failures it knows as
+            // `UNKNOWN_LOG_APPEND_INFO` (log start −1), every other one with the partition's log
+            // start: told apart by the Kafka error, as a storage failure reaches here as a
+            // segment's, an index's or an offline directory's error.
+            let unknown_append = [
+                ResponseError::UnknownTopicOrPartition,
+                ResponseError::NotLeaderOrFollower,
+                ResponseError::MessageTooLarge,
+                ResponseError::RecordListTooLarge,
+                ResponseError::CorruptMessage,
+                ResponseError::KafkaStorageError,
+            ]
+            .iter()
+            .any(|k| k.code() == resp.error_code);
+            resp.log_start_offset = match unknown_append {
+                true => -1,
+                false => h.read().log_start_offset().get(),
             };
             if version >= 8
                 && let EngineError::InvalidTimestamp {

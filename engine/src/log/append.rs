@@ -110,6 +110,9 @@ impl PartitionLog {
         if (origin.is_client() || origin == LeaderOrigin::TxnMarker) && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
         }
+        if origin.is_client() && is_one_whole_batch(&records) {
+            self.precheck_client_batch(&records)?;
+        }
         let mut batch = single_batch(records).map_err(|e| match origin.is_client() {
             true => client_batch_error(e),
             false => e,
@@ -237,7 +240,34 @@ impl PartitionLog {
         })
     }
 
-    /// The client-only checks of Kafka's `LogValidator`.
+    /// The client checks Kafka's `UnifiedLog.analyzeAndValidateRecords` makes before the CRC
+    /// pass, in its order, on the bytes of one whole batch: base offset 0 (`INVALID_RECORD`),
+    /// then at most `max.message.bytes` (`MESSAGE_TOO_LARGE`). Made after the CRC, they answered
+    /// `CORRUPT_MESSAGE` — retriable — for a batch that was also too large, which a producer
+    /// resent unchanged rather than splitting it.
+    fn precheck_client_batch(&self, records: &[u8]) -> EngineResult<()> {
+        let base = i64::from_be_bytes(
+            records[field::BASE_OFFSET..field::BASE_OFFSET + 8]
+                .try_into()
+                .expect("8 bytes"),
+        );
+        if base != 0 {
+            return Err(EngineError::InvalidRecord(format!(
+                "a produced batch must have base offset 0, not {base}"
+            )));
+        }
+        let max = self.config.max_message_bytes as usize;
+        if records.len() > max {
+            return Err(EngineError::RecordTooLarge {
+                size: records.len(),
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    /// The client-only checks of Kafka's `LogValidator`; the batch passed
+    /// [`precheck_client_batch`](Self::precheck_client_batch).
     /// Returns the largest record timestamp on a CreateTime topic (`None` on a LogAppendTime
     /// one, whose header the append stamps itself).
     fn validate_client_batch(
@@ -248,12 +278,6 @@ impl PartitionLog {
         let invalid = |s: &str| Err(EngineError::InvalidRecord(s.to_string()));
         if batch.is_control() {
             return invalid("clients may not write control batches");
-        }
-        if batch.base_offset() != Offset(0) {
-            return Err(EngineError::InvalidRecord(format!(
-                "a produced batch must have base offset 0, not {}",
-                batch.base_offset()
-            )));
         }
         let count = batch.records_count();
         if count <= 0 || batch.last_offset_delta() != count - 1 {
@@ -267,13 +291,6 @@ impl PartitionLog {
         }
         if batch.timestamp_type() == TimestampType::LogAppendTime {
             return invalid("producers may not set LogAppendTime; the topic decides");
-        }
-        let max = self.config.max_message_bytes as usize;
-        if batch.size_bytes() > max {
-            return Err(EngineError::RecordTooLarge {
-                size: batch.size_bytes(),
-                max,
-            });
         }
         let check_ts = self.config.timestamp_type == TimestampType::CreateTime;
         let mut max_ts = TimestampMs::NONE;
@@ -643,7 +660,19 @@ fn client_batch_error(e: EngineError) -> EngineError {
 /// that the batch is the buffer's only owner and is stamped in place without a copy (and, for a
 /// `Bytes` made from a `Vec`, a second handle would also cost an allocation).
 fn single_batch(records: Bytes) -> EngineResult<RecordBatch> {
-    let whole = records.len() >= RECORD_BATCH_OVERHEAD
+    if is_one_whole_batch(&records) {
+        // Exactly what the iterator would check of this one batch.
+        let batch = RecordBatch::new(records)?;
+        batch.validate()?;
+        return Ok(batch);
+    }
+    single_batch_by_iteration(records)
+}
+
+/// Whether `records` are exactly one whole v2 batch by its header's length (the only buffer
+/// [`single_batch`] accepts; nothing else is checked).
+fn is_one_whole_batch(records: &[u8]) -> bool {
+    records.len() >= RECORD_BATCH_OVERHEAD
         && records[field::MAGIC] as i8 == MAGIC_V2
         && i32::from_be_bytes(
             records[field::BATCH_LENGTH..field::BATCH_LENGTH + 4]
@@ -651,14 +680,7 @@ fn single_batch(records: Bytes) -> EngineResult<RecordBatch> {
                 .expect("4 bytes"),
         ) as i64
             + LOG_OVERHEAD as i64
-            == records.len() as i64;
-    if whole {
-        // Exactly what the iterator would check of this one batch.
-        let batch = RecordBatch::new(records)?;
-        batch.validate()?;
-        return Ok(batch);
-    }
-    single_batch_by_iteration(records)
+            == records.len() as i64
 }
 
 /// [`single_batch`] through [`Batches`], for any buffer: the precise error for a request that

@@ -4,28 +4,19 @@
 //! errors `ReplicaManager` translates ("Partition was not added to the transaction", "Unable to
 //! verify …"); the per-partition errors of `KafkaApis` (unknown topic, `validateRecords`) and
 //! of the log (`INVALID_RECORD`, …) carry none, and a whole-request error carries its
-//! exception's message unless that is the error's default. mirrorlog answered a message for
+//! exception's message unless that is the error's default (see
+//! `produce_of_two_transactional_producers_is_refused.rs`). mirrorlog answered a message for
 //! every error, its own wording.
 
 mod common;
 
 use bytes::Bytes;
-use common::produce::{batch, request, running_with_topic, send};
+use common::produce::{batch, request, running_with_topic, send, txn_batch};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::ProduceResponse;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::client::Client;
-use mirrorlog_index::{ProducerEpoch, ProducerId, Sequence, TimestampMs};
-use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::batch::{compute_crc, field};
-
-fn txn_batch(pid: i64, epoch: i16) -> Bytes {
-    let mut b = BatchBuilder::new()
-        .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(0))
-        .transactional(true);
-    b.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
-    b.build().into_bytes()
-}
 
 /// A plain batch with the control bit set (CRC recomputed): the log refuses it, INVALID_RECORD.
 fn control_batch() -> Bytes {
@@ -81,7 +72,7 @@ fn only_the_errors_kafka_explains_carry_a_message() {
     // Verification: INVALID_TXN_STATE with ReplicaManager's message before v11, the
     // coordinator's TRANSACTION_ABORTABLE as it is from v11.
     let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
-    let mut r = request(1, vec![("t", 0, Some(txn_batch(pid, epoch)))]);
+    let mut r = request(1, vec![("t", 0, Some(txn_batch(pid, epoch, 0)))]);
     r.transactional_id = Some(StrBytes::from_static_str("tx").into());
     assert_eq!(
         answers(&send(running.addr, 10, &r)),
@@ -96,25 +87,5 @@ fn only_the_errors_kafka_explains_carry_a_message() {
         vec![(0, code(ResponseError::TransactionAbortable), None)]
     );
 
-    // A whole-request error: its exception's message in every partition.
-    let (other, other_epoch) = c.init_producer_id(Some("other")).unwrap();
-    c.add_partitions_to_txn("tx", pid, epoch, "t", &[0])
-        .unwrap();
-    c.add_partitions_to_txn("other", other, other_epoch, "t", &[1])
-        .unwrap();
-    let mut r = request(
-        1,
-        vec![
-            ("t", 0, Some(txn_batch(pid, epoch))),
-            ("t", 1, Some(txn_batch(other, other_epoch))),
-        ],
-    );
-    r.transactional_id = Some(StrBytes::from_static_str("tx").into());
-    let mapping = code(ResponseError::InvalidProducerIdMapping);
-    let message = Some("Transactional records contained more than one producer ID".to_string());
-    assert_eq!(
-        answers(&send(running.addr, 9, &r)),
-        vec![(0, mapping, message.clone()), (1, mapping, message)]
-    );
     running.shutdown().unwrap();
 }

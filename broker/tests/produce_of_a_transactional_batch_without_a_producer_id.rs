@@ -8,21 +8,10 @@
 
 mod common;
 
-use bytes::Bytes;
-use common::produce::{answered, request, running_with_topic, send};
+use common::produce::{answered, request, running_with_topic, send, txn_batch};
 use kafka_protocol::ResponseError;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::client::Client;
-use mirrorlog_index::{ProducerEpoch, ProducerId, Sequence, TimestampMs};
-use mirrorlog_segment::BatchBuilder;
-
-fn txn_batch(pid: i64, epoch: i16, sequence: i32) -> Bytes {
-    let mut b = BatchBuilder::new()
-        .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(sequence))
-        .transactional(true);
-    b.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
-    b.build().into_bytes()
-}
 
 #[test]
 fn a_transactional_batch_without_a_producer_id_is_appended_unverified() {

@@ -6,21 +6,10 @@
 
 mod common;
 
-use bytes::Bytes;
-use common::produce::{answered, batch, request, running_with_topic, send};
+use common::produce::{answered, batch, request, running_with_topic, send, txn_batch};
 use kafka_protocol::ResponseError;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::client::Client;
-use mirrorlog_index::{ProducerEpoch, ProducerId, Sequence, TimestampMs};
-use mirrorlog_segment::BatchBuilder;
-
-fn txn_batch(pid: i64, epoch: i16) -> Bytes {
-    let mut b = BatchBuilder::new()
-        .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(0))
-        .transactional(true);
-    b.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
-    b.build().into_bytes()
-}
 
 #[test]
 fn transactional_batches_of_two_producers_fail_the_whole_request() {
@@ -38,8 +27,8 @@ fn transactional_batches_of_two_producers_fail_the_whole_request() {
     let mut r = request(
         1,
         vec![
-            ("t", 0, Some(txn_batch(pid, epoch))),
-            ("t", 1, Some(txn_batch(other, other_epoch))),
+            ("t", 0, Some(txn_batch(pid, epoch, 0))),
+            ("t", 1, Some(txn_batch(other, other_epoch, 0))),
             ("t", 2, Some(batch(b"plain"))),
         ],
     );
@@ -54,6 +43,14 @@ fn transactional_batches_of_two_producers_fail_the_whole_request() {
             ("t".to_string(), 2, mapping),
         ]
     );
+    // The whole-request error's message (Produce v8+), in every partition.
+    let messages: Vec<_> = resp.responses[0]
+        .partition_responses
+        .iter()
+        .map(|p| p.error_message.as_deref().map(|m| m.to_string()))
+        .collect();
+    let message = "Transactional records contained more than one producer ID".to_string();
+    assert_eq!(messages, vec![Some(message); 3]);
     for p in 0..3 {
         let end = b.partition("t", p).unwrap().read().log_end_offset().get();
         assert_eq!(end, 0, "nothing appended to t-{p}");

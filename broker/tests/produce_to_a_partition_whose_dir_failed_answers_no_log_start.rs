@@ -4,16 +4,14 @@
 //! answered the log start for an offline directory (`LogDirOffline`, KAFKA_STORAGE_ERROR too):
 //! an `acks = -1` Produce whose sync failed, and every later one to the partition.
 
+mod common;
+
+use common::produce::{batch, request};
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, TopicName};
-use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::handlers::produce;
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_index::TimestampMs;
-use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage};
 use std::sync::Arc;
 
@@ -21,18 +19,7 @@ const NOW_MS: i64 = 1_700_000_000_000;
 
 /// A Produce v9 (`acks = -1`) of one record to `t-0`: its error code and log start offset.
 fn produce(b: &Broker) -> (i16, i64) {
-    let mut batch = BatchBuilder::new();
-    batch.append(TimestampMs(NOW_MS), None, Some(b"v"), &[]);
-    let mut pd = PartitionProduceData::default();
-    pd.index = 0;
-    pd.records = Some(batch.build().into_bytes());
-    let mut t = TopicProduceData::default();
-    t.name = TopicName(StrBytes::from_static_str("t"));
-    t.partition_data = vec![pd];
-    let mut r = ProduceRequest::default();
-    r.acks = -1;
-    r.timeout_ms = 30_000;
-    r.topic_data = vec![t];
+    let r = request(-1, vec![("t", 0, Some(batch(b"v")))]);
     let resp = produce::handle(b, r, 9).unwrap();
     let p = &resp.responses[0].partition_responses[0];
     (p.error_code, p.log_start_offset)

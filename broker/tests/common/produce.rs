@@ -6,7 +6,7 @@ use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicNam
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_index::TimestampMs;
+use mirrorlog_index::{ProducerEpoch, ProducerId, Sequence, TimestampMs};
 use mirrorlog_segment::BatchBuilder;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -26,6 +26,15 @@ pub fn batch(value: &[u8]) -> Bytes {
     let mut bb = BatchBuilder::new();
     bb.append(TimestampMs(1_700_000_000_000), None, Some(value), &[]);
     bb.build().into_bytes()
+}
+
+/// One transactional batch of one record, of producer `pid` and `epoch` from `sequence`.
+pub fn txn_batch(pid: i64, epoch: i16, sequence: i32) -> Bytes {
+    let mut b = BatchBuilder::new()
+        .producer(ProducerId(pid), ProducerEpoch(epoch), Sequence(sequence))
+        .transactional(true);
+    b.append(TimestampMs(1_700_000_000_000), None, Some(b"v"), &[]);
+    b.build().into_bytes()
 }
 
 /// A Produce request of `acks` naming `(topic, partition, records)` in this order (consecutive

@@ -80,9 +80,8 @@ const MAGIC_AT: usize = 16;
 const ATTRIBUTES_AT: usize = 21;
 const PRODUCER_ID_AT: usize = 43;
 const PRODUCER_EPOCH_AT: usize = 51;
-/// Attributes bits: transactional, control.
+/// Attributes bit: transactional.
 const TRANSACTIONAL_BIT: i16 = 0x10;
-const CONTROL_BIT: i16 = 0x20;
 /// Kafka's codec id of ZStandard (attributes bits 0–2).
 const ZSTD_CODEC: i16 = 4;
 /// The smallest length field Kafka's batch iterator accepts (`RECORD_OVERHEAD_V0`, a v0
@@ -600,18 +599,16 @@ fn next_batch_size(bytes: &[u8]) -> Result<Option<usize>, Refusal> {
     Ok((bytes.len() >= size).then_some(size))
 }
 
-/// Whether `records` start with a transactional data batch: Kafka's `hasTransactionalRecords`,
-/// which needs the request's transactional id whatever the batch's producer id.
+/// Whether `records` start with a transactional batch: Kafka's `hasTransactionalRecords`, which
+/// needs the request's transactional id whatever the batch's producer id, and looks at the flag
+/// alone — a client's control batch too, which the log refuses only afterwards.
 fn is_transactional(records: &[u8]) -> bool {
     records
         .get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)
-        .is_some_and(|a| {
-            let attributes = i16::from_be_bytes([a[0], a[1]]);
-            attributes & TRANSACTIONAL_BIT != 0 && attributes & CONTROL_BIT == 0
-        })
+        .is_some_and(|a| i16::from_be_bytes([a[0], a[1]]) & TRANSACTIONAL_BIT != 0)
 }
 
-/// The producer id and epoch of a transactional data batch with a producer id: the batches
+/// The producer id and epoch of a transactional batch with a producer id: the batches
 /// Kafka's `handleProduceAppend` verifies and counts (`batch.hasProducerId &&
 /// batch.isTransactional`). A transactional batch without one (−1) is appended unverified, as
 /// Kafka's log has no producer state to check it against. `None` for any other, or for bytes

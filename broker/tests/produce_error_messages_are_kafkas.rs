@@ -11,21 +11,11 @@
 mod common;
 
 use bytes::Bytes;
-use common::produce::{batch, request, running_with_topic, send, txn_batch};
+use common::produce::{batch, request, running_with_topic, send, txn_batch, with_control_bit};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::ProduceResponse;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::client::Client;
-use mirrorlog_segment::batch::{compute_crc, field};
-
-/// A plain batch with the control bit set (CRC recomputed): the log refuses it, INVALID_RECORD.
-fn control_batch() -> Bytes {
-    let mut b = batch(b"v").to_vec();
-    b[field::ATTRIBUTES + 1] |= 0x20;
-    let crc = compute_crc(&b);
-    b[field::CRC..field::CRC + 4].copy_from_slice(&crc.to_be_bytes());
-    Bytes::from(b)
-}
 
 /// Every answered partition as `(partition, error code, error message)`.
 fn answers(resp: &ProduceResponse) -> Vec<(i32, i16, Option<String>)> {
@@ -53,7 +43,7 @@ fn only_the_errors_kafka_explains_carry_a_message() {
     let r = request(
         1,
         vec![
-            ("t", 0, Some(control_batch())),
+            ("t", 0, Some(with_control_bit(batch(b"v")))),
             ("t", 1, Some(Bytes::from_static(&[0; 5]))),
             ("t", 7, Some(batch(b"v"))),
             ("t", 2, Some(batch(b"v"))),

@@ -7,21 +7,12 @@
 
 mod common;
 
-use bytes::Bytes;
-use common::produce::{answered, batch, request, running_with_topic, send, txn_batch};
+use common::produce::{
+    answered, batch, request, running_with_topic, send, txn_batch, with_control_bit,
+};
 use kafka_protocol::ResponseError;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::client::Client;
-use mirrorlog_segment::batch::{compute_crc, field};
-
-/// `records` with the control bit set, CRC recomputed.
-fn as_control(records: Bytes) -> Bytes {
-    let mut b = records.to_vec();
-    b[field::ATTRIBUTES + 1] |= 0x20;
-    let crc = compute_crc(&b);
-    b[field::CRC..field::CRC + 4].copy_from_slice(&crc.to_be_bytes());
-    Bytes::from(b)
-}
 
 #[test]
 fn a_transactional_control_batch_is_checked_as_transactional_first() {
@@ -29,7 +20,7 @@ fn a_transactional_control_batch_is_checked_as_transactional_first() {
     let running = running_with_topic(dir.path(), "t", 2);
     let mut c = Client::connect(&running.addr.to_string()).unwrap();
     let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
-    let control = || as_control(txn_batch(pid, epoch, 0));
+    let control = || with_control_bit(txn_batch(pid, epoch, 0));
     let t = |p: i32, e: ResponseError| ("t".to_string(), p, e.code());
 
     // No transactional id: the whole request.

@@ -37,6 +37,17 @@ pub fn txn_batch(pid: i64, epoch: i16, sequence: i32) -> Bytes {
     b.build().into_bytes()
 }
 
+/// `records` with the control bit set and the CRC recomputed: a batch the log refuses from a
+/// client (`INVALID_RECORD`).
+pub fn with_control_bit(records: Bytes) -> Bytes {
+    use mirrorlog_segment::batch::{compute_crc, field};
+    let mut b = records.to_vec();
+    b[field::ATTRIBUTES + 1] |= 0x20;
+    let crc = compute_crc(&b);
+    b[field::CRC..field::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(b)
+}
+
 /// A Produce request of `acks` naming `(topic, partition, records)` in this order (consecutive
 /// entries of one topic share its topic entry).
 pub fn request(acks: i16, parts: Vec<(&str, i32, Option<Bytes>)>) -> ProduceRequest {

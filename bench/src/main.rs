@@ -43,7 +43,7 @@ scenarios:
                    each installed peer (MIRRORLOG_BENCH_PEERS=none|all|tansu,noida-db picks them)
   mirror           a mirror between two in-process brokers over loopback: catch-up of 2 GiB vs
                    raw TCP on one connection, steady-state lag at 64 MB/s, peak RSS with 10,000
-                   mirrored partitions vs threads × response bytes + 64 MiB
+                   mirrored partitions vs threads × source nodes × response bytes + 64 MiB
   all              every scenario above, each beside its baseline; with --skip-network, without
                    the ones that need a Kafka client over TCP and peers (produce, consume)";
 

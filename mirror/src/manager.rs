@@ -1,17 +1,26 @@
 //! One mirror: the partitions it copies from one source cluster, their state machines, the
 //! fetcher threads and the metadata sync.
 //!
-//! - **Fetchers**: `fetcher_threads` threads; a partition belongs to thread
-//!   `hash(topic, partition) % threads`. Each thread groups its MIRRORING partitions by source
-//!   leader and sends one fetch per leader, bounded by `response_max_bytes` (and
+//! - **Fetchers**: `fetcher_threads` per source node, as Kafka's `AbstractFetcherManager`
+//!   keeps `num.replica.fetchers` per source broker: a MIRRORING partition belongs to the
+//!   fetcher (its source leader, `hash(topic, partition) % threads`). A pool loop of
+//!   [`MirrorManager::run`] hands each fetcher its partitions, starts a fetcher when the first
+//!   partition comes to it and stops one that has had none for [`FETCHER_IDLE_MS`], so a slow,
+//!   down or long-polling source node holds only its own partitions' fetches. A partition whose
+//!   leader moves changes fetchers; its new fetcher asks from the log end (a leader change also
+//!   makes it truncating, below), and the old one drops its cursor for it. Each fetcher sends
+//!   one fetch at a time to its node, bounded by `response_max_bytes` (and
 //!   `partition_fetch_max_bytes` per partition), so fetcher memory stays within
-//!   threads × response bytes whatever the partition count (DESIGN invariant 7). Fetched batches
-//!   go to the engine's mirror append as they arrived ([`crate::partition::apply_fetched`]).
+//!   threads × source nodes × response bytes whatever the partition count (DESIGN invariant
+//!   7; the source nodes are those leading a mirrored partition). Fetched batches go to the
+//!   engine's mirror append as they arrived ([`crate::partition::apply_fetched`]).
 //!   Each fetcher thread is pipelined with an applier thread: it asks for the next answers (past
 //!   the last whole batch of the one before, [`crate::partition::next_fetch_position`]) while the
 //!   applier appends earlier ones, within what those leave of the response bytes; an
 //!   answer is applied only at the fetch offset it was asked for, so a skipped, failed or
-//!   diverging answer never leaves a gap, and its partition is fetched from its log end again.
+//!   diverging answer never leaves a gap, and its partition is fetched from its log end again
+//!   — nor do two fetchers' answers for a partition whose leader moved: whichever is applied
+//!   first moves the log end past the other's fetch offset.
 //!   A source whose fetches cannot report a divergence (Fetch below v12) is first asked where a
 //!   partition's latest epoch ends (OffsetForLeaderEpoch) when it enters MIRRORING and after
 //!   its source leader changes, as Kafka's fetcher does with such a leader.
@@ -66,7 +75,10 @@ use std::time::Duration;
 pub struct MirrorConfig {
     /// The mirror's name.
     pub name: String,
-    /// `mirror.num.replica.fetchers`: fetcher threads. Default 1; range 1 ..= 64.
+    /// `mirror.num.replica.fetchers`: fetcher threads per source node (each with an applier
+    /// thread), as Kafka's `num.replica.fetchers` per source broker; fetcher memory is bounded by
+    /// this × the source nodes leading mirrored partitions × `fetch.response.max.bytes`.
+    /// Default 1; range 1 ..= 64.
     pub fetcher_threads: usize,
     /// Per-partition fetch size (`fetch.max.bytes` per partition). Default 1 MiB; range
     /// 1 KiB ..= `response_max_bytes`.
@@ -450,6 +462,62 @@ type InFlight = (TopicPartition, EntryRef, PartitionFetch, i32);
 /// Fetch rounds a pipelined fetcher may hand its applier ahead of it (beside the byte bound).
 const PIPELINED_ANSWERS_MAX: usize = 16;
 
+/// How long (mirror clock, ms) a fetcher of [`MirrorManager::run`] may have no partition before
+/// it is stopped (Kafka shuts idle fetchers down at its next leadership change): a leader that
+/// moves away and back within it keeps its fetcher.
+pub const FETCHER_IDLE_MS: i64 = 1_000;
+
+/// How often (ms) the pool loop of [`MirrorManager::run`] hands the fetchers their partitions,
+/// starts and stops fetchers, and asks the source for missing leaders.
+const FETCHER_POOL_INTERVAL_MS: u64 = 50;
+
+/// A fetcher's partitions as the pool loop last handed them (each checked again under its lock).
+type Assigned = Arc<Mutex<Vec<(TopicPartition, EntryRef)>>>;
+
+/// Which partitions a fetch round is for: those whose hash picks fetcher `index`, led by
+/// `source_node` (`None`: by any node, each asked in turn — the hand-driven rounds of tests).
+#[derive(Debug, Clone, Copy)]
+struct FetchScope {
+    source_node: Option<i32>,
+    index: usize,
+}
+
+/// The fetcher index of a partition among `threads` (Kafka's `getFetcherId`).
+fn fetcher_index(tp: &TopicPartition, threads: usize) -> usize {
+    (stable_hash(tp) % threads.max(1) as u64) as usize
+}
+
+/// A fetcher of the pool, with its applier.
+struct RunningFetcher {
+    stop: Arc<AtomicBool>,
+    assigned: Assigned,
+    /// Since when (mirror clock, ms) it has had no partition; `None` while it has some.
+    idle_since: Option<i64>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl RunningFetcher {
+    fn finished(&self) -> bool {
+        self.threads.iter().all(|t| t.is_finished())
+    }
+
+    fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The fetchers of [`MirrorManager::run`], by (source node, fetcher index).
+#[derive(Default)]
+struct FetcherPool {
+    running: BTreeMap<(i32, usize), RunningFetcher>,
+    /// Told to stop, not finished yet (a long poll or a slow node may hold one): a fetcher of
+    /// the same (node, index) starts again only once it is, so at most one fetcher per pair
+    /// holds answers.
+    retiring: Vec<((i32, usize), RunningFetcher)>,
+}
+
 /// How long a partition whose fetch its leader answered with a retriable error waits before it
 /// is fetched again (Kafka's `replica.fetch.backoff.ms` default): a broker answering errors at
 /// once was asked again at every round, some 50 times a second.
@@ -485,7 +553,9 @@ struct Answer {
 /// which its applier may not have appended yet. Only used while the partition's state epoch is
 /// the one it was made under.
 #[derive(Default)]
-struct FetchCursors(HashMap<TopicPartition, FetchCursor>);
+struct FetchCursors {
+    at: HashMap<TopicPartition, FetchCursor>,
+}
 
 struct FetchCursor {
     offset: Offset,
@@ -553,7 +623,9 @@ impl Pipeline {
 /// ([`MirrorManager::fetch_ahead`], [`MirrorManager::apply_ahead`]); the fetcher threads of
 /// [`MirrorManager::run`] do the same in a loop, on two threads.
 pub struct PipelinedFetcher {
-    thread: usize,
+    scope: FetchScope,
+    /// Its partitions, handed by the pool loop; `None`: found in the partition map each round.
+    assigned: Option<Assigned>,
     cursors: FetchCursors,
     shared: Arc<Pipeline>,
 }
@@ -561,8 +633,8 @@ pub struct PipelinedFetcher {
 impl fmt::Debug for PipelinedFetcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PipelinedFetcher")
-            .field("thread", &self.thread)
-            .field("cursors", &self.cursors.0.len())
+            .field("scope", &self.scope)
+            .field("cursors", &self.cursors.at.len())
             .finish()
     }
 }
@@ -767,7 +839,9 @@ pub struct MirrorManager {
     topics: Mutex<BTreeMap<String, TopicInfo>>,
     partitions: Mutex<BTreeMap<TopicPartition, EntryRef>>,
     stop: AtomicBool,
+    /// The sync thread and the fetcher pool loop.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    fetchers: Mutex<FetcherPool>,
 }
 
 impl fmt::Debug for MirrorManager {
@@ -854,6 +928,7 @@ impl MirrorManager {
             partitions: Mutex::new(BTreeMap::new()),
             stop: AtomicBool::new(false),
             threads: Mutex::new(vec![]),
+            fetchers: Mutex::new(FetcherPool::default()),
         };
         // A mirror of this name whose deletion a crash cut short: its records are not this
         // mirror's to restore (a start intent of it put back would change a topic it no
@@ -2201,15 +2276,19 @@ impl MirrorManager {
         }
     }
 
-    /// One pass of the state machine for partitions not being fetched: LOG_ALIGNMENT truncates
-    /// and moves to MIRRORING; FAILED partitions whose backoff elapsed are retried.
-    pub fn drive(&self) {
-        let entries: Vec<(TopicPartition, EntryRef)> = self
-            .partitions
+    /// Every partition's entry, as the map holds them now (no entry locked).
+    fn all_entries(&self) -> Vec<(TopicPartition, EntryRef)> {
+        self.partitions
             .lock()
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+            .collect()
+    }
+
+    /// One pass of the state machine for partitions not being fetched: LOG_ALIGNMENT truncates
+    /// and moves to MIRRORING; FAILED partitions whose backoff elapsed are retried.
+    pub fn drive(&self) {
+        let entries = self.all_entries();
         let mut stopped_topics = BTreeSet::new();
         let mut owned: HashMap<String, bool> = HashMap::new();
         for (key, entry) in entries {
@@ -2762,22 +2841,44 @@ impl MirrorManager {
         }
     }
 
-    /// One round of one fetcher thread: fetches for its MIRRORING partitions, one request per
-    /// source leader, and applies the answers. Returns the bytes appended.
+    /// One fetch round, by hand, of fetcher index `thread` of every source node: fetches for
+    /// the MIRRORING partitions whose hash picks `thread`, one request per source leader (one
+    /// after another), and applies the answers. Returns the bytes appended.
     pub fn fetch_round(&self, thread: usize) -> u64 {
-        self.fetch_answers(thread, None, &|| {}, self.config.response_max_bytes)
+        let scope = FetchScope {
+            source_node: None,
+            index: thread,
+        };
+        self.fetch_answers(scope, None, None, &|| {}, self.config.response_max_bytes)
             .into_iter()
             .map(|a| self.apply_answer(a, None))
             .sum()
     }
 
-    /// A pipelined fetcher for fetcher thread `thread`, to drive by hand.
+    /// A pipelined fetcher for fetcher index `thread` of every source node (asked one after
+    /// another), to drive by hand.
     pub fn pipelined_fetcher(&self, thread: usize) -> PipelinedFetcher {
+        self.pipelined_fetcher_for(None, thread)
+    }
+
+    /// The pipelined fetcher `(source_node, index)` of [`run`](Self::run), to drive by hand: it
+    /// fetches only the MIRRORING partitions led by `source_node` whose hash picks `index`.
+    pub fn pipelined_fetcher_of(&self, source_node: i32, index: usize) -> PipelinedFetcher {
+        self.pipelined_fetcher_for(Some(source_node), index)
+    }
+
+    fn pipelined_fetcher_for(&self, source_node: Option<i32>, index: usize) -> PipelinedFetcher {
         PipelinedFetcher {
-            thread,
+            scope: FetchScope { source_node, index },
+            assigned: None,
             cursors: FetchCursors::default(),
             shared: Arc::default(),
         }
+    }
+
+    /// The fetchers [`run`](Self::run) has running, as (source node, fetcher index), in order.
+    pub fn running_fetchers(&self) -> Vec<(i32, usize)> {
+        self.fetchers.lock().running.keys().copied().collect()
     }
 
     /// One fetch round of `fetcher`, ahead of what is applied: each partition is fetched where
@@ -2798,10 +2899,11 @@ impl MirrorManager {
         max_bytes: i32,
     ) -> FetchedAhead {
         for key in std::mem::take(&mut *fetcher.shared.resync.lock()) {
-            fetcher.cursors.0.remove(&key);
+            fetcher.cursors.at.remove(&key);
         }
         FetchedAhead(self.fetch_answers(
-            fetcher.thread,
+            fetcher.scope,
+            fetcher.assigned.as_ref(),
             Some(&mut fetcher.cursors),
             settle,
             max_bytes,
@@ -2824,33 +2926,53 @@ impl MirrorManager {
         n
     }
 
-    /// Sends one fetch per source leader for `thread`'s MIRRORING partitions, each at most
-    /// `max_bytes`, and returns the answers, not applied. Each partition is fetched at its
-    /// destination log end, or with `cursors` (a pipelined fetcher) where the last answer ended,
-    /// which may not be appended yet; the cursors are moved past each answer. `settle` runs
-    /// before the first log end is read (a pipelined fetcher waits there for its applier, so
-    /// the log end is not one an answer being applied is about to move).
+    /// Sends one fetch per source leader for the MIRRORING partitions of `scope` (those of
+    /// `assigned` when the pool hands them), each at most `max_bytes`, and returns the answers,
+    /// not applied. Each partition is fetched at its destination log end, or with `cursors` (a
+    /// pipelined fetcher) where the last answer ended, which may not be appended yet; the
+    /// cursors are moved past each answer, and those of partitions no longer the scope's (not
+    /// MIRRORING, led by another node) are dropped. `settle` runs before the first log end is
+    /// read (a pipelined fetcher waits there for its applier, so the log end is not one an
+    /// answer being applied is about to move).
     fn fetch_answers(
         &self,
-        thread: usize,
+        scope: FetchScope,
+        assigned: Option<&Assigned>,
         mut cursors: Option<&mut FetchCursors>,
         settle: &dyn Fn(),
         max_bytes: i32,
     ) -> Vec<Answer> {
         let mut settled = false;
-        let threads = self.config.fetcher_threads;
-        let mine: Vec<(TopicPartition, EntryRef)> = self
-            .partitions
-            .lock()
-            .iter()
-            .filter(|(k, _)| (stable_hash(k) % threads as u64) as usize == thread)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let mine: Vec<(TopicPartition, EntryRef)> = match assigned {
+            Some(a) => a.lock().clone(),
+            None => self
+                .partitions
+                .lock()
+                .iter()
+                .filter(|(k, _)| fetcher_index(k, self.config.fetcher_threads) == scope.index)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        };
+        let theirs = |leader: i32| scope.source_node.is_some_and(|n| n != leader);
+        if let Some(c) = cursors.as_deref_mut() {
+            // Partitions handed to another fetcher (or stopped) since the last round: a cursor
+            // kept would be stale if one came back.
+            let keys: std::collections::HashSet<&TopicPartition> =
+                mine.iter().map(|(k, _)| k).collect();
+            c.at.retain(|k, _| keys.contains(k));
+        }
         let mut by_leader: HashMap<i32, Vec<InFlight>> = HashMap::new();
         let mut stale_leaders = BTreeSet::new();
         for (key, entry) in mine {
             let mut e = entry.lock();
-            if e.state.state != S::Mirroring || self.now() < e.fetch_backoff_until {
+            if e.state.state != S::Mirroring || theirs(e.source_leader) {
+                // Another fetcher's now (its leader moved), or not fetched at all.
+                if let Some(c) = cursors.as_deref_mut() {
+                    c.at.remove(&key);
+                }
+                continue;
+            }
+            if self.now() < e.fetch_backoff_until {
                 continue;
             }
             if e.source_leader < 0 {
@@ -2872,7 +2994,7 @@ impl MirrorManager {
                     settled = true;
                 }
                 if let Some(c) = cursors.as_deref_mut() {
-                    c.0.remove(&key);
+                    c.at.remove(&key);
                 }
                 match self.check_divergence_before_fetch(&key, &entry, epoch, leader, &dest) {
                     BeforeFetch::Fetch => {}
@@ -2883,14 +3005,14 @@ impl MirrorManager {
                     }
                 }
                 e = entry.lock();
-                if !e.fetchable_at(epoch) {
+                if !e.fetchable_at(epoch) || theirs(e.source_leader) {
                     continue;
                 }
                 leader = e.source_leader;
             }
             let cursor = cursors
                 .as_deref()
-                .and_then(|c| c.0.get(&key))
+                .and_then(|c| c.at.get(&key))
                 .filter(|c| c.state_epoch == epoch)
                 .map(|c| (c.offset, c.last_epoch));
             let (offset, last_epoch) = match cursor {
@@ -2904,7 +3026,7 @@ impl MirrorManager {
                         settle();
                         settled = true;
                         e = entry.lock();
-                        if !e.fetchable_at(epoch) {
+                        if !e.fetchable_at(epoch) || theirs(e.source_leader) {
                             continue;
                         }
                         leader = e.source_leader;
@@ -2972,11 +3094,11 @@ impl MirrorManager {
                         NextFetch::After(offset, last_epoch) => (offset, last_epoch),
                         NextFetch::Same => (pf.fetch_offset, pf.last_fetched_epoch),
                         NextFetch::FromLog => {
-                            c.0.remove(key);
+                            c.at.remove(key);
                             continue;
                         }
                     };
-                    c.0.insert(
+                    c.at.insert(
                         key.clone(),
                         FetchCursor {
                             offset,
@@ -3302,62 +3424,22 @@ impl MirrorManager {
         BeforeFetch::Wait
     }
 
-    /// Starts the fetcher threads and the sync/drive thread.
+    /// Starts the fetcher pool loop (which starts and stops the fetchers,
+    /// [`FETCHER_IDLE_MS`]) and the sync/drive thread.
     pub fn run(self: &Arc<Self>) {
         let mut threads = self.threads.lock();
-        for i in 0..self.config.fetcher_threads {
-            // Pipelined: the fetcher asks for the next answers while its applier appends the
-            // ones before (checking CRCs and writing the log took as long as the source's read
-            // and the transfer, one after the other). Each request asks for at most what the
-            // answers not applied yet leave of `response_max_bytes`, so a thread holds at most
-            // that bound; when that is less than half of it, the fetcher waits for the applier
-            // (many partitions filling whole responses: no overlap, full-size fetches).
-            let (answers, applier_rx) =
-                std::sync::mpsc::sync_channel::<FetchedAhead>(PIPELINED_ANSWERS_MAX);
-            let mut fetcher = self.pipelined_fetcher(i);
-            let shared = fetcher.shared.clone();
-            let response_max_bytes = self.config.response_max_bytes.max(1) as usize;
-            let me = self.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("mirror-{}-fetcher-{i}", self.config.name))
-                    .spawn(move || {
-                        let p = fetcher.shared.clone();
-                        let mut handed = 0u64;
-                        while !me.stop.load(Ordering::Relaxed) {
-                            let budget = p.wait_budget(response_max_bytes, &me.stop);
-                            let settle = || p.wait_applied(handed, &me.stop);
-                            let got = me.fetch_ahead_settling(&mut fetcher, &settle, budget as i32);
-                            let bytes = got.record_bytes();
-                            if !got.0.is_empty() {
-                                p.handed(bytes);
-                                if answers.send(got).is_err() {
-                                    return;
-                                }
-                                handed += 1;
-                            }
-                            if bytes == 0 {
-                                std::thread::sleep(Duration::from_millis(20));
-                            }
-                        }
-                    })
-                    .expect("spawn a fetcher thread"),
-            );
-            let me = self.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("mirror-{}-applier-{i}", self.config.name))
-                    .spawn(move || {
-                        // Tells the fetcher the applier is gone, even on a panic.
-                        let _gone = AppliedAll(&shared);
-                        // Ends when the fetcher does (the channel closes).
-                        for got in applier_rx {
-                            me.apply_fetched_ahead(&shared, got);
-                        }
-                    })
-                    .expect("spawn an applier thread"),
-            );
-        }
+        let me = self.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("mirror-{}-fetchers", self.config.name))
+                .spawn(move || {
+                    while !me.stop.load(Ordering::Relaxed) {
+                        me.run_fetcher_pool();
+                        std::thread::sleep(Duration::from_millis(FETCHER_POOL_INTERVAL_MS));
+                    }
+                })
+                .expect("spawn the fetcher pool thread"),
+        );
         let me = self.clone();
         threads.push(
             std::thread::Builder::new()
@@ -3380,11 +3462,179 @@ impl MirrorManager {
         );
     }
 
+    /// One pass of the fetcher pool (Kafka's `addFetcherForPartitions` and
+    /// `shutdownIdleFetcherThreads` in one): every MIRRORING partition with a source leader is
+    /// handed to the fetcher (its leader, its fetcher index), started if it is not running;
+    /// a fetcher left without partitions for [`FETCHER_IDLE_MS`] is stopped. Partitions without
+    /// a source leader have the source's leaders asked.
+    fn run_fetcher_pool(self: &Arc<Self>) {
+        let threads = self.config.fetcher_threads;
+        let entries = self.all_entries();
+        let now = self.now();
+        let mut wanted: BTreeMap<(i32, usize), Vec<(TopicPartition, EntryRef)>> = BTreeMap::new();
+        let mut leaderless = BTreeSet::new();
+        for (key, entry) in entries {
+            let e = entry.lock();
+            if e.state.state != S::Mirroring {
+                continue;
+            }
+            let (leader, backing_off) = (e.source_leader, now < e.fetch_backoff_until);
+            drop(e);
+            if leader < 0 {
+                // The source's metadata named no leader (an election under way): ask it again
+                // now, not at the next sync, as Kafka's consumer requests a metadata update for
+                // a partition without one (rate-limited as any leader refresh).
+                if !backing_off {
+                    leaderless.insert(key.topic.clone());
+                }
+                continue;
+            }
+            let id = (leader, fetcher_index(&key, threads));
+            wanted.entry(id).or_default().push((key, entry));
+        }
+        self.refresh_leaders(&leaderless);
+        let mut guard = self.fetchers.lock();
+        // Checked under the pool's lock, which `shutdown` takes after setting it: no fetcher
+        // starts after `shutdown` has taken the pool.
+        if self.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let pool = &mut *guard;
+        let (finished, retiring): (Vec<_>, Vec<_>) = std::mem::take(&mut pool.retiring)
+            .into_iter()
+            .partition(|(_, f)| f.finished());
+        pool.retiring = retiring;
+        for (_, f) in finished {
+            f.join();
+        }
+        let mut idle = vec![];
+        for (id, f) in pool.running.iter_mut() {
+            match wanted.remove(id) {
+                Some(parts) => {
+                    *f.assigned.lock() = parts;
+                    f.idle_since = None;
+                }
+                None => {
+                    f.assigned.lock().clear();
+                    let since = *f.idle_since.get_or_insert(now);
+                    if now.saturating_sub(since) >= FETCHER_IDLE_MS {
+                        idle.push(*id);
+                    }
+                }
+            }
+        }
+        for id in idle {
+            if let Some(f) = pool.running.remove(&id) {
+                tracing::debug!(mirror = %self.config.name, source_node = id.0, fetcher = id.1, "stopping an idle fetcher");
+                f.stop.store(true, Ordering::Relaxed);
+                pool.retiring.push((id, f));
+            }
+        }
+        for (id, parts) in wanted {
+            if pool.retiring.iter().any(|(r, _)| *r == id) {
+                // Its earlier fetcher is still finishing a fetch: started at a later pass.
+                continue;
+            }
+            match self.start_fetcher(id, parts) {
+                Ok(f) => {
+                    pool.running.insert(id, f);
+                }
+                Err(e) => {
+                    tracing::warn!(mirror = %self.config.name, source_node = id.0, fetcher = id.1, "cannot start a fetcher thread (tried again shortly): {e}");
+                }
+            }
+        }
+    }
+
+    /// Starts fetcher `(source node, index)` of the pool with its partitions `parts`.
+    fn start_fetcher(
+        self: &Arc<Self>,
+        (node, index): (i32, usize),
+        parts: Vec<(TopicPartition, EntryRef)>,
+    ) -> std::io::Result<RunningFetcher> {
+        // Pipelined: the fetcher asks for the next answers while its applier appends the
+        // ones before (checking CRCs and writing the log took as long as the source's read
+        // and the transfer, one after the other). Each request asks for at most what the
+        // answers not applied yet leave of `response_max_bytes`, so a fetcher holds at most
+        // that bound; when that is less than half of it, the fetcher waits for the applier
+        // (many partitions filling whole responses: no overlap, full-size fetches).
+        let (answers, applier_rx) =
+            std::sync::mpsc::sync_channel::<FetchedAhead>(PIPELINED_ANSWERS_MAX);
+        let assigned: Assigned = Arc::new(Mutex::new(parts));
+        let mut fetcher = self.pipelined_fetcher_of(node, index);
+        fetcher.assigned = Some(assigned.clone());
+        let shared = fetcher.shared.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let response_max_bytes = self.config.response_max_bytes.max(1) as usize;
+        let name = |role: &str| format!("mirror-{}-{role}-{node}-{index}", self.config.name);
+        let me = self.clone();
+        let applier = std::thread::Builder::new()
+            .name(name("applier"))
+            .spawn(move || {
+                // Tells the fetcher the applier is gone, even on a panic.
+                let _gone = AppliedAll(&shared);
+                // Ends when the fetcher does (the channel closes).
+                for got in applier_rx {
+                    me.apply_fetched_ahead(&shared, got);
+                }
+            })?;
+        let me = self.clone();
+        let own_stop = stop.clone();
+        // A spawn that fails drops `answers`: the applier ends.
+        let fetcher_thread = std::thread::Builder::new()
+            .name(name("fetcher"))
+            .spawn(move || {
+                let p = fetcher.shared.clone();
+                let mut handed = 0u64;
+                while !me.stop.load(Ordering::Relaxed) && !own_stop.load(Ordering::Relaxed) {
+                    let budget = p.wait_budget(response_max_bytes, &own_stop);
+                    let settle = || p.wait_applied(handed, &own_stop);
+                    let got = me.fetch_ahead_settling(&mut fetcher, &settle, budget as i32);
+                    let bytes = got.record_bytes();
+                    if !got.0.is_empty() {
+                        p.handed(bytes);
+                        if answers.send(got).is_err() {
+                            return;
+                        }
+                        handed += 1;
+                    }
+                    if bytes == 0 {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            });
+        let fetcher_thread = match fetcher_thread {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = applier.join();
+                return Err(e);
+            }
+        };
+        Ok(RunningFetcher {
+            stop,
+            assigned,
+            idle_since: None,
+            threads: vec![fetcher_thread, applier],
+        })
+    }
+
     /// Stops the threads (the partitions keep their states).
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::Relaxed);
+        let pool = std::mem::take(&mut *self.fetchers.lock());
+        let fetchers: Vec<RunningFetcher> = pool
+            .running
+            .into_values()
+            .chain(pool.retiring.into_iter().map(|(_, f)| f))
+            .collect();
+        for f in &fetchers {
+            f.stop.store(true, Ordering::Relaxed);
+        }
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
+        }
+        for f in fetchers {
+            f.join();
         }
     }
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Hooks, all_failed, assert_mirroring_at, hooked_world, orders, produce_to};
+use common::{Hooks, all_failed, assert_mirroring_at, hooked_world, orders, produce_to, two_nodes};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::manager::MirrorConfig;
 use mirrorlog_mirror::source::*;
@@ -41,19 +41,9 @@ fn leader_moves(old: OldLeader) {
         1,
         MirrorConfig::new("m"),
         Hooks {
-            metadata: Some(Box::new(move |md| {
+            metadata: Some(two_nodes(move |_| {
                 let s = m.lock();
-                md.nodes = [1, 2]
-                    .map(|id| SourceNode {
-                        id,
-                        host: "127.0.0.1".into(),
-                        port: 9090 + id,
-                    })
-                    .to_vec();
-                for p in md.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
-                    p.leader = s.leader;
-                    p.leader_epoch = LeaderEpoch(s.epoch);
-                }
+                (s.leader, LeaderEpoch(s.epoch))
             })),
             fetch: Some(Box::new(move |inner, node, request| {
                 let mut s = f.lock();

@@ -433,6 +433,26 @@ pub type FetchHook = Box<
 /// Rewrites an engine source's metadata answer.
 pub type MetadataHook = Box<dyn Fn(&mut mirrorlog_mirror::source::SourceMetadata) + Send + Sync>;
 
+/// A metadata hook for a source of two nodes, 1 and 2, each partition led by the node and at
+/// the epoch `leader_of(partition)` names (the engine source behind it is node 1, whichever
+/// node a fetch hook lets it play).
+pub fn two_nodes(
+    leader_of: impl Fn(i32) -> (i32, mirrorlog_index::LeaderEpoch) + Send + Sync + 'static,
+) -> MetadataHook {
+    Box::new(move |md| {
+        md.nodes = [1, 2]
+            .map(|id| mirrorlog_mirror::source::SourceNode {
+                id,
+                host: "127.0.0.1".into(),
+                port: 9090 + id,
+            })
+            .to_vec();
+        for p in md.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+            (p.leader, p.leader_epoch) = leader_of(p.partition);
+        }
+    })
+}
+
 /// Answers the last-mirror-epoch lookup.
 pub type LastMirrorEpochHook = Box<
     dyn Fn() -> Result<

@@ -555,6 +555,10 @@ struct Answer {
 #[derive(Default)]
 struct FetchCursors {
     at: HashMap<TopicPartition, FetchCursor>,
+    /// This fetcher's rounds so far: where each round's request starts among its partitions
+    /// (its own count: with the mirror's, shared by every fetcher, a fetcher could see only
+    /// every other value and start at the same partition every round).
+    rounds: usize,
 }
 
 struct FetchCursor {
@@ -832,7 +836,8 @@ pub struct MirrorManager {
     starting_topic: Mutex<Option<String>>,
     /// When a fetch last had the source's leaders asked (mirror clock, ms). A leaf lock.
     leaders_refreshed_at: Mutex<i64>,
-    /// Fetch rounds so far: where each round's requests start among their partitions.
+    /// Hand-driven fetch rounds so far ([`fetch_round`](Self::fetch_round)): where each
+    /// round's requests start among their partitions (a pipelined fetcher counts its own).
     fetch_rotation: AtomicUsize,
     group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
     last_group_sync: Mutex<Option<GroupSyncReport>>,
@@ -3056,7 +3061,13 @@ impl MirrorManager {
         // batch (KIP-74): each round starts at another partition, so a batch above the limit
         // is not kept out for good by busier partitions ahead of it (Kafka's fetchers move
         // the partitions they got data for to the end).
-        let rotation = self.fetch_rotation.fetch_add(1, Ordering::Relaxed);
+        let rotation = match cursors.as_deref_mut() {
+            Some(c) => {
+                c.rounds = c.rounds.wrapping_add(1);
+                c.rounds
+            }
+            None => self.fetch_rotation.fetch_add(1, Ordering::Relaxed),
+        };
         for (leader, mut parts) in by_leader {
             let n = parts.len();
             parts.rotate_left(rotation % n);

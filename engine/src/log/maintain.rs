@@ -5,7 +5,7 @@ use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_segment::io::StorageFile;
-use mirrorlog_segment::segment::ActiveSegment;
+use mirrorlog_segment::segment::{ActiveSegment, SegmentReader};
 use std::sync::Arc;
 
 impl PartitionLog {
@@ -95,10 +95,12 @@ impl PartitionLog {
         Ok(deleted)
     }
 
-    /// Retention: deletes the oldest sealed segments that are wholly below the log start, older
-    /// than `retention.ms` (by their largest timestamp), or beyond `retention.bytes`; only
-    /// segments below the high watermark go, and never the active segment. The log start moves
-    /// to the first remaining segment. With the empty `cleanup.policy`
+    /// Retention: deletes the oldest segments that are wholly below the log start, older than
+    /// `retention.ms` (by their largest timestamp), or beyond `retention.bytes`; only segments
+    /// below the high watermark go. When every segment goes, the active one included (not
+    /// empty, the high watermark at the log end), it is rolled first, as Kafka's
+    /// `deleteSegments` does, so that a partition no longer written to still expires its
+    /// records. The log start moves to the first remaining segment. With the empty `cleanup.policy`
     /// ([`CleanupPolicy::Retain`](crate::config::CleanupPolicy::Retain)) only segments below the
     /// log start go. Returns how many segments were deleted.
     ///
@@ -136,26 +138,25 @@ impl PartitionLog {
         loop {
             let mut it = self.sealed.iter();
             let Some((&first, seg)) = it.next() else {
+                // Only the active segment is left: Kafka's `deletableSegments` takes it too when
+                // it is not empty and the high watermark is at the log end, and `deleteSegments`
+                // rolls before deleting every segment. Rolled, it is the sealed one the next
+                // round looks at again.
+                let leo = self.log_end_offset();
+                if self.active.size_bytes() > 0
+                    && self.high_watermark >= leo
+                    && self.breaches_retention(&self.active, now, excess)?
+                {
+                    self.roll(leo)?;
+                    continue;
+                }
                 break;
             };
             let next_base = it
                 .next()
                 .map(|(b, _)| *b)
                 .unwrap_or(self.active.base_offset());
-            if next_base > self.high_watermark {
-                break;
-            }
-            // Kafka's `LogSegment.largestTimestamp`: the largest record timestamp, or the
-            // `.log` file's last-modified time when no record has one (−1). A segment whose age
-            // cannot be told is kept.
-            let largest = match seg.largest_timestamp()?.get() {
-                ts if ts >= 0 => Some(ts),
-                _ => last_modified_ms(seg.log_path()),
-            };
-            let by_time = self.config.retention_ms >= 0
-                && largest.is_some_and(|ts| now.saturating_sub(ts) > self.config.retention_ms);
-            let by_size = excess.is_some_and(|x| x >= seg.size_bytes() as i64);
-            if !(by_time || by_size) {
+            if next_base > self.high_watermark || !self.breaches_retention(seg, now, excess)? {
                 break;
             }
             if let Some(x) = &mut excess {
@@ -179,6 +180,30 @@ impl PartitionLog {
             tracing::info!(log = %self.name, deleted, log_start = %self.log_start_offset, "retention deleted segments");
         }
         Ok(deleted)
+    }
+
+    /// Whether `seg` goes by `retention.ms` (Kafka's `deleteRetentionMsBreachedSegments`) or
+    /// fits in the `excess` bytes above `retention.bytes` (`deleteRetentionSizeBreachedSegments`).
+    fn breaches_retention(
+        &self,
+        seg: &SegmentReader,
+        now: i64,
+        excess: Option<i64>,
+    ) -> EngineResult<bool> {
+        if excess.is_some_and(|x| x >= seg.size_bytes() as i64) {
+            return Ok(true);
+        }
+        if self.config.retention_ms < 0 {
+            return Ok(false);
+        }
+        // Kafka's `LogSegment.largestTimestamp`: the largest record timestamp, or the `.log`
+        // file's last-modified time when no record has one (−1). A segment whose age cannot be
+        // told is kept.
+        let largest = match seg.largest_timestamp()?.get() {
+            ts if ts >= 0 => Some(ts),
+            _ => last_modified_ms(seg.log_path()),
+        };
+        Ok(largest.is_some_and(|ts| now.saturating_sub(ts) > self.config.retention_ms))
     }
 
     /// Kafka's `truncateTo`: removes everything at and after `target` (batch-granular: a batch

@@ -1326,8 +1326,9 @@ impl LogManager {
         first_err.map_or(Ok(()), Err)
     }
 
-    /// Periodic upkeep: flush by `flush.ms`, retention, producer expiry, checkpoints. Returns the
-    /// number of segments deleted.
+    /// Periodic upkeep: flush by `flush.ms`, retention, producer expiry, the removal of deleted
+    /// segments' `.deleted` files once `file.delete.delay.ms` has passed, checkpoints. Returns
+    /// the number of segments deleted.
     ///
     /// # Errors
     /// The first storage failure (the other partitions are still processed).
@@ -1346,7 +1347,10 @@ impl LogManager {
             let r = h.noting_failure((|| -> EngineResult<usize> {
                 log.maybe_flush_by_time()?;
                 log.remove_expired_producers();
-                log.delete_old_segments()
+                let deleted = log.delete_old_segments()?;
+                // Files of segments deleted earlier, once `file.delete.delay.ms` has passed.
+                log.remove_deleted_files()?;
+                Ok(deleted)
             })());
             match r {
                 Ok(n) => deleted += n,

@@ -84,9 +84,10 @@ fn a_failed_segment_removal_in_retention_moves_the_log_start_past_it_and_fails_t
     let d = tempfile::tempdir().unwrap();
     let sim = SimStorage::new();
     let mut log = three_segments(&sim, d.path());
-    sim.inject(Fault::new(IoOp::Remove, FaultKind::Eio).on_path("00000000000000000010.log"));
+    // A deletion renames the files `.deleted` first (`file.delete.delay.ms`).
+    sim.inject(Fault::new(IoOp::Rename, FaultKind::Eio).on_path("00000000000000000010.log"));
     log.delete_old_segments()
-        .expect_err("the second segment's removal fails");
+        .expect_err("the second segment's deletion fails");
     assert_eq!(sim.pending_faults(), 0, "the fault did not fire");
     assert_eq!(log.segment_base_offsets(), vec![Offset(20)]);
     assert_eq!(
@@ -104,7 +105,8 @@ fn a_failed_directory_sync_in_retention_fails_the_log() {
     let d = tempfile::tempdir().unwrap();
     let sim = SimStorage::new();
     let mut log = three_segments(&sim, d.path());
-    // The first segment's `.log` is removed, the directory sync that makes it durable fails.
+    // The first segment's `.log` is renamed `.deleted`, the directory sync that makes it durable
+    // fails.
     sim.inject(Fault::new(IoOp::SyncDir, FaultKind::Eio));
     log.delete_old_segments()
         .expect_err("the first removal's directory sync fails");

@@ -190,7 +190,8 @@ fn a_failed_segment_removal_in_a_truncation_clamps_the_offsets_and_takes_the_dir
 #[test]
 fn a_failed_full_truncation_clamps_the_offsets_and_takes_the_dir_offline() {
     let (_d, sim, _mgr, h) = three_epochs();
-    sim.inject(Fault::new(IoOp::Remove, FaultKind::Eio).on_path("00000000000000000010.log"));
+    // Deleting a segment renames its files `.deleted` first (`file.delete.delay.ms`).
+    sim.inject(Fault::new(IoOp::Rename, FaultKind::Eio).on_path("00000000000000000010.log"));
     failed_by_the_fault(&sim, h.write().truncate_fully_and_start_at(Offset(3)));
     assert_nothing_claimed_past(&h, Offset(3));
     assert!(h.read().epoch_cache().is_empty());
@@ -242,7 +243,8 @@ fn a_log_start_move_out_of_space_for_the_epoch_checkpoint_trims_the_cache_and_st
 #[test]
 fn a_log_start_move_whose_segment_removal_fails_takes_the_dir_offline() {
     let (_d, sim, _mgr, h) = three_epochs();
-    sim.inject(Fault::new(IoOp::Remove, FaultKind::Eio).on_path("00000000000000000000.log"));
+    // Deleting a segment renames its files `.deleted` first (`file.delete.delay.ms`).
+    sim.inject(Fault::new(IoOp::Rename, FaultKind::Eio).on_path("00000000000000000000.log"));
     failed_by_the_fault(&sim, h.write().maybe_increment_log_start_offset(Offset(25)));
     assert_eq!(h.read().log_start_offset(), Offset(25));
     assert_offline(&h);

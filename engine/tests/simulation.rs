@@ -613,8 +613,8 @@ impl Sim {
         if retention_ms < 0 {
             return;
         }
-        // As the engine: segments wholly below the log start go first, then sealed segments
-        // from the front while older than retention.ms.
+        // As the engine: segments wholly below the log start go first, then segments from the
+        // front while older than retention.ms.
         let lo = self.model.log_start;
         let mut k = 0;
         while k < largest.len() && bases[k + 1] <= lo {
@@ -627,7 +627,25 @@ impl Sim {
                 None => return,
             }
         }
-        let new_start = lo.max(bases[k]);
+        let mut new_start = lo.max(bases[k]);
+        if k == largest.len() {
+            // Every sealed segment goes: the active one too when it holds batches this old and
+            // the high watermark is at the log end (Kafka's `deleteSegments` rolls it first).
+            let last = bases[k];
+            let active_ts = self
+                .model
+                .batches
+                .iter()
+                .filter(|b| b.base >= last)
+                .map(|b| b.ts)
+                .max();
+            let leo = self.log().log_end_offset().get();
+            if active_ts.is_some_and(|ts| now - ts > retention_ms)
+                && self.log().high_watermark().get() >= leo
+            {
+                new_start = lo.max(leo);
+            }
+        }
         if self
             .model
             .txn_spans()

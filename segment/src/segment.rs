@@ -36,6 +36,62 @@ pub const INDEX_SUFFIX: &str = ".index";
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
 /// `.txnindex`
 pub const TXN_INDEX_SUFFIX: &str = ".txnindex";
+/// Added to a deleted segment's file names until they are removed (Kafka's
+/// `LogFileUtils.DELETED_FILE_SUFFIX`); an open log removes any it finds.
+pub const DELETED_SUFFIX: &str = ".deleted";
+
+/// A deleted segment's files, renamed with [`DELETED_SUFFIX`] and not yet removed (Kafka's
+/// `LogSegment.changeFileSuffixes("", ".deleted")`, then `deleteIfExists` once
+/// `file.delete.delay.ms` has passed). The rename is durable (its directory synced) before
+/// this exists, so a crash can never bring the segment back; a reader that had the `.log` open
+/// (a fetch being served) keeps reading it, here and after the removal.
+#[derive(Debug)]
+#[must_use = "the renamed files stay until removed"]
+pub struct DeletedSegmentFiles {
+    log: PathBuf,
+    indexes: [PathBuf; 3],
+}
+
+impl DeletedSegmentFiles {
+    /// The renamed `.log`.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// Removes the files (the `.log` through the storage backend, the indexes directly); a
+    /// file already gone is no error (a later deletion of a segment of the same base offset
+    /// renamed over it, and the first removal took it).
+    ///
+    /// # Errors
+    /// A removal failed; the files not yet removed stay.
+    pub fn remove(&self, storage: &dyn Storage) -> SegmentResult<()> {
+        match storage.remove(&self.log) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+        for p in &self.indexes {
+            match std::fs::remove_file(p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(mirrorlog_index::Error::Io {
+                        op: "remove deleted index",
+                        path: p.clone(),
+                        source: e,
+                    }
+                    .into());
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `path` with [`DELETED_SUFFIX`] added.
+fn deleted_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(DELETED_SUFFIX);
+    PathBuf::from(name)
+}
 
 /// What can go wrong in a segment operation. Every variant names the file.
 #[non_exhaustive]
@@ -547,6 +603,38 @@ impl SegmentReader {
         time_index.delete()?;
         txn_index.delete()?;
         Ok(())
+    }
+
+    /// Renames the segment's files with [`DELETED_SUFFIX`]: the `.log` first, then its
+    /// directory is synced (from then on a crash cannot bring the segment back: an open log
+    /// removes `.deleted` files), then the indexes, whose old names an open removes too once
+    /// their `.log` is gone.
+    fn rename_deleted(self, storage: &dyn Storage) -> SegmentResult<DeletedSegmentFiles> {
+        let SegmentReader {
+            dir,
+            log,
+            mut offset_index,
+            mut time_index,
+            mut txn_index,
+            ..
+        } = self;
+        let path = log.path().to_path_buf();
+        drop(log);
+        let renamed = deleted_path(&path);
+        storage.rename(&path, &renamed)?;
+        storage.sync_dir(&dir)?;
+        let indexes = [
+            deleted_path(offset_index.path()),
+            deleted_path(time_index.path()),
+            deleted_path(txn_index.path()),
+        ];
+        offset_index.rename_to(&indexes[0])?;
+        time_index.rename_to(&indexes[1])?;
+        txn_index.rename_to(&indexes[2])?;
+        Ok(DeletedSegmentFiles {
+            log: renamed,
+            indexes,
+        })
     }
 
     /// The largest batch max timestamp in the segment, from the time index (sealed segments
@@ -1263,6 +1351,13 @@ impl ActiveSegment {
         r.delete_files(&*storage)
     }
 
+    /// Deletes the segment by renaming its files with [`DELETED_SUFFIX`], durably; the caller
+    /// removes them later ([`DeletedSegmentFiles::remove`]).
+    pub fn rename_deleted(self) -> SegmentResult<DeletedSegmentFiles> {
+        let ActiveSegment { r, storage, .. } = self;
+        r.rename_deleted(&*storage)
+    }
+
     /// Stops appends: the final max-timestamp entry goes into the time index, both indexes are
     /// trimmed to their entries, and everything is made durable.
     ///
@@ -1339,6 +1434,13 @@ impl SealedSegment {
     pub fn delete(self) -> SegmentResult<()> {
         let SealedSegment { r, storage, .. } = self;
         r.delete_files(&*storage)
+    }
+
+    /// Deletes the segment by renaming its files with [`DELETED_SUFFIX`], durably; the caller
+    /// removes them later ([`DeletedSegmentFiles::remove`]).
+    pub fn rename_deleted(self) -> SegmentResult<DeletedSegmentFiles> {
+        let SealedSegment { r, storage, .. } = self;
+        r.rename_deleted(&*storage)
     }
 
     /// Turns it back into the active segment (when truncation makes it the last one): the log

@@ -5,7 +5,9 @@ use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_segment::io::StorageFile;
-use mirrorlog_segment::segment::{ActiveSegment, SegmentReader};
+use mirrorlog_segment::segment::{
+    ActiveSegment, DeletedSegmentFiles, SegmentReader, SegmentResult,
+};
 use std::sync::Arc;
 
 impl PartitionLog {
@@ -85,7 +87,12 @@ impl PartitionLog {
             if next_base > self.log_start_offset {
                 break;
             }
-            self.sealed.remove(&first).expect("present").delete()?;
+            let renamed = self
+                .sealed
+                .remove(&first)
+                .expect("present")
+                .rename_deleted();
+            self.defer_removal(renamed)?;
             deleted += 1;
         }
         if deleted > 0 {
@@ -164,7 +171,12 @@ impl PartitionLog {
             }
             // Unlisted first, and the log start moved past it whatever its deletion does: a
             // segment whose files may be half gone is never served again.
-            let removed = self.sealed.remove(&first).expect("present").delete();
+            let renamed = self
+                .sealed
+                .remove(&first)
+                .expect("present")
+                .rename_deleted();
+            let removed = self.defer_removal(renamed);
             deleted += 1;
             let moved = if next_base > self.log_start_offset {
                 self.set_log_start(next_base)
@@ -310,12 +322,13 @@ impl PartitionLog {
                 .map(|(b, _)| *b)
                 .collect();
             for b in later {
-                self.sealed.remove(&b).expect("present").delete()?;
+                let renamed = self.sealed.remove(&b).expect("present").rename_deleted();
+                self.defer_removal(renamed)?;
             }
             let seg = self.sealed.remove(&holder).expect("present");
             let reopened = seg.reopen_active(now)?;
             let old = std::mem::replace(&mut self.active, reopened);
-            old.delete()?;
+            self.defer_removal(old.rename_deleted())?;
         }
         self.active.truncate_to(target)?;
         Ok(())
@@ -446,7 +459,7 @@ impl PartitionLog {
         let now = self.clock.now_ms();
         let seg_config = super::segment_config(&self.config, &self.name);
         for (_, s) in std::mem::take(&mut self.sealed) {
-            s.delete()?;
+            self.defer_removal(s.rename_deleted())?;
         }
         if self.active.base_offset() == new_offset {
             // Same name: emptying it in place is the same as a new segment.
@@ -459,9 +472,51 @@ impl PartitionLog {
                 seg_config,
                 now,
             )?;
-            std::mem::replace(&mut self.active, fresh).delete()?;
+            let old = std::mem::replace(&mut self.active, fresh);
+            self.defer_removal(old.rename_deleted())?;
         }
         Ok(())
+    }
+
+    /// Kafka's `LocalLog.deleteSegmentFiles` with `asyncDelete`: a deleted segment's files,
+    /// just renamed `.deleted` (durably), are removed once `file.delete.delay.ms` has passed
+    /// ([`remove_deleted_files`](Self::remove_deleted_files)), at once when it is 0. Until
+    /// then they are visible in the directory as Kafka's are, and reading a `.log` some fetch
+    /// still has open never depended on them: an open file outlives its name.
+    fn defer_removal(&mut self, renamed: SegmentResult<DeletedSegmentFiles>) -> EngineResult<()> {
+        let files = renamed?;
+        if self.config.file_delete_delay_ms == 0 {
+            return Ok(files.remove(&*self.storage)?);
+        }
+        let due = self
+            .clock
+            .now_ms()
+            .saturating_add(self.config.file_delete_delay_ms);
+        self.deleted_files.push((due, files));
+        Ok(())
+    }
+
+    /// Removes the files of deleted segments whose `file.delete.delay.ms` has passed (Kafka's
+    /// scheduled `delete-file` task); the log manager's upkeep calls it. Returns how many
+    /// segments' files went.
+    ///
+    /// # Errors
+    /// A removal failed (Kafka takes the directory offline then); that segment's files and the
+    /// ones not yet tried stay listed.
+    pub fn remove_deleted_files(&mut self) -> EngineResult<usize> {
+        let now = self.clock.now_ms();
+        let mut removed = 0;
+        let mut i = 0;
+        while i < self.deleted_files.len() {
+            if self.deleted_files[i].0 > now {
+                i += 1;
+                continue;
+            }
+            self.deleted_files[i].1.remove(&*self.storage)?;
+            drop(self.deleted_files.remove(i));
+            removed += 1;
+        }
+        Ok(removed)
     }
 
     /// Makes everything appended durable (`fdatasync` of the active segment's `.log`; sealed

@@ -43,8 +43,8 @@ use mirrorlog_index::{AbortedTxn, LeaderEpoch, Offset, offset_from_file_name};
 use mirrorlog_segment::RecordBatch;
 use mirrorlog_segment::io::{Storage, create_dir_all_durably};
 use mirrorlog_segment::segment::{
-    ActiveSegment, INDEX_SUFFIX, LOG_SUFFIX, SealedSegment, SegmentConfig, SegmentReader,
-    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_path,
+    ActiveSegment, DeletedSegmentFiles, INDEX_SUFFIX, LOG_SUFFIX, SealedSegment, SegmentConfig,
+    SegmentReader, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_path,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,6 +155,10 @@ pub struct PartitionLog {
     failed: Option<String>,
     /// Told when the log fails; see [`LogFailureListener`].
     failure_listener: Option<Arc<dyn LogFailureListener>>,
+    /// Deleted segments' files, renamed `.deleted`, with when `file.delete.delay.ms` lets them
+    /// be removed ([`PartitionLog::remove_deleted_files`]). In memory: an open removes the
+    /// `.deleted` files it finds.
+    deleted_files: Vec<(i64, DeletedSegmentFiles)>,
 }
 
 /// The segment settings for this log: the topic's, plus this log's share of `segment.jitter.ms`
@@ -321,6 +325,7 @@ impl PartitionLog {
                 log_start_listener: None,
                 failed: None,
                 failure_listener: None,
+                deleted_files: Vec::new(),
             };
             report.segments = 1;
             return Ok((log, report));
@@ -521,6 +526,7 @@ impl PartitionLog {
             log_start_listener: None,
             failed: None,
             failure_listener: None,
+            deleted_files: Vec::new(),
         };
         if let Some(start) = restart_at {
             tracing::warn!(

@@ -139,3 +139,46 @@ fn truncation_and_log_start_moves_rename_too_and_an_open_removes_what_is_left() 
     assert_eq!(deleted(d.path()), Vec::<String>::new());
     assert_eq!(log.segment_base_offsets(), vec![bases[1]]);
 }
+
+#[test]
+fn a_segment_renamed_deleted_stays_deleted_after_a_crash() {
+    use mirrorlog_engine::log::OpenOffsets;
+    use mirrorlog_segment::io::{SimStorage, TornTail};
+    let d = tempfile::tempdir().unwrap();
+    let sim = SimStorage::new();
+    let clk = clock();
+    let mut log = open_with(
+        Arc::new(sim.clone()),
+        d.path(),
+        small_config(),
+        clk.clone(),
+        Shutdown::Clean,
+        OpenOffsets::default(),
+    );
+    fill(&mut log, 3);
+    log.flush().unwrap();
+    let bases = log.segment_base_offsets();
+    log.maybe_increment_log_start_offset(bases[1]).unwrap();
+    let first_log = d.path().join(format!("{:020}.log", bases[0].get()));
+    let renamed = d.path().join(format!("{:020}.log.deleted", bases[0].get()));
+    // Durable before the move returned: a crash keeps the rename, not the segment.
+    let crashed = sim.crash(TornTail::None);
+    assert!(crashed.file_bytes(&first_log).is_none());
+    assert!(crashed.file_bytes(&renamed).is_some());
+    drop(log);
+    let offsets = OpenOffsets {
+        log_start_offset: bases[1],
+        ..OpenOffsets::default()
+    };
+    let log = open_with(
+        Arc::new(crashed.clone()),
+        d.path(),
+        small_config(),
+        clk,
+        Shutdown::Unclean,
+        offsets,
+    );
+    assert_eq!(log.segment_base_offsets()[0], bases[1]);
+    assert!(crashed.file_bytes(&renamed).is_none(), "an open removes it");
+    assert_eq!(deleted(d.path()), Vec::<String>::new());
+}

@@ -53,11 +53,6 @@ pub struct DeletedSegmentFiles {
 }
 
 impl DeletedSegmentFiles {
-    /// The renamed `.log`.
-    pub fn log_path(&self) -> &Path {
-        &self.log
-    }
-
     /// Removes the files (the `.log` through the storage backend, the indexes directly); a
     /// file already gone is no error (a later deletion of a segment of the same base offset
     /// renamed over it, and the first removal took it).

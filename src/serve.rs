@@ -80,7 +80,6 @@ pub const KAFKA_KEYS_WITHOUT_EFFECT: &[&str] = &[
     "transaction.state.log.min.isr",
     "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
-    "log.retention.check.interval.ms",
     // How long a commit waits for the offsets topic's replicas; one node has none to wait for.
     "offsets.commit.timeout.ms",
 ];
@@ -144,6 +143,8 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut fetch_max = mirrorlog_broker::broker::DEFAULT_FETCH_MAX_BYTES;
     let mut fetch_session_slots = mirrorlog_broker::handlers::fetch::DEFAULT_SESSION_SLOTS;
     let mut recovery_threads = 2usize;
+    let mut retention_check_interval_ms =
+        mirrorlog_engine::manager::LogManagerConfig::DEFAULT_RETENTION_CHECK_INTERVAL_MS;
     let mut io_mode = mirrorlog_engine::manager::IoMode::default();
     let mut preallocate = None;
     let mut direct_durability = None;
@@ -190,6 +191,13 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                     // As Kafka's `Selector`: a negative value turns idle expiry off.
                     ..0 => ServerConfig::IDLE_TIMEOUT_NEVER,
                     0 => bail!("{k}={v}: must be at least 1, or negative for never"),
+                }
+            }
+            // Kafka's LONG, at least 1.
+            "log.retention.check.interval.ms" => {
+                retention_check_interval_ms = match parse(k, v)? {
+                    n @ 1.. => n,
+                    _ => bail!("{k}={v}: must be at least 1"),
                 }
             }
             "num.recovery.threads.per.data.dir" => {
@@ -275,6 +283,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut cfg = BrokerConfig::new(&data_dirs[0], host, port);
     cfg.logs.data_dirs = data_dirs;
     cfg.logs.recovery_threads = recovery_threads;
+    cfg.logs.retention_check_interval_ms = retention_check_interval_ms;
     cfg.logs.io_mode = io_mode;
     if let Some(p) = preallocate {
         cfg.logs.preallocate = p;

@@ -263,3 +263,22 @@ fn max_incremental_fetch_session_cache_slots_is_kafkas() {
         );
     }
 }
+
+/// `log.retention.check.interval.ms` (Kafka's LONG, default 300000, at least 1) was ignored:
+/// retention ran at every 5 s upkeep. It now sets how often the log manager applies it.
+#[test]
+fn log_retention_check_interval_ms_sets_the_retention_schedule() {
+    let (args, _d) = args_with("", true);
+    assert_eq!(
+        settings(&args).unwrap().0.logs.retention_check_interval_ms,
+        300_000
+    );
+    let (args, _d) = args_with("log.retention.check.interval.ms=1000\n", true);
+    assert_eq!(
+        settings(&args).unwrap().0.logs.retention_check_interval_ms,
+        1000
+    );
+    let (args, _d) = args_with("log.retention.check.interval.ms=0\n", true);
+    let e = settings(&args).unwrap_err().to_string();
+    assert!(e.contains("log.retention.check.interval.ms=0"), "{e}");
+}

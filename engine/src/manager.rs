@@ -141,6 +141,13 @@ pub struct LogManagerConfig {
     pub preallocate: bool,
     /// Window sizes of `preallocate`. Defaults and ranges: [`ZeroAheadConfig`].
     pub zero_ahead: ZeroAheadConfig,
+    /// `log.retention.check.interval.ms`: how often [`LogManager::maintain`] applies retention
+    /// (Kafka's `kafka-log-retention` task, `cleanupLogs`); the other upkeep runs at every call.
+    /// Default 300000 (5 minutes); range 1 ..= i64::MAX.
+    pub retention_check_interval_ms: i64,
+    /// `log.initial.task.delay.ms` (a Kafka internal setting): the first retention check comes
+    /// this long after the open. Default 30000; range 0 ..= i64::MAX.
+    pub initial_task_delay_ms: i64,
 }
 
 /// `log.io.mode`: how segment `.log` files are written.
@@ -198,8 +205,15 @@ impl LogManagerConfig {
             direct: DirectConfig::default(),
             preallocate: Self::DEFAULT_PREALLOCATE,
             zero_ahead: ZeroAheadConfig::default(),
+            retention_check_interval_ms: Self::DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+            initial_task_delay_ms: Self::DEFAULT_INITIAL_TASK_DELAY_MS,
         }
     }
+
+    /// Default of [`LogManagerConfig::retention_check_interval_ms`] (Kafka's).
+    pub const DEFAULT_RETENTION_CHECK_INTERVAL_MS: i64 = 300_000;
+    /// Default of [`LogManagerConfig::initial_task_delay_ms`] (Kafka's).
+    pub const DEFAULT_INITIAL_TASK_DELAY_MS: i64 = 30_000;
 
     /// Default of [`LogManagerConfig::preallocate`].
     pub const DEFAULT_PREALLOCATE: bool = true;
@@ -216,6 +230,20 @@ impl LogManagerConfig {
             return Err(format!(
                 "recovery threads {} is outside 1..=64",
                 self.recovery_threads
+            ));
+        }
+        if self.retention_check_interval_ms < 1 {
+            return Err(format!(
+                "log.retention.check.interval.ms {} is outside 1..={}",
+                self.retention_check_interval_ms,
+                i64::MAX
+            ));
+        }
+        if self.initial_task_delay_ms < 0 {
+            return Err(format!(
+                "log.initial.task.delay.ms {} is outside 0..={}",
+                self.initial_task_delay_ms,
+                i64::MAX
             ));
         }
         self.default_log_config
@@ -718,6 +746,8 @@ pub struct LogManager {
     group_commit: Arc<GroupCommit>,
     /// Serialises creation, deletion and config changes (not appends).
     admin: Mutex<()>,
+    /// When [`maintain`](LogManager::maintain) next applies retention (clock ms).
+    next_retention_check_ms: AtomicI64,
 }
 
 /// Parses a partition directory name `<topic>-<partition>`.
@@ -948,6 +978,8 @@ impl LogManager {
             logs.insert(tp, Arc::new(handle));
         }
         offline_partitions.retain(|tp, _| !logs.contains_key(tp));
+        let next_retention_check_ms =
+            AtomicI64::new(clock.now_ms().saturating_add(config.initial_task_delay_ms));
         let mgr = LogManager {
             config,
             storage,
@@ -957,6 +989,7 @@ impl LogManager {
             offline_partitions,
             group_commit,
             admin: Mutex::new(()),
+            next_retention_check_ms,
         };
         mgr.checkpoint()?;
         Ok((mgr, report))
@@ -1326,13 +1359,28 @@ impl LogManager {
         first_err.map_or(Ok(()), Err)
     }
 
-    /// Periodic upkeep: flush by `flush.ms`, retention, producer expiry, the removal of deleted
-    /// segments' `.deleted` files once `file.delete.delay.ms` has passed, checkpoints. Returns
-    /// the number of segments deleted.
+    /// Periodic upkeep: flush by `flush.ms`, producer expiry, retention when
+    /// [`retention_check_interval_ms`](LogManagerConfig::retention_check_interval_ms) has passed
+    /// since the last check (the first [`initial_task_delay_ms`](LogManagerConfig::initial_task_delay_ms)
+    /// after the open, as Kafka schedules `cleanupLogs`), the removal of deleted segments'
+    /// `.deleted` files once `file.delete.delay.ms` has passed, checkpoints. Returns the number
+    /// of segments deleted.
     ///
     /// # Errors
     /// The first storage failure (the other partitions are still processed).
     pub fn maintain(&self) -> EngineResult<usize> {
+        let now = self.clock.now_ms();
+        let due = self.next_retention_check_ms.load(Ordering::Relaxed);
+        let retention = now >= due
+            && self
+                .next_retention_check_ms
+                .compare_exchange(
+                    due,
+                    now.saturating_add(self.config.retention_check_interval_ms),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
         let mut deleted = 0;
         let mut first_err = None;
         for h in self.partitions() {
@@ -1347,7 +1395,11 @@ impl LogManager {
             let r = h.noting_failure((|| -> EngineResult<usize> {
                 log.maybe_flush_by_time()?;
                 log.remove_expired_producers();
-                let deleted = log.delete_old_segments()?;
+                let deleted = if retention {
+                    log.delete_old_segments()?
+                } else {
+                    0
+                };
                 // Files of segments deleted earlier, once `file.delete.delay.ms` has passed.
                 log.remove_deleted_files()?;
                 Ok(deleted)

@@ -23,6 +23,8 @@ fn deleting_a_partition_during_maintenance_keeps_the_dir_online() {
     let d = tempfile::tempdir().unwrap();
     let mut cfg = LogManagerConfig::new(d.path());
     cfg.default_log_config = small_config();
+    // Retention at this first upkeep.
+    cfg.initial_task_delay_ms = 0;
     let storage: Arc<dyn Storage> = Arc::new(PwriteStorage::new());
     let (mgr, _) = LogManager::open(cfg, storage, clock()).unwrap();
     let tp = |t: &str| TopicPartition {

@@ -130,8 +130,9 @@ const SOFTWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// DescribeConfigs resource type of a topic.
 const RESOURCE_TOPIC: i8 = 2;
-/// DescribeConfigs `config_source` of a value nobody set (Kafka's `DEFAULT_CONFIG`).
-const CONFIG_SOURCE_DEFAULT: i8 = 5;
+/// DescribeConfigs `config_source` of a value set on the topic itself (Kafka's
+/// `DYNAMIC_TOPIC_CONFIG`).
+const CONFIG_SOURCE_DYNAMIC_TOPIC: i8 = 1;
 /// FindCoordinator key type of a consumer group.
 const COORDINATOR_GROUP: i8 = 0;
 /// The replica id of a consumer (Fetch, ListOffsets, OffsetForLeaderEpoch).
@@ -1775,11 +1776,15 @@ impl SourceCluster for KafkaSource {
                 if res.error_code != 0 {
                     return Err(kafka_error(res.error_code, res.error_message.as_ref()));
                 }
-                // Sensitive values come back null: there is nothing to copy.
+                // Only the topic's own settings (KIP-1279 §12): a value the source inherits from
+                // its brokers' settings (`log.retention.hours` in server.properties, a dynamic
+                // broker default) is not the topic's, and copied it would pin the source's
+                // broker defaults on the destination topic. Sensitive values come back null:
+                // there is nothing to copy.
                 Ok(res
                     .configs
                     .into_iter()
-                    .filter(|e| e.config_source != CONFIG_SOURCE_DEFAULT)
+                    .filter(|e| e.config_source == CONFIG_SOURCE_DYNAMIC_TOPIC)
                     .filter_map(|e| Some((e.name.to_string(), e.value?.to_string())))
                     .collect())
             })

@@ -158,6 +158,16 @@ impl Cluster {
     }
 
     fn start_capped(dir: &Path, port: u16, caps: Caps) -> Cluster {
+        Self::start_configured(dir, port, caps, |_| {})
+    }
+
+    /// [`start_capped`](Self::start_capped) with the broker's settings changed by `configure`.
+    fn start_configured(
+        dir: &Path,
+        port: u16,
+        caps: Caps,
+        configure: impl FnOnce(&mut BrokerConfig),
+    ) -> Cluster {
         let front = Arc::new(Front {
             broker: OnceLock::new(),
             caps,
@@ -174,9 +184,11 @@ impl Cluster {
         )
         .unwrap();
         let port = server.local_addr().port();
+        let mut config = BrokerConfig::new(dir, "127.0.0.1", i32::from(port));
+        configure(&mut config);
         let broker = Arc::new(
             Broker::open(
-                BrokerConfig::new(dir, "127.0.0.1", i32::from(port)),
+                config,
                 Arc::new(PwriteStorage::new()),
                 ManualClock::new(NOW),
             )
@@ -728,6 +740,38 @@ fn topic_configs_are_the_values_set_on_the_topic() {
         }
         other => panic!("{other:?}"),
     }
+    drop(source);
+    c.stop();
+}
+
+/// KIP-1279 §12: only the source's DYNAMIC_TOPIC_CONFIG entries are copied. A value the topic
+/// inherits from its broker's settings (here `log.retention.ms`, as a server.properties line
+/// would set it) is reported STATIC_BROKER_CONFIG; copied, it pinned the source's broker
+/// default as a topic override on every mirror topic of the destination.
+#[test]
+fn topic_configs_leave_out_values_inherited_from_the_brokers_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Cluster::start_configured(dir.path(), 0, Caps::new(), |config| {
+        config.logs.default_log_config = LogConfig::default()
+            .with_overrides([("log.retention.ms", "3600000")])
+            .unwrap();
+    });
+    c.create("plain", 1, c.broker.logs.default_log_config().clone());
+    c.create(
+        "own",
+        1,
+        c.broker
+            .logs
+            .default_log_config()
+            .with_topic_overrides([("segment.ms", "600000")])
+            .unwrap(),
+    );
+    let source = c.source();
+    assert_eq!(source.topic_configs("plain").unwrap(), vec![]);
+    assert_eq!(
+        source.topic_configs("own").unwrap(),
+        vec![("segment.ms".to_string(), "600000".to_string())]
+    );
     drop(source);
     c.stop();
 }

@@ -217,7 +217,8 @@ pub trait SourceCluster: Send + Sync + Debug {
         let _ = node;
         Ok(true)
     }
-    /// Topic configs (DescribeConfigs), as Kafka key/value pairs of non-default values.
+    /// The topic's own configs (DescribeConfigs entries whose source is `DYNAMIC_TOPIC_CONFIG`,
+    /// not values inherited from the source's broker settings), as Kafka key/value pairs.
     fn topic_configs(&self, topic: &str) -> Result<Vec<(String, String)>, SourceError>;
     /// Groups on the source (ListGroups).
     fn list_groups(&self) -> Result<Vec<GroupListing>, SourceError>;

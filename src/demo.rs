@@ -78,6 +78,8 @@ impl GroupOffsetsSink for WireSink {
         tp: &TopicPartition,
         offset: Offset,
         epoch: LeaderEpoch,
+        // The demo's consumer commits none.
+        _metadata: &str,
     ) -> Result<(), String> {
         self.0
             .lock()

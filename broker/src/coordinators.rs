@@ -142,7 +142,39 @@ impl mirrorlog_mirror::group_sync::GroupOffsetsSink for MirrorGroupSink {
         tp: &mirrorlog_index::TopicPartition,
         offset: mirrorlog_index::Offset,
         leader_epoch: mirrorlog_index::LeaderEpoch,
+        metadata: &str,
     ) -> Result<(), String> {
+        let too_large = kafka_protocol::ResponseError::OffsetMetadataTooLarge.code();
+        let code = match self.commit_once(group, tp, offset, leader_epoch, metadata)? {
+            // The source's `offset.metadata.max.bytes` may be larger than ours: the offset is
+            // what a consumer failing over needs, so it goes without the metadata.
+            Some(c) if c == too_large && !metadata.is_empty() => {
+                tracing::debug!(group, partition = %tp, "a synced offset's metadata is too large here; committed without it");
+                self.commit_once(group, tp, offset, leader_epoch, "")?
+            }
+            code => code,
+        };
+        match code {
+            None => Ok(()),
+            Some(c) => Err(format!(
+                "commit of group {group} at {tp} offset {}: {}",
+                offset.get(),
+                crate::errors::error_name(c)
+            )),
+        }
+    }
+}
+
+impl MirrorGroupSink {
+    /// One OffsetCommit: the first error code of its answer, `None` when it was stored.
+    fn commit_once(
+        &self,
+        group: &str,
+        tp: &mirrorlog_index::TopicPartition,
+        offset: mirrorlog_index::Offset,
+        leader_epoch: mirrorlog_index::LeaderEpoch,
+        metadata: &str,
+    ) -> Result<Option<i16>, String> {
         use kafka_protocol::messages::offset_commit_request::{
             OffsetCommitRequestPartition, OffsetCommitRequestTopic,
         };
@@ -152,6 +184,7 @@ impl mirrorlog_mirror::group_sync::GroupOffsetsSink for MirrorGroupSink {
         p.partition_index = tp.partition;
         p.committed_offset = offset.get();
         p.committed_leader_epoch = leader_epoch.get();
+        p.committed_metadata = Some(StrBytes::from_string(metadata.to_string()));
         let mut t = OffsetCommitRequestTopic::default();
         t.name = TopicName(StrBytes::from_string(tp.topic.clone()));
         t.partitions = vec![p];
@@ -161,22 +194,12 @@ impl mirrorlog_mirror::group_sync::GroupOffsetsSink for MirrorGroupSink {
         r.member_id = StrBytes::from_static_str("");
         r.topics = vec![t];
         match self.0.handle(8, RequestKind::OffsetCommit(r)) {
-            ResponseKind::OffsetCommit(resp) => {
-                let code = resp
-                    .topics
-                    .iter()
-                    .flat_map(|t| t.partitions.iter())
-                    .map(|p| p.error_code)
-                    .find(|c| *c != 0);
-                match code {
-                    None => Ok(()),
-                    Some(c) => Err(format!(
-                        "commit of group {group} at {tp} offset {}: {}",
-                        offset.get(),
-                        crate::errors::error_name(c)
-                    )),
-                }
-            }
+            ResponseKind::OffsetCommit(resp) => Ok(resp
+                .topics
+                .iter()
+                .flat_map(|t| t.partitions.iter())
+                .map(|p| p.error_code)
+                .find(|c| *c != 0)),
             other => Err(format!("unexpected answer to OffsetCommit: {other:?}")),
         }
     }

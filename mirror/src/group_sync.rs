@@ -2,7 +2,10 @@
 //! is not active on the destination, commit `max(destLogStart, min(sourceCommitted, destHW))`
 //! with the destination's leader epoch at that offset. A consumer that fails over therefore
 //! never gets OFFSET_OUT_OF_RANGE (the offset is inside the destination log) and never skips a
-//! record (it is never past what the destination holds).
+//! record (it is never past what the destination holds). An offset committed as the source has
+//! it keeps the source commit's metadata string, as the KIP-1279 prototype's sync and
+//! MirrorMaker 2's checkpoints do (an application's note, e.g. Kafka Streams' partition time);
+//! a clamped one is the mirror's own and carries none.
 
 use crate::source::{SourceCluster, SourceError};
 use mirrorlog_engine::manager::LogManager;
@@ -27,7 +30,7 @@ pub trait GroupOffsetsSink: Send + Sync {
     /// Whether a (consumer) group of this name exists on the destination, with or without
     /// members: a source share group of the same name collides with it.
     fn has_consumer_group(&self, group: &str) -> bool;
-    /// Commits one offset with its leader epoch.
+    /// Commits one offset with its leader epoch and metadata string.
     ///
     /// # Errors
     /// The commit failed.
@@ -37,6 +40,7 @@ pub trait GroupOffsetsSink: Send + Sync {
         tp: &TopicPartition,
         offset: Offset,
         leader_epoch: LeaderEpoch,
+        metadata: &str,
     ) -> Result<(), String>;
 }
 
@@ -135,12 +139,17 @@ pub fn sync_group_offsets_where(
                         .unwrap_or(LeaderEpoch::NONE),
                 )
             };
-            if offset != c.offset {
+            let clamped = offset != c.offset;
+            if clamped {
                 report.clamped += 1;
             }
+            let metadata = match &c.metadata {
+                Some(m) if !clamped => m.as_str(),
+                _ => "",
+            };
             // A refused commit (the group got members since the check: UNKNOWN_MEMBER_ID)
             // skips this group, not the sync (spec §11: the syncer skips per group).
-            if let Err(m) = sink.commit(g, &tp, offset, epoch) {
+            if let Err(m) = sink.commit(g, &tp, offset, epoch, metadata) {
                 tracing::info!(group = %g, partition = %tp, "offset sync skips a group whose commit the destination refused: {m}");
                 report.skipped_active.push(g.clone());
                 continue 'groups;
@@ -170,6 +179,7 @@ mod tests {
             _: &TopicPartition,
             _: Offset,
             _: LeaderEpoch,
+            _: &str,
         ) -> Result<(), String> {
             unreachable!("splitting commits nothing")
         }

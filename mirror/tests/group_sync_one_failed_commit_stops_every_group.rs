@@ -53,6 +53,7 @@ impl GroupOffsetsSink for Sink {
         _: &TopicPartition,
         _: Offset,
         _: LeaderEpoch,
+        _: &str,
     ) -> Result<(), String> {
         if group == "busy" {
             return Err("UNKNOWN_MEMBER_ID".into());

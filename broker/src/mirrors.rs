@@ -340,6 +340,21 @@ impl DestinationTopics for BrokerTopics {
                 .collect()
         };
         let (set, reset) = (supported(configs), supported(&resets));
+        // A value the destination refuses (`cleanup.policy=compact,delete`: no compaction here)
+        // must not keep the source's other keys off the topic: refused as a whole set, a
+        // source's `retention.ms` of 30 days stayed the destination's 7-day default, deleting
+        // records the source still holds for the consumers that would fail over to them.
+        let mut refused = vec![];
+        let set: Vec<(String, String)> = (set.into_iter())
+            .filter(|(k, v)| {
+                let checked =
+                    (b.logs.default_log_config()).with_topic_overrides([(k.as_str(), v.as_str())]);
+                if let Err(e) = &checked {
+                    refused.push(format!("{k}={v} ({e})"));
+                }
+                checked.is_ok()
+            })
+            .collect();
         update_partition_configs(&b, name, |current| {
             // The source's topic overrides are this topic's own; reset keys are defaults again.
             let mut next = current
@@ -351,7 +366,14 @@ impl DestinationTopics for BrokerTopics {
             // The mirror decides writability, never the source's configs.
             next.read_only = current.read_only;
             Ok(next)
-        })
+        })?;
+        if refused.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "the source's other configs are applied; refused here: {}",
+            refused.join(", ")
+        ))
     }
 
     fn topic_overrides(&self, name: &str) -> Vec<(String, String)> {

@@ -360,7 +360,7 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
     /// destination's defaults.
     ///
     /// # Errors
-    /// A value the destination refuses.
+    /// A value the destination refuses (the keys it accepts are applied all the same).
     fn apply_topic_configs(
         &self,
         name: &str,

@@ -136,6 +136,37 @@ impl mirrorlog_mirror::group_sync::GroupOffsetsSink for MirrorGroupSink {
         self.0.group_snapshot(group).is_some()
     }
 
+    fn committed(
+        &self,
+        group: &str,
+        tp: &mirrorlog_index::TopicPartition,
+    ) -> Option<(
+        mirrorlog_index::Offset,
+        mirrorlog_index::LeaderEpoch,
+        String,
+    )> {
+        use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+        use kafka_protocol::messages::{GroupId, OffsetFetchRequest, TopicName};
+        use kafka_protocol::protocol::StrBytes;
+        let mut t = OffsetFetchRequestTopic::default();
+        t.name = TopicName(StrBytes::from_string(tp.topic.clone()));
+        t.partition_indexes = vec![tp.partition];
+        let mut r = OffsetFetchRequest::default();
+        r.group_id = GroupId(StrBytes::from_string(group.to_string()));
+        r.topics = Some(vec![t]);
+        let ResponseKind::OffsetFetch(resp) = self.0.handle(7, RequestKind::OffsetFetch(r)) else {
+            return None;
+        };
+        let p = resp.topics.first()?.partitions.first()?;
+        (resp.error_code == 0 && p.error_code == 0 && p.committed_offset >= 0).then(|| {
+            (
+                mirrorlog_index::Offset(p.committed_offset),
+                mirrorlog_index::LeaderEpoch(p.committed_leader_epoch),
+                p.metadata.as_deref().unwrap_or("").to_string(),
+            )
+        })
+    }
+
     fn commit(
         &self,
         group: &str,

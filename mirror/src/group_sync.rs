@@ -30,6 +30,13 @@ pub trait GroupOffsetsSink: Send + Sync {
     /// Whether a (consumer) group of this name exists on the destination, with or without
     /// members: a source share group of the same name collides with it.
     fn has_consumer_group(&self, group: &str) -> bool;
+    /// The group's committed offset of `tp` here: (offset, leader epoch, metadata). A sync
+    /// does not commit again what is already committed. The default answers `None` (unknown:
+    /// every sync commits).
+    fn committed(&self, group: &str, tp: &TopicPartition) -> Option<(Offset, LeaderEpoch, String)> {
+        let _ = (group, tp);
+        None
+    }
     /// Commits one offset with its leader epoch and metadata string.
     ///
     /// # Errors
@@ -51,6 +58,9 @@ pub struct GroupSyncReport {
     pub committed: usize,
     /// Offsets lowered by the clamp (the source was ahead of the destination's high watermark).
     pub clamped: usize,
+    /// Offsets not committed because the destination holds them already (offset, epoch and
+    /// metadata).
+    pub unchanged: usize,
     /// Groups skipped because they are active on the destination.
     pub skipped_active: Vec<String>,
     /// Source share groups whose name a destination consumer group holds (KAFKA-20799's
@@ -147,6 +157,15 @@ pub fn sync_group_offsets_where(
                 Some(m) if !clamped => m.as_str(),
                 _ => "",
             };
+            // Committed again, an unchanged offset would add a record to `__consumer_offsets`
+            // per group and partition on every refresh.
+            if sink
+                .committed(g, &tp)
+                .is_some_and(|(o, e, m)| o == offset && e == epoch && m == metadata)
+            {
+                report.unchanged += 1;
+                continue;
+            }
             // A refused commit (the group got members since the check: UNKNOWN_MEMBER_ID)
             // skips this group, not the sync (spec §11: the syncer skips per group).
             if let Err(m) = sink.commit(g, &tp, offset, epoch, metadata) {

@@ -7,6 +7,7 @@ pub mod groups;
 pub mod internal_topics;
 pub mod long_poll;
 pub mod mirror;
+pub mod mirror_groups;
 pub mod offline_partition;
 pub mod produce;
 pub mod two_dir_broker;

@@ -69,6 +69,10 @@ pub struct GroupSyncReport {
     /// Source share groups skipped because this destination has no share groups (KIP-932 is
     /// not implemented here), without a collision.
     pub skipped_share: Vec<String>,
+    /// Groups whose committed offsets the source refused to give (a Kafka error, e.g.
+    /// COORDINATOR_NOT_AVAILABLE while its `__consumer_offsets` partition is offline there),
+    /// each with the error; the other groups are synced.
+    pub failed: Vec<String>,
 }
 
 /// Splits source groups into the consumer groups to sync and, for share groups, the report's
@@ -101,7 +105,8 @@ pub fn split_group_types(
 /// Syncs `groups`' committed offsets for topics the destination holds.
 ///
 /// # Errors
-/// The source is unreachable, or a commit failed.
+/// The source is unreachable (a group's refused OffsetFetch is reported in
+/// [`GroupSyncReport::failed`] instead).
 pub fn sync_group_offsets(
     source: &dyn SourceCluster,
     dest: &LogManager,
@@ -130,7 +135,19 @@ pub fn sync_group_offsets_where(
             report.skipped_active.push(g.clone());
             continue;
         }
-        for c in source.committed_offsets(g)? {
+        // One group the source cannot answer for must not hold every other group's offsets
+        // (MirrorMaker 2's checkpoints go on per group too); an unreachable source stops the
+        // sync, as every group would fail the same way.
+        let committed = match source.committed_offsets(g) {
+            Ok(c) => c,
+            Err(e @ SourceError::Kafka { .. }) => {
+                tracing::warn!(group = %g, "offset sync skips a group whose committed offsets the source refused: {e}");
+                report.failed.push(format!("{g}: {e}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        for c in committed {
             let tp = TopicPartition {
                 topic: c.topic.clone(),
                 partition: c.partition,

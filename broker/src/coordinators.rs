@@ -175,37 +175,6 @@ impl mirrorlog_mirror::group_sync::GroupOffsetsSink for MirrorGroupSink {
         leader_epoch: mirrorlog_index::LeaderEpoch,
         metadata: &str,
     ) -> Result<(), String> {
-        let too_large = kafka_protocol::ResponseError::OffsetMetadataTooLarge.code();
-        let code = match self.commit_once(group, tp, offset, leader_epoch, metadata)? {
-            // The source's `offset.metadata.max.bytes` may be larger than ours: the offset is
-            // what a consumer failing over needs, so it goes without the metadata.
-            Some(c) if c == too_large && !metadata.is_empty() => {
-                tracing::debug!(group, partition = %tp, "a synced offset's metadata is too large here; committed without it");
-                self.commit_once(group, tp, offset, leader_epoch, "")?
-            }
-            code => code,
-        };
-        match code {
-            None => Ok(()),
-            Some(c) => Err(format!(
-                "commit of group {group} at {tp} offset {}: {}",
-                offset.get(),
-                crate::errors::error_name(c)
-            )),
-        }
-    }
-}
-
-impl MirrorGroupSink {
-    /// One OffsetCommit: the first error code of its answer, `None` when it was stored.
-    fn commit_once(
-        &self,
-        group: &str,
-        tp: &mirrorlog_index::TopicPartition,
-        offset: mirrorlog_index::Offset,
-        leader_epoch: mirrorlog_index::LeaderEpoch,
-        metadata: &str,
-    ) -> Result<Option<i16>, String> {
         use kafka_protocol::messages::offset_commit_request::{
             OffsetCommitRequestPartition, OffsetCommitRequestTopic,
         };
@@ -224,6 +193,34 @@ impl MirrorGroupSink {
         r.generation_id_or_member_epoch = -1;
         r.member_id = StrBytes::from_static_str("");
         r.topics = vec![t];
+        let too_large = kafka_protocol::ResponseError::OffsetMetadataTooLarge.code();
+        let code = match self.send_commit(r.clone())? {
+            // The source's `offset.metadata.max.bytes` may be larger than ours: the offset is
+            // what a consumer failing over needs, so it goes without the metadata.
+            Some(c) if c == too_large && !metadata.is_empty() => {
+                tracing::debug!(group, partition = %tp, "a synced offset's metadata is too large here; committed without it");
+                r.topics[0].partitions[0].committed_metadata = Some(StrBytes::default());
+                self.send_commit(r)?
+            }
+            code => code,
+        };
+        match code {
+            None => Ok(()),
+            Some(c) => Err(format!(
+                "commit of group {group} at {tp} offset {}: {}",
+                offset.get(),
+                crate::errors::error_name(c)
+            )),
+        }
+    }
+}
+
+impl MirrorGroupSink {
+    /// One OffsetCommit: the first error code of its answer, `None` when it was stored.
+    fn send_commit(
+        &self,
+        r: kafka_protocol::messages::OffsetCommitRequest,
+    ) -> Result<Option<i16>, String> {
         match self.0.handle(8, RequestKind::OffsetCommit(r)) {
             ResponseKind::OffsetCommit(resp) => Ok(resp
                 .topics

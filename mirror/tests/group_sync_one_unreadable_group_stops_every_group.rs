@@ -9,12 +9,11 @@
 #[macro_use]
 mod common;
 
-use common::{manager, orders, produce_to};
+use common::{RecordingSink, manager, orders, produce_to};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
-use mirrorlog_mirror::group_sync::{GroupOffsetsSink, sync_group_offsets};
+use mirrorlog_index::TopicId;
+use mirrorlog_mirror::group_sync::sync_group_offsets;
 use mirrorlog_mirror::source::*;
-use parking_lot::Mutex;
 
 /// A source whose group `stuck` has its coordinator unavailable (or, with `down`, a source
 /// that cannot be reached for it), and whose group `billing` committed offset 5 of orders-0.
@@ -39,36 +38,7 @@ impl SourceCluster for Groups {
                 }
             });
         }
-        Ok(vec![CommittedOffset {
-            topic: "orders".into(),
-            partition: 0,
-            offset: Offset(5),
-            leader_epoch: LeaderEpoch(0),
-            metadata: None,
-        }])
-    }
-}
-
-/// The destination coordinator: records the groups committed.
-struct Sink(Mutex<Vec<String>>);
-
-impl GroupOffsetsSink for Sink {
-    fn is_group_active(&self, _: &str) -> bool {
-        false
-    }
-    fn has_consumer_group(&self, _: &str) -> bool {
-        false
-    }
-    fn commit(
-        &self,
-        group: &str,
-        _: &TopicPartition,
-        _: Offset,
-        _: LeaderEpoch,
-        _: &str,
-    ) -> Result<(), String> {
-        self.0.lock().push(group.to_string());
-        Ok(())
+        Ok(common::committed_five_on_orders())
     }
 }
 
@@ -81,10 +51,10 @@ fn a_group_the_source_cannot_answer_for_does_not_stop_the_other_groups_sync() {
     produce_to(&dst, &orders(0), b"v", 10);
     let groups = ["stuck".to_string(), "billing".to_string()];
 
-    let sink = Sink(Mutex::new(vec![]));
+    let sink = RecordingSink::default();
     let r = sync_group_offsets(&Groups { down: false }, &dst, &sink, &groups);
     assert_eq!(
-        *sink.0.lock(),
+        *sink.committed.lock(),
         vec!["billing".to_string()],
         "billing's offsets must be synced although the source could not answer for stuck"
     );
@@ -93,7 +63,7 @@ fn a_group_the_source_cannot_answer_for_does_not_stop_the_other_groups_sync() {
     assert_eq!(r.failed.len(), 1, "{r:?}");
     assert!(r.failed[0].starts_with("stuck: "), "{r:?}");
 
-    let sink = Sink(Mutex::new(vec![]));
+    let sink = RecordingSink::default();
     let r = sync_group_offsets(&Groups { down: true }, &dst, &sink, &groups);
     assert!(
         matches!(r, Err(SourceError::Unreachable(_))),

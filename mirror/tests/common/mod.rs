@@ -686,3 +686,48 @@ pub fn hooked_world(
         mirror,
     }
 }
+
+/// A destination group coordinator for the offset-sync scenarios: records each group whose
+/// offset it commits, and refuses the commits of group `busy` (UNKNOWN_MEMBER_ID, as Kafka's
+/// coordinator refuses a generation −1 commit to a group that got members).
+#[derive(Default)]
+pub struct RecordingSink {
+    /// The groups committed, in order.
+    pub committed: parking_lot::Mutex<Vec<String>>,
+    /// The group whose commits are refused.
+    pub busy: Option<&'static str>,
+}
+
+impl mirrorlog_mirror::group_sync::GroupOffsetsSink for RecordingSink {
+    fn is_group_active(&self, _: &str) -> bool {
+        false
+    }
+    fn has_consumer_group(&self, _: &str) -> bool {
+        false
+    }
+    fn commit(
+        &self,
+        group: &str,
+        _: &TopicPartition,
+        _: mirrorlog_index::Offset,
+        _: mirrorlog_index::LeaderEpoch,
+        _: &str,
+    ) -> Result<(), String> {
+        if self.busy == Some(group) {
+            return Err("UNKNOWN_MEMBER_ID".into());
+        }
+        self.committed.lock().push(group.to_string());
+        Ok(())
+    }
+}
+
+/// A group's commit of offset 5 on orders-0 (epoch 0, no metadata), as the source answers it.
+pub fn committed_five_on_orders() -> Vec<mirrorlog_mirror::source::CommittedOffset> {
+    vec![mirrorlog_mirror::source::CommittedOffset {
+        topic: "orders".into(),
+        partition: 0,
+        offset: mirrorlog_index::Offset(5),
+        leader_epoch: mirrorlog_index::LeaderEpoch(0),
+        metadata: None,
+    }]
+}

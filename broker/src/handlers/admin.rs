@@ -1551,6 +1551,9 @@ fn alter_one(
             "Default topic resources are not allowed.",
         ));
     }
+    // As Kafka's controller (`ControllerConfigurationValidator.validateTopicName`): a name no
+    // topic could have is INVALID_TOPIC_EXCEPTION, not unknown.
+    validate_topic_name(&name)?;
     let unknown = || {
         error(
             ResponseError::UnknownTopicOrPartition,

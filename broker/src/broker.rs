@@ -794,7 +794,7 @@ impl Handler for Broker {
             ApiKey::DescribeConfigs => Some((1, 4)),
             ApiKey::AlterConfigs => Some((0, 2)),
             ApiKey::IncrementalAlterConfigs => Some((0, 1)),
-            ApiKey::DescribeCluster => Some((0, 1)),
+            ApiKey::DescribeCluster => Some((0, 2)),
             ApiKey::FindCoordinator => Some((0, 6)),
             ApiKey::DescribeProducers => Some((0, 0)),
             ApiKey::DescribeLogDirs => Some((1, 4)),

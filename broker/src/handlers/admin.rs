@@ -1831,7 +1831,8 @@ fn mirrored_keys(
 // ---------------------------------------------------------------------------------------------
 // DescribeCluster and FindCoordinator
 
-/// DescribeCluster v0–1: the cluster id, this node as controller and only broker. A request for
+/// DescribeCluster v0–2: the cluster id, this node as controller and only broker (never fenced:
+/// v2's `include_fenced_brokers` changes nothing). A request for
 /// the controllers' endpoints (v1 `endpoint_type` 2) is MISMATCHED_ENDPOINT_TYPE, as a Kafka
 /// broker answers; an unknown type UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0).
 pub fn describe_cluster(b: &Broker, r: DescribeClusterRequest, v: i16) -> DescribeClusterResponse {

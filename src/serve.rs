@@ -12,15 +12,17 @@
 //! | `listeners` | 127.0.0.1:9092 | the `PLAINTEXT://host:port` entry (empty host: every interface) |
 //! | `advertised.listeners` | the listen address | `PLAINTEXT://host:port` |
 //! | `num.partitions` | 1 | 1 ..= 100000 |
-//! | `auto.create.topics.enable` | true | true/false |
+//! | `auto.create.topics.enable` | true | true/false (any case, as Kafka) |
 //! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
 //! | `connections.max.idle.ms` | 600000 | 1 ..= i64::MAX: a connection silent this long while a request is awaited is closed; negative: never (as Kafka) |
 //! | `fetch.max.bytes` | 57671680 | 1024 ..= 2147483647: the most record bytes in one Fetch answer (its first batch may exceed it) |
 //! | `max.incremental.fetch.session.cache.slots` | 1000 | 0 ..= 2147483647: the most incremental fetch sessions held (0: none) |
-//! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64 |
+//! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64: logs opened at once at start, over all data directories together (Kafka: per directory) |
+//! | `log.retention.check.interval.ms` | 300000 | 1 ..= i64::MAX: how often retention is applied (at the broker's 5 s upkeep) |
+//! | `log.initial.task.delay.ms` | 30000 | 0 ..= i64::MAX: the first retention check's delay after start (Kafka's internal key) |
 //! | `log.io.mode` | `buffered` | `buffered`, `direct` (O_DIRECT through io_uring, see README "Direct I/O") |
 //! | `log.io.direct.durability` | `dsync` | `dsync`, `fdatasync` |
-//! | `log.preallocate` | true | true/false: written zeros ahead of synced active `.log` files (buffered mode; see README "Durable appends") |
+//! | `log.preallocate` | true | true/false (any case): written zeros ahead of synced active `.log` files (buffered mode; see README "Durable appends") |
 //! | `log.*`, `message.max.bytes`, `compression.type`, … | Kafka's | see README "Topic configuration" |
 //! | `group.*`, `offsets.*`, `offset.metadata.max.bytes` ([`GroupConfig::KAFKA_KEYS`]) | see [`GroupConfig`] | see [`GroupConfig`] |
 //! | `transaction.*`, `transactional.id.expiration.ms` ([`TxnConfig::KAFKA_KEYS`]) | see [`TxnConfig`] | see [`TxnConfig`] |
@@ -145,6 +147,8 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut recovery_threads = 2usize;
     let mut retention_check_interval_ms =
         mirrorlog_engine::manager::LogManagerConfig::DEFAULT_RETENTION_CHECK_INTERVAL_MS;
+    let mut initial_task_delay_ms =
+        mirrorlog_engine::manager::LogManagerConfig::DEFAULT_INITIAL_TASK_DELAY_MS;
     let mut io_mode = mirrorlog_engine::manager::IoMode::default();
     let mut preallocate = None;
     let mut direct_durability = None;
@@ -154,6 +158,14 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut ignored: Vec<String> = vec![];
     let parse = |k: &str, v: &str| -> Result<i64> {
         v.parse().with_context(|| format!("{k}={v}: not a number"))
+    };
+    // As Kafka's `ConfigDef` BOOLEAN: `true` or `false` in any case.
+    let parse_bool = |k: &str, v: &str| -> Result<bool> {
+        match v.to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => bail!("{k}={v}: not true/false"),
+        }
     };
     let parse_i32 = |k: &str, v: &str| -> Result<i32> {
         i32::try_from(parse(k, v)?).map_err(|_| anyhow::anyhow!("{k}={v}: not a 32-bit int"))
@@ -174,11 +186,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
             "listeners" => file_listen = Some(plaintext_listener(k, v, Some("0.0.0.0"))?),
             "advertised.listeners" => file_advertised = Some(plaintext_listener(k, v, None)?),
             "num.partitions" => num_partitions = parse_i32(k, v)?,
-            "auto.create.topics.enable" => {
-                auto_create = v
-                    .parse()
-                    .with_context(|| format!("{k}={v}: not true/false"))?
-            }
+            "auto.create.topics.enable" => auto_create = parse_bool(k, v)?,
             "socket.request.max.bytes" => {
                 request_max = match parse_i32(k, v)? {
                     n @ 1.. => n as usize,
@@ -200,6 +208,13 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                     _ => bail!("{k}={v}: must be at least 1"),
                 }
             }
+            // Kafka's internal LONG (`defineInternal`), at least 0; its own tests set it low.
+            "log.initial.task.delay.ms" => {
+                initial_task_delay_ms = match parse(k, v)? {
+                    n @ 0.. => n,
+                    _ => bail!("{k}={v}: must be at least 0"),
+                }
+            }
             "num.recovery.threads.per.data.dir" => {
                 recovery_threads = match parse_i32(k, v)? {
                     n @ 1..=64 => n as usize,
@@ -215,12 +230,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
             "log.io.mode" => {
                 io_mode = mirrorlog_engine::manager::IoMode::parse(v).map_err(anyhow::Error::msg)?
             }
-            "log.preallocate" => {
-                preallocate = Some(
-                    v.parse()
-                        .with_context(|| format!("{k}={v}: not true/false"))?,
-                )
-            }
+            "log.preallocate" => preallocate = Some(parse_bool(k, v)?),
             "log.io.direct.durability" => {
                 direct_durability = Some(
                     mirrorlog_engine::manager::parse_direct_durability(v)
@@ -284,6 +294,7 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     cfg.logs.data_dirs = data_dirs;
     cfg.logs.recovery_threads = recovery_threads;
     cfg.logs.retention_check_interval_ms = retention_check_interval_ms;
+    cfg.logs.initial_task_delay_ms = initial_task_delay_ms;
     cfg.logs.io_mode = io_mode;
     if let Some(p) = preallocate {
         cfg.logs.preallocate = p;

@@ -282,3 +282,45 @@ fn log_retention_check_interval_ms_sets_the_retention_schedule() {
     let e = settings(&args).unwrap_err().to_string();
     assert!(e.contains("log.retention.check.interval.ms=0"), "{e}");
 }
+
+/// Kafka accepts `log.initial.task.delay.ms` (an internal LONG, default 30000, at least 0; its
+/// own test harnesses set it to 100 so retention starts soon): the first retention check's
+/// delay. mirrorlog refused it as an unknown key, though the log manager has the setting.
+#[test]
+fn log_initial_task_delay_ms_sets_the_first_retention_check() {
+    let (args, _d) = args_with("", true);
+    assert_eq!(
+        settings(&args).unwrap().0.logs.initial_task_delay_ms,
+        30_000
+    );
+    let (args, _d) = args_with("log.initial.task.delay.ms=100\n", true);
+    assert_eq!(settings(&args).unwrap().0.logs.initial_task_delay_ms, 100);
+    let (args, _d) = args_with("log.initial.task.delay.ms=0\n", true);
+    assert_eq!(settings(&args).unwrap().0.logs.initial_task_delay_ms, 0);
+    let (args, _d) = args_with("log.initial.task.delay.ms=-1\n", true);
+    let e = settings(&args).unwrap_err().to_string();
+    assert!(e.contains("log.initial.task.delay.ms=-1"), "{e}");
+}
+
+/// Kafka parses a BOOLEAN key as `true` or `false` in any case (`ConfigDef.parseType`), so a
+/// file with `auto.create.topics.enable=TRUE` starts Kafka; mirrorlog refused it.
+#[test]
+fn boolean_keys_take_true_and_false_in_any_case() {
+    let (args, _d) = args_with(
+        "auto.create.topics.enable=FALSE\nlog.preallocate=False\n",
+        true,
+    );
+    let (cfg, _) = settings(&args).unwrap();
+    assert!(!cfg.auto_create_topics);
+    assert!(!cfg.logs.preallocate);
+    let (args, _d) = args_with("auto.create.topics.enable=True\n", true);
+    assert!(settings(&args).unwrap().0.auto_create_topics);
+    for bad in ["yes", "1", "tru"] {
+        let (args, _d) = args_with(&format!("log.preallocate={bad}\n"), true);
+        let e = settings(&args).unwrap_err().to_string();
+        assert!(
+            e.contains("log.preallocate") && e.contains("true/false"),
+            "{e}"
+        );
+    }
+}

@@ -232,11 +232,13 @@ impl MirrorConfig {
                 self.metadata_refresh_interval_ms = num(key, value)?
             }
             "mirror.support.unclean.leader.election" => {
-                self.support_unclean_leader_election = match value.trim() {
-                    "true" => true,
-                    "false" => false,
-                    v => return Err(format!("{key}: {v:?} is not true or false")),
-                }
+                // As Kafka's `ConfigDef` BOOLEAN: `true` or `false` in any case.
+                self.support_unclean_leader_election =
+                    match value.trim().to_ascii_lowercase().as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(format!("{key}: {:?} is not true or false", value.trim())),
+                    }
             }
             "mirror.failed.retry.initial.backoff.ms" => {
                 self.retry.initial_backoff_ms = num(key, value)?
@@ -4122,6 +4124,7 @@ mod tests {
         );
         assert!(!c.set("bootstrap.servers", "x:1").unwrap());
         c.validate().unwrap();
+        assert!(c.support_unclean_leader_election);
         assert_eq!(c.fetcher_threads, 3);
         assert_eq!(c.topics_include, vec!["orders.*", "pay(ments|outs)"]);
         let mut back = MirrorConfig::new("m");
@@ -4129,6 +4132,20 @@ mod tests {
             assert!(back.set(&k, &v).unwrap(), "{k}");
         }
         assert_eq!(back.entries(), c.entries());
+    }
+
+    /// The prototype defines its settings with Kafka's `ConfigDef`, whose BOOLEAN takes `true`
+    /// and `false` in any case; `--config mirror.support.unclean.leader.election=TRUE` was
+    /// refused here.
+    #[test]
+    fn a_boolean_setting_takes_true_and_false_in_any_case() {
+        let mut c = MirrorConfig::new("m");
+        c.set("mirror.support.unclean.leader.election", " TRUE")
+            .unwrap();
+        assert!(c.support_unclean_leader_election);
+        c.set("mirror.support.unclean.leader.election", "False")
+            .unwrap();
+        assert!(!c.support_unclean_leader_election);
     }
 
     #[test]

@@ -191,12 +191,13 @@ fn timestamp_type_name(t: TimestampType) -> &'static str {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogConfig {
     /// Segment settings: `segment.bytes`, `segment.index.bytes`, `index.interval.bytes`,
-    /// `segment.ms` (see [`SegmentConfig`]). Its `roll_jitter_ms` is per segment and is not a
-    /// config: keep it 0 here; [`LogConfig::segment_config_for_roll`] draws it from
-    /// [`LogConfig::segment_jitter_ms`] for each new segment.
+    /// `segment.ms` (see [`SegmentConfig`]). Its `roll_jitter_ms` is not a config: keep it 0
+    /// here; the partition log draws it from [`LogConfig::segment_jitter_ms`].
     pub segment: SegmentConfig,
-    /// `segment.jitter.ms`: the most a segment's time-based roll may come early, drawn at random
-    /// per segment so that many partitions do not roll at once. Default 0; range 0 ..= i64::MAX.
+    /// `segment.jitter.ms`: the most a segment's time-based roll may come early, so that many
+    /// partitions do not roll at once. Kafka draws a jitter at random for each segment
+    /// ([`LogConfig::segment_config_for_roll`] draws it that way); the partition log draws one
+    /// per log, from its name, kept across restarts. Default 0; range 0 ..= i64::MAX.
     pub segment_jitter_ms: i64,
     /// `retention.bytes`: delete the oldest segments while the log is larger than this. Default
     /// -1; any value, negative meaning unlimited.

@@ -116,8 +116,8 @@ pub const HIGH_WATERMARK_CHECKPOINT: &str = "replication-offset-checkpoint";
 pub struct LogManagerConfig {
     /// `log.dirs`: one or more data directories. At least one.
     pub data_dirs: Vec<PathBuf>,
-    /// `num.recovery.threads.per.data.dir` × data dirs: logs opened in parallel. Default 2;
-    /// range 1 ..= 64.
+    /// `num.recovery.threads.per.data.dir`: logs opened in parallel, over all data dirs
+    /// together (Kafka runs this many per data dir). Default 2; range 1 ..= 64.
     pub recovery_threads: usize,
     /// The broker-level topic defaults.
     pub default_log_config: LogConfig,

@@ -682,6 +682,12 @@ fn remove_file(p: &Path) -> EngineResult<()> {
 }
 
 /// Replays the batches of `seg` in `[from, to)` into producer state (no index work).
+///
+/// The batches are framed, not checked against their CRC: `seg` is one recovery does not scan
+/// (below the recovery point, or the log was shut down cleanly), and, as Kafka's
+/// `rebuildProducerState` reads such segments' headers unchecked, a record whose bytes rotted
+/// there must not fail the open (it is served as it is, for the consumer's CRC check to find).
+/// A batch that cannot be framed still fails it, as in Kafka.
 fn replay_segment(
     producers: &mut ProducerStateManager,
     seg: &SegmentReader,
@@ -691,7 +697,7 @@ fn replay_segment(
     if seg.size_bytes() == 0 || from >= to {
         return Ok(());
     }
-    for b in seg.batches() {
+    for b in seg.batches().verify(false) {
         let b = b.map_err(|e| match e {
             mirrorlog_segment::scan::ScanError::Batch(e) => EngineError::Corrupt(e),
             mirrorlog_segment::scan::ScanError::Io(e) => EngineError::from(e),

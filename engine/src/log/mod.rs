@@ -435,6 +435,24 @@ impl PartitionLog {
             // A zero-filled tail (preallocated, never written) is a clean end, not lost data.
             report.bytes_truncated += r.truncated_bytes - r.zero_tail_bytes;
             if let Some(p) = r.stopped_by {
+                // The segment's own warning names the file, the reason and the bytes cut; as
+                // Kafka's `removeAndDeleteSegmentsAsync` ("Deleting segments as part of log
+                // recovery"), say which later segments go with it: their records, flushed or
+                // not, are lost.
+                let later: Vec<String> = bases
+                    .iter()
+                    .filter(|b| **b > base)
+                    .map(|b| b.to_string())
+                    .collect();
+                if !later.is_empty() {
+                    tracing::warn!(
+                        log = %name,
+                        truncated_to = %seg.next_offset(),
+                        "deleting the {} segments after segment {base} as part of recovery, which truncated it: {}",
+                        later.len(),
+                        later.join(", ")
+                    );
+                }
                 report
                     .problems
                     .push(format!("{}: {p}", seg.log_path().display()));

@@ -1,0 +1,105 @@
+//! Bug: recovery that cut a segment at a corrupt batch deleted every segment after it, flushed
+//! or not, without a word: the segment's warning names only the file it cut, the `LoadReport`
+//! that counts the deleted segments is logged by nothing (the broker logs the unclean logs'
+//! count and the bytes cut). An operator could not tell from the log that whole later segments
+//! of the partition were gone, nor from which offset on. Kafka logs "Deleting segments as part
+//! of log recovery: …" with the segments.
+
+mod common;
+
+use common::*;
+use mirrorlog_engine::log::{OpenOffsets, PartitionLog, ReplicaOrigin, Shutdown};
+use mirrorlog_segment::Compression;
+use std::sync::{Arc, Mutex};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+
+/// Collects the WARN-and-above events, each as its fields joined into one line.
+#[derive(Default)]
+struct Warnings(Arc<Mutex<Vec<String>>>);
+
+struct Line(String);
+
+impl Visit for Line {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={value:?}", field.name()));
+    }
+}
+
+impl Subscriber for Warnings {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        if *event.metadata().level() <= Level::WARN {
+            let mut line = Line(String::new());
+            event.record(&mut line);
+            self.0.lock().unwrap().push(line.0);
+        }
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+#[test]
+fn a_corrupt_batch_found_by_recovery_is_logged_as_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let mut log = open(dir.path(), small_config(), clock.clone(), Shutdown::Clean);
+    for i in 0..200 {
+        log.append_as_follower(
+            replica_batch(i * 2, 2, 0, Compression::None, T0),
+            ReplicaOrigin::Replication,
+        )
+        .unwrap();
+    }
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 4);
+    log.close().unwrap();
+    // A byte flips in the second segment's third batch.
+    let victim = dir.path().join(format!("{:020}.log", bases[1].get()));
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let batches: Vec<_> = mirrorlog_segment::batch::Batches::new(bytes.clone().into())
+        .map(|b| b.unwrap())
+        .collect();
+    let bad = &batches[2];
+    bytes[bad.position() as usize + 40] ^= 0x01;
+    std::fs::write(&victim, &bytes).unwrap();
+
+    let warnings = Warnings::default();
+    let seen = warnings.0.clone();
+    let (log, _) = tracing::subscriber::with_default(warnings, || {
+        PartitionLog::open(
+            Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
+            dir.path(),
+            "t-0",
+            small_config(),
+            clock,
+            Shutdown::Unclean,
+            OpenOffsets::default(),
+        )
+        .unwrap()
+    });
+    assert_eq!(log.log_end_offset(), bad.base_offset());
+    let seen = seen.lock().unwrap();
+    let deleted: Vec<String> = bases[2..].iter().map(|b| b.to_string()).collect();
+    let line = seen
+        .iter()
+        .find(|l| l.contains(&deleted.join(", ")))
+        .unwrap_or_else(|| panic!("no warning lists the deleted segments: {seen:?}"));
+    assert!(line.contains("log=t-0"), "{line}");
+    assert!(
+        line.contains(&format!("truncated_to={}", bad.base_offset())),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("deleting the {} segments", deleted.len())),
+        "{line}"
+    );
+}

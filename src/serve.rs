@@ -17,7 +17,7 @@
 //! | `connections.max.idle.ms` | 600000 | 1 ..= i64::MAX: a connection silent this long while a request is awaited is closed; negative: never (as Kafka) |
 //! | `fetch.max.bytes` | 57671680 | 1024 ..= 2147483647: the most record bytes in one Fetch answer (its first batch may exceed it) |
 //! | `max.incremental.fetch.session.cache.slots` | 1000 | 0 ..= 2147483647: the most incremental fetch sessions held (0: none) |
-//! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64: logs opened at once at start, over all data directories together (Kafka: per directory) |
+//! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64: threads opening (and recovering) each data directory's logs at start, a pool per directory as Kafka's |
 //! | `log.retention.check.interval.ms` | 300000 | 1 ..= i64::MAX: how often retention is applied (at the broker's 5 s upkeep) |
 //! | `log.initial.task.delay.ms` | 30000 | 0 ..= i64::MAX: the first retention check's delay after start (Kafka's internal key) |
 //! | `log.io.mode` | `buffered` | `buffered`, `direct` (O_DIRECT through io_uring, see README "Direct I/O") |

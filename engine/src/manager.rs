@@ -116,8 +116,8 @@ pub const HIGH_WATERMARK_CHECKPOINT: &str = "replication-offset-checkpoint";
 pub struct LogManagerConfig {
     /// `log.dirs`: one or more data directories. At least one.
     pub data_dirs: Vec<PathBuf>,
-    /// `num.recovery.threads.per.data.dir`: logs opened in parallel, over all data dirs
-    /// together (Kafka runs this many per data dir). Default 2; range 1 ..= 64.
+    /// `num.recovery.threads.per.data.dir`: the threads that open (and recover) each data
+    /// directory's logs, a pool per directory, as Kafka's. Default 2; range 1 ..= 64.
     pub recovery_threads: usize,
     /// The broker-level topic defaults.
     pub default_log_config: LogConfig,
@@ -790,7 +790,10 @@ impl LogManager {
             .iter()
             .map(|d| LogDir::new(d.clone(), storage.clone()))
             .collect();
-        let mut jobs: Vec<(Arc<LogDir>, PathBuf, TopicPartition, bool, OpenOffsets)> = vec![];
+        // A log to open: its data directory, its directory, whether the data directory was
+        // shut down cleanly, its checkpointed offsets.
+        type Job = (Arc<LogDir>, PathBuf, TopicPartition, bool, OpenOffsets);
+        let mut jobs: Vec<Job> = vec![];
         // The partitions of directories that go offline while loading, as far as they can be
         // known, so that they stay offline instead of being created anew elsewhere.
         let mut offline_partitions: BTreeMap<TopicPartition, Arc<LogDir>> = BTreeMap::new();
@@ -903,38 +906,51 @@ impl LogManager {
         }
         let total = jobs.len();
         let done = AtomicUsize::new(0);
-        let queue = Mutex::new(jobs);
         let results = Mutex::new(Vec::with_capacity(total));
-        let threads = config.recovery_threads.min(total.max(1));
+        // As Kafka's `loadLogs`: each data directory has its own pool of
+        // `num.recovery.threads.per.data.dir` threads, so directories recover side by side and
+        // a slow one does not hold up the others' logs.
+        let mut queues: Vec<Mutex<Vec<Job>>> = dirs.iter().map(|_| Mutex::new(vec![])).collect();
+        for job in jobs {
+            let i = dirs
+                .iter()
+                .position(|d| Arc::ptr_eq(d, &job.0))
+                .expect("a job's directory is one of the data directories");
+            queues[i].get_mut().push(job);
+        }
+        let work = |queue: &Mutex<Vec<Job>>| {
+            loop {
+                let Some((dir, path, tp, clean, offsets)) = queue.lock().pop() else {
+                    break;
+                };
+                let dir_of_job = Arc::clone(&dir);
+                let r = Self::open_one(
+                    &config,
+                    &storage,
+                    &clock,
+                    &group_commit,
+                    dir,
+                    &path,
+                    &tp,
+                    clean,
+                    offsets,
+                );
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if !clean || n.is_multiple_of(100) || n == total {
+                    tracing::info!(
+                        "loaded log {n}/{total} ({tp}{})",
+                        if clean { "" } else { ", recovered" }
+                    );
+                }
+                results.lock().push((dir_of_job, tp, clean, r));
+            }
+        };
+        let work = &work;
         std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    loop {
-                        let Some((dir, path, tp, clean, offsets)) = queue.lock().pop() else {
-                            break;
-                        };
-                        let dir_of_job = dir.clone();
-                        let r = Self::open_one(
-                            &config,
-                            &storage,
-                            &clock,
-                            &group_commit,
-                            dir,
-                            &path,
-                            &tp,
-                            clean,
-                            offsets,
-                        );
-                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                        if !clean || n.is_multiple_of(100) || n == total {
-                            tracing::info!(
-                                "loaded log {n}/{total} ({tp}{})",
-                                if clean { "" } else { ", recovered" }
-                            );
-                        }
-                        results.lock().push((dir_of_job, tp, clean, r));
-                    }
-                });
+            for queue in &queues {
+                for _ in 0..config.recovery_threads.min(queue.lock().len()) {
+                    s.spawn(move || work(queue));
+                }
             }
         });
         let mut report = ManagerLoadReport::default();

@@ -1438,46 +1438,72 @@ impl LogManager {
     /// Clean shutdown: every log flushed and closed with a producer snapshot, checkpoints
     /// written, then the clean-shutdown marker, so the next open skips recovery. Logs in an
     /// offline directory are dropped untouched and that directory gets no marker: the next open
-    /// recovers it.
+    /// recovers it. As Kafka's `LogManager.shutdown`, each directory stands alone: a storage
+    /// failure in one (a log's flush or close failing) takes it offline, or at least keeps its
+    /// marker off, and the others are still flushed, checkpointed, closed and marked clean.
     ///
     /// # Errors
-    /// Storage failures (the marker is then not written, and the next open recovers).
+    /// The first storage failure (the directories it did not touch are still marked clean).
     pub fn shutdown(self) -> EngineResult<()> {
-        self.checkpoint_after_flush()?;
+        let mut first_err = self.checkpoint_after_flush().err();
         let logs = std::mem::take(&mut *self.logs.write());
+        // Directories with a log that failed to close: its files are not vouched for.
+        let mut not_clean: Vec<Arc<LogDir>> = vec![];
         for (_, h) in logs {
             let h = Arc::try_unwrap(h).map_err(|h| EngineError::Directory {
                 path: h.data_dir().to_path_buf(),
                 reason: format!("{} is still in use at shutdown", h.tp),
             })?;
             if h.check_online().is_ok() {
-                h.log.into_inner().close()?;
+                let dir = h.dir.clone();
+                if let Err(e) = h.log.into_inner().close() {
+                    if takes_dir_offline(&e) {
+                        dir.take_offline(format!("closing its logs: {e}"));
+                    }
+                    not_clean.push(dir);
+                    first_err.get_or_insert(e);
+                }
             }
         }
-        for dir in self.dirs.iter().filter(|d| d.offline_reason().is_none()) {
+        for dir in self.dirs.iter().filter(|d| {
+            d.offline_reason().is_none() && !not_clean.iter().any(|n| Arc::ptr_eq(n, d))
+        }) {
             let data_dir = &dir.path;
             // Through the storage, as every other file of the directory: created, synced, and
             // its name made durable by the directory's sync.
             let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
-            let file = self.storage.open(&marker, OpenMode::CreateOrOpen)?;
-            file.sync_data()?;
-            drop(file);
-            self.storage.sync_dir(data_dir)?;
+            let r = self
+                .storage
+                .open(&marker, OpenMode::CreateOrOpen)
+                .and_then(|file| file.sync_data())
+                .and_then(|()| self.storage.sync_dir(data_dir));
+            if let Err(e) = r {
+                first_err.get_or_insert(e.into());
+            }
         }
-        Ok(())
+        first_err.map_or(Ok(()), Err)
     }
 
+    /// Flushes every log of the online directories, then writes their checkpoints; a failure
+    /// takes its log's directory offline (when it leaves a file in an unknown state) and the
+    /// other logs and directories go on. Returns the first failure.
     fn checkpoint_after_flush(&self) -> EngineResult<()> {
+        let mut first_err = None;
         for h in self.partitions() {
             if h.check_online().is_ok() {
                 // The failure is noted under the log lock (as `maintain` does), so a durable
                 // append's sync that raced this flush sees the directory offline when it marks.
                 let mut log = h.write();
                 let r = log.flush();
-                h.noting_failure(r)?;
+                if let Err(e) = h.noting_failure(r) {
+                    first_err.get_or_insert(e);
+                }
             }
         }
-        self.checkpoint()
+        if let Err(e) = self.checkpoint() {
+            first_err.get_or_insert(e);
+        }
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Append as leader to a partition, durable on return (see

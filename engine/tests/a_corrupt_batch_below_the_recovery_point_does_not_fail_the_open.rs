@@ -9,23 +9,14 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, Shutdown};
-use mirrorlog_index::{LeaderEpoch, Offset, ProducerId};
+use mirrorlog_engine::log::{OpenOffsets, Shutdown};
+use mirrorlog_index::{Offset, ProducerId};
 use std::path::Path;
 
 /// A log of producer 42's batches over several segments, flushed, with no producer snapshot
 /// left and one record byte of the first segment's second batch flipped. Returns the log end.
 fn rotten_log(dir: &Path, clean: bool) -> Offset {
-    let clock = clock();
-    let mut log = open(dir, small_config(), clock, Shutdown::Clean);
-    for i in 0..100 {
-        log.append_as_leader(
-            producer_batch(42, 1, i * 2, 2, false, T0),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-    }
+    let mut log = producer_42_log(dir, clock());
     assert!(log.segment_count() >= 3, "several segments");
     let end = log.log_end_offset();
     log.flush().unwrap();

@@ -8,38 +8,21 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::{CLEAN_SHUTDOWN_FILE, LogManager, LogManagerConfig};
-use mirrorlog_index::{LeaderEpoch, Offset, TopicId};
-use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, Storage, TornTail};
-use std::path::Path;
+use mirrorlog_engine::manager::CLEAN_SHUTDOWN_FILE;
+use mirrorlog_index::Offset;
+use mirrorlog_segment::io::{Fault, FaultKind, IoOp, Storage, TornTail};
 use std::sync::Arc;
-
-fn manager(sim: &SimStorage, dirs: &[&Path]) -> LogManager {
-    let mut cfg = LogManagerConfig::new(dirs[0]);
-    cfg.data_dirs = dirs.iter().map(|d| d.to_path_buf()).collect();
-    cfg.default_log_config = small_config();
-    let storage: Arc<dyn Storage> = Arc::new(sim.clone());
-    LogManager::open(cfg, storage, clock()).unwrap().0
-}
 
 #[test]
 fn a_sync_failing_in_one_dir_at_shutdown_leaves_the_other_dir_clean() {
-    let d1 = tempfile::tempdir().unwrap();
-    let d2 = tempfile::tempdir().unwrap();
-    let sim = SimStorage::new();
-    let mgr = manager(&sim, &[d1.path(), d2.path()]);
-    for p in 0..4 {
-        let h = mgr
-            .create(&orders(p), TopicId([7; 16]), small_config())
-            .unwrap();
-        // Not synced: the shutdown's flush is the first sync of these records.
-        h.write()
-            .append_as_leader(client_batch(2, T0), LeaderEpoch(0), LeaderOrigin::Client)
-            .unwrap();
-    }
+    let two = TwoDirSim::new();
+    let (d1, d2) = (two.d1.path().to_path_buf(), two.d2.path().to_path_buf());
+    let sim = two.sim.clone();
+    let (mgr, _) = two.open();
+    // Not synced: the shutdown's flush is the first sync of these records.
+    orders_with_two_records(&mgr, 4);
     let in_d1: Vec<i32> = (0..4)
-        .filter(|p| mgr.get(&orders(*p)).unwrap().data_dir() == d1.path())
+        .filter(|p| mgr.get(&orders(*p)).unwrap().data_dir() == d1.as_path())
         .collect();
     assert_eq!(in_d1.len(), 2);
     // Every partition of d1 fails its next sync: whichever is flushed first takes d1 offline.
@@ -49,18 +32,18 @@ fn a_sync_failing_in_one_dir_at_shutdown_leaves_the_other_dir_clean() {
         );
     }
     assert!(mgr.shutdown().is_err(), "the failure is reported");
-    assert!(!sim.exists(&d1.path().join(CLEAN_SHUTDOWN_FILE)));
+    assert!(!sim.exists(&d1.join(CLEAN_SHUTDOWN_FILE)));
     assert!(
-        sim.exists(&d2.path().join(CLEAN_SHUTDOWN_FILE)),
+        sim.exists(&d2.join(CLEAN_SHUTDOWN_FILE)),
         "the directory that did not fail is marked clean"
     );
 
-    let mut cfg = LogManagerConfig::new(d1.path());
-    cfg.data_dirs = vec![d1.path().to_path_buf(), d2.path().to_path_buf()];
-    cfg.default_log_config = small_config();
     // The restart keeps what was made durable (and none of the injected faults).
-    let storage: Arc<dyn Storage> = Arc::new(sim.crash(TornTail::None));
-    let (mgr, report) = LogManager::open(cfg, storage, clock()).unwrap();
+    let restarted = TwoDirSim {
+        sim: Arc::new(sim.crash(TornTail::None)),
+        ..two
+    };
+    let (mgr, report) = restarted.open();
     assert_eq!(report.logs, 4);
     assert_eq!(
         report.unclean_logs, 2,

@@ -8,8 +8,7 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::{OpenOffsets, PartitionLog, ReplicaOrigin, Shutdown};
-use mirrorlog_segment::Compression;
+use mirrorlog_engine::log::{OpenOffsets, PartitionLog, Shutdown};
 use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -51,26 +50,9 @@ impl Subscriber for Warnings {
 fn a_corrupt_batch_found_by_recovery_is_logged_as_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let clock = clock();
-    let mut log = open(dir.path(), small_config(), clock.clone(), Shutdown::Clean);
-    for i in 0..200 {
-        log.append_as_follower(
-            replica_batch(i * 2, 2, 0, Compression::None, T0),
-            ReplicaOrigin::Replication,
-        )
-        .unwrap();
-    }
-    let bases = log.segment_base_offsets();
-    assert!(bases.len() >= 4);
-    log.close().unwrap();
+    let bases = closed_replica_log(dir.path(), clock.clone());
     // A byte flips in the second segment's third batch.
-    let victim = dir.path().join(format!("{:020}.log", bases[1].get()));
-    let mut bytes = std::fs::read(&victim).unwrap();
-    let batches: Vec<_> = mirrorlog_segment::batch::Batches::new(bytes.clone().into())
-        .map(|b| b.unwrap())
-        .collect();
-    let bad = &batches[2];
-    bytes[bad.position() as usize + 40] ^= 0x01;
-    std::fs::write(&victim, &bytes).unwrap();
+    let bad = corrupt_third_batch(dir.path(), bases[1]);
 
     let warnings = Warnings::default();
     let seen = warnings.0.clone();

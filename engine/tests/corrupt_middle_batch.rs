@@ -5,35 +5,17 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::{OpenOffsets, ReplicaOrigin, Shutdown};
+use mirrorlog_engine::log::{OpenOffsets, Shutdown};
 use mirrorlog_index::Offset;
-use mirrorlog_segment::Compression;
 use std::sync::Arc;
 
 #[test]
 fn recovery_truncates_at_a_corrupt_batch_in_a_middle_segment() {
     let dir = tempfile::tempdir().unwrap();
     let clock = clock();
-    let mut log = open(dir.path(), small_config(), clock.clone(), Shutdown::Clean);
-    for i in 0..200 {
-        log.append_as_follower(
-            replica_batch(i * 2, 2, 0, Compression::None, T0),
-            ReplicaOrigin::Replication,
-        )
-        .unwrap();
-    }
-    let bases = log.segment_base_offsets();
-    assert!(bases.len() >= 4);
-    log.close().unwrap();
+    let bases = closed_replica_log(dir.path(), clock.clone());
     // Flip a byte in the second segment's third batch.
-    let victim = dir.path().join(format!("{:020}.log", bases[1].get()));
-    let mut bytes = std::fs::read(&victim).unwrap();
-    let batches: Vec<_> = mirrorlog_segment::batch::Batches::new(bytes.clone().into())
-        .map(|b| b.unwrap())
-        .collect();
-    let bad = &batches[2];
-    bytes[bad.position() as usize + 40] ^= 0x01;
-    std::fs::write(&victim, &bytes).unwrap();
+    let bad = corrupt_third_batch(dir.path(), bases[1]);
     let (log, report) = mirrorlog_engine::log::PartitionLog::open(
         Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
         dir.path(),

@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
-use mirrorlog_index::TopicId;
 use mirrorlog_segment::io::{IoResult, OpenMode, SimStorage, Storage, StorageFile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -64,18 +63,7 @@ impl Storage for Recording {
 fn each_data_dir_recovers_on_threads_of_its_own() {
     let two = TwoDirSim::new();
     let (mgr, _) = two.open();
-    for p in 0..4 {
-        let h = mgr
-            .create(&orders(p), TopicId([7; 16]), small_config())
-            .unwrap();
-        h.write()
-            .append_as_leader(
-                client_batch(3, T0),
-                mirrorlog_index::LeaderEpoch(0),
-                mirrorlog_engine::log::LeaderOrigin::Client,
-            )
-            .unwrap();
-    }
+    orders_with_two_records(&mgr, 4);
     let dirs: BTreeSet<PathBuf> = mgr
         .partitions()
         .iter()

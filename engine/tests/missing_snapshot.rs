@@ -12,15 +12,7 @@ use mirrorlog_index::{LeaderEpoch, Offset, ProducerId};
 fn producer_state_is_rebuilt_from_the_log_without_snapshots() {
     let dir = tempfile::tempdir().unwrap();
     let clock = clock();
-    let mut log = open(dir.path(), small_config(), clock.clone(), Shutdown::Clean);
-    for i in 0..100 {
-        log.append_as_leader(
-            producer_batch(42, 1, i * 2, 2, false, T0),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-    }
+    let log = producer_42_log(dir.path(), clock.clone());
     log.close().unwrap();
     let snaps: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -13,15 +13,7 @@ use mirrorlog_index::{LeaderEpoch, Offset, ProducerId};
 fn producer_state_survives_rebuilding_an_earlier_segments_index() {
     let dir = tempfile::tempdir().unwrap();
     let clock = clock();
-    let mut log = open(dir.path(), small_config(), clock.clone(), Shutdown::Clean);
-    for i in 0..100 {
-        log.append_as_leader(
-            producer_batch(42, 1, i * 2, 2, false, T0),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-    }
+    let log = producer_42_log(dir.path(), clock.clone());
     assert!(log.segment_count() >= 3, "several segments");
     let first = log.segment_base_offsets()[0];
     log.close().unwrap();

@@ -134,6 +134,52 @@ pub fn marker(pid: i64, epoch: i16, commit: bool, ts: i64) -> Bytes {
     .into_bytes()
 }
 
+/// A log in `dir` (`small_config`, opened clean) of producer 42's 100 two-record batches,
+/// sequences 0..200, over several segments.
+pub fn producer_42_log(dir: &Path, clock: Arc<dyn Clock>) -> PartitionLog {
+    let mut log = open(dir, small_config(), clock, Shutdown::Clean);
+    for i in 0..100 {
+        log.append_as_leader(
+            producer_batch(42, 1, i * 2, 2, false, T0),
+            LeaderEpoch(0),
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+    }
+    log
+}
+
+/// A log in `dir` of 200 two-record replica batches (offsets 0..400, leader epoch 0) over at
+/// least four segments of `small_config`, closed cleanly. Returns its segments' base offsets.
+pub fn closed_replica_log(dir: &Path, clock: Arc<dyn Clock>) -> Vec<Offset> {
+    let mut log = open(dir, small_config(), clock, Shutdown::Clean);
+    for i in 0..200 {
+        log.append_as_follower(
+            replica_batch(i * 2, 2, 0, Compression::None, T0),
+            mirrorlog_engine::log::ReplicaOrigin::Replication,
+        )
+        .unwrap();
+    }
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 4);
+    log.close().unwrap();
+    bases
+}
+
+/// Flips a bit 40 bytes into the third batch of the segment at `base` in `dir` (its CRC no
+/// longer matches). Returns that batch as it was.
+pub fn corrupt_third_batch(dir: &Path, base: Offset) -> mirrorlog_segment::RecordBatch {
+    let victim = dir.join(format!("{:020}.log", base.get()));
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let batches: Vec<_> = mirrorlog_segment::batch::Batches::new(bytes.clone().into())
+        .map(|b| b.unwrap())
+        .collect();
+    let bad = batches[2].clone();
+    bytes[bad.position() as usize + 40] ^= 0x01;
+    std::fs::write(&victim, &bytes).unwrap();
+    bad
+}
+
 /// Every record value readable from `start` to the log end, in order.
 pub fn values(log: &PartitionLog, start: Offset) -> Vec<(i64, String)> {
     use mirrorlog_engine::log::FetchIsolation;
@@ -194,6 +240,23 @@ impl TwoDirSim {
         cfg.recovery_threads = 1;
         let storage: Arc<dyn Storage> = self.sim.clone();
         mirrorlog_engine::manager::LogManager::open(cfg, storage, clock()).unwrap()
+    }
+}
+
+/// Creates `orders-0` .. `orders-{n - 1}` (topic id `[7; 16]`, `small_config`) in `mgr`, two
+/// records each, appended without a sync.
+pub fn orders_with_two_records(mgr: &mirrorlog_engine::manager::LogManager, n: i32) {
+    for p in 0..n {
+        let h = mgr
+            .create(
+                &orders(p),
+                mirrorlog_index::TopicId([7; 16]),
+                small_config(),
+            )
+            .unwrap();
+        h.write()
+            .append_as_leader(client_batch(2, T0), LeaderEpoch(0), LeaderOrigin::Client)
+            .unwrap();
     }
 }
 

@@ -833,27 +833,21 @@ impl LogManager {
                 or_offline!(storage.remove(&marker));
                 or_offline!(storage.sync_dir(data_dir));
             }
-            // As Kafka's `loadLogs`: a garbled recovery-point or log-start checkpoint costs a
-            // longer recovery (from 0) or a log start at the first segment, not the broker. An
-            // I/O error reading any of the three checkpoints takes the directory offline, as
-            // Kafka's `CheckpointFileWithFailureHandler` does, and not the other directories:
-            // ignored, it would serve records DeleteRecords removed, and the start's own
-            // checkpoint would then write the lower log start over the good file.
-            let read = |name: &str, lenient: bool| match read_offset_checkpoint(
-                &*storage,
-                &data_dir.join(name),
-            ) {
-                Err(e) if lenient && !matches!(e, mirrorlog_index::Error::Io { .. }) => {
-                    tracing::warn!("{name} of {}: {e}; ignoring it", data_dir.display());
-                    Ok(Default::default())
-                }
-                r => r.map_err(|e| format!("{name}: {e}")),
+            // As Kafka's `CheckpointFileWithFailureHandler.read`: a checkpoint that cannot be
+            // read, or does not parse (Kafka's `CheckpointFile` reports a malformed line or
+            // version as an `IOException`), takes the directory offline, and not the other
+            // directories. Ignored, a garbled log-start checkpoint would open the logs at their
+            // first segment and serve the records DeleteRecords removed (and the start's own
+            // checkpoint would then write that lower log start over the file).
+            let read = |name: &str| {
+                read_offset_checkpoint(&*storage, &data_dir.join(name))
+                    .map_err(|e| format!("{name}: {e}"))
             };
             let read_all = || -> Result<_, String> {
                 Ok((
-                    read(RECOVERY_POINT_CHECKPOINT, true)?,
-                    read(LOG_START_CHECKPOINT, true)?,
-                    read(HIGH_WATERMARK_CHECKPOINT, false)?,
+                    read(RECOVERY_POINT_CHECKPOINT)?,
+                    read(LOG_START_CHECKPOINT)?,
+                    read(HIGH_WATERMARK_CHECKPOINT)?,
                 ))
             };
             let (rp, ls, hw) = match read_all() {

@@ -1,8 +1,7 @@
 //! An I/O error reading a data directory's `log-start-offset-checkpoint` (or
 //! `recovery-point-offset-checkpoint`) at start takes that directory offline, as Kafka's
-//! `CheckpointFileWithFailureHandler.read` reports it to the `LogDirFailureChannel`; only a file
-//! that reads but does not parse is ignored (a log start at the first segment, a recovery from
-//! the first segment).
+//! `CheckpointFileWithFailureHandler.read` reports it to the `LogDirFailureChannel` (so does a
+//! file that reads but does not parse: `corrupt_offset_checkpoint_blocks_startup.rs`).
 //!
 //! The I/O error was ignored like a garbled file: the partitions opened with their log start at
 //! their first segment, so records removed by DeleteRecords were served again, and the start's

@@ -1,8 +1,13 @@
-//! Bug: `LogManager::open` fails when `recovery-point-offset-checkpoint` or
-//! `log-start-offset-checkpoint` does not parse. Kafka's `LogManager.loadLogs` catches the read
-//! error, warns and goes on ("resetting the recovery checkpoint to 0" / "resetting to the base
-//! offset of the first segment"): the recovery point only decides how much is scanned, so a
-//! lost checkpoint costs a longer recovery, not the broker.
+//! Bug: `LogManager::open` failed when `recovery-point-offset-checkpoint` or
+//! `log-start-offset-checkpoint` did not parse, so one garbled file stopped the whole broker.
+//!
+//! Then the garbled file was ignored and its directory kept online, on the word of
+//! `LogManager.loadLogs`' warning ("resetting to the base offset of the first segment"): the
+//! partitions opened with their log start at their first segment and served the records
+//! DeleteRecords had removed, and the start's own checkpoint wrote that lower log start over
+//! the file. Kafka reads both files through `CheckpointFileWithFailureHandler`, for which a
+//! malformed line is an `IOException` of the directory: that directory goes offline (the other
+//! directories are still served), and the file stays as it is.
 
 mod common;
 
@@ -34,22 +39,38 @@ fn check(file: &str) {
         h.append_as_leader_durable(client_batch(2, T0), LeaderEpoch(0), LeaderOrigin::Client)
             .unwrap();
     }
+    {
+        // DeleteRecords removes the first 6 records.
+        let mut log = h.write();
+        log.update_high_watermark(Offset(20));
+        assert!(log.maybe_increment_log_start_offset(Offset(6)).unwrap());
+    }
     drop(h);
     mgr.checkpoint().unwrap();
     drop(mgr); // crash
     // A garbled checkpoint (a disk error, a half-written file from another tool).
-    std::fs::write(d.path().join(file), b"0\n1\norders 0\n").unwrap();
+    let garbled = b"0\n1\norders 0\n";
+    std::fs::write(d.path().join(file), garbled).unwrap();
 
-    let mgr = open(d.path()).expect("the data dir opens with a garbled offset checkpoint");
-    assert_eq!(mgr.get(&a).unwrap().read().log_end_offset(), Offset(20));
+    let mgr = open(d.path()).expect("the broker starts with a garbled offset checkpoint");
+    assert!(
+        mgr.get(&a).is_none(),
+        "the partition was served, with log start {}",
+        mgr.get(&a).unwrap().read().log_start_offset()
+    );
+    assert_eq!(mgr.offline_dirs().len(), 1, "the data dir stayed online");
+    assert_eq!(
+        std::fs::read(d.path().join(file)).unwrap(),
+        garbled,
+        "the garbled file is left for the operator"
+    );
 }
-
 #[test]
-fn garbled_recovery_point_checkpoint_resets_to_zero() {
+fn a_garbled_recovery_point_checkpoint_takes_its_dir_offline() {
     check(RECOVERY_POINT_CHECKPOINT);
 }
 
 #[test]
-fn garbled_log_start_checkpoint_resets_to_first_segment() {
+fn a_garbled_log_start_checkpoint_takes_its_dir_offline() {
     check(LOG_START_CHECKPOINT);
 }

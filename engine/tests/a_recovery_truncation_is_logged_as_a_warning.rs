@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::{OpenOffsets, PartitionLog, Shutdown};
+use mirrorlog_engine::log::OpenOffsets;
 use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -57,16 +57,7 @@ fn a_corrupt_batch_found_by_recovery_is_logged_as_a_warning() {
     let warnings = Warnings::default();
     let seen = warnings.0.clone();
     let (log, _) = tracing::subscriber::with_default(warnings, || {
-        PartitionLog::open(
-            Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
-            dir.path(),
-            "t-0",
-            small_config(),
-            clock,
-            Shutdown::Unclean,
-            OpenOffsets::default(),
-        )
-        .unwrap()
+        reopen_unclean(dir.path(), clock, OpenOffsets::default())
     });
     assert_eq!(log.log_end_offset(), bad.base_offset());
     let seen = seen.lock().unwrap();

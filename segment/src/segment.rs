@@ -274,6 +274,9 @@ pub struct FetchData {
     pub slice: FileSlice,
     /// Base offset of the first batch in the slice.
     pub first_batch_offset: Offset,
+    /// The byte limit cut the first batch (Kafka's `firstEntryIncomplete`): the slice holds no
+    /// whole batch. Only possible without `min_one_batch`.
+    pub first_entry_incomplete: bool,
 }
 
 /// Where a batch sits: what offset translation finds.
@@ -507,6 +510,7 @@ impl SegmentReader {
                 length,
             },
             first_batch_offset: first.base_offset,
+            first_entry_incomplete: max < first.size,
         }))
     }
 

@@ -20,8 +20,9 @@
 //!
 //! Byte limits follow Kafka's `ReplicaManager.readFromLocalLog`: each partition reads at most
 //! `min(partition_max_bytes, what is left of max_bytes)`; the first partition that returns data
-//! may exceed both by one whole batch (`min_one_batch`), later ones must fit (and may end in a
-//! partial batch, which clients skip).
+//! may exceed both by one whole batch (`min_one_batch`); a later one whose first batch does not
+//! fit gets no records (Kafka's `firstEntryIncomplete`), else its slice may end in a partial
+//! batch, which clients skip.
 //!
 //! # Zero copy, almost
 //! DESIGN.md §2 serves record bytes from the segment file with `sendfile`. The response encoder
@@ -968,6 +969,14 @@ fn read_partition(
             .collect()
     });
     if let Some(data) = info.records {
+        if data.first_entry_incomplete {
+            // Kafka's `ReplicaManager.readFromLog` (`checkFetchDataInfo`): no records, and no
+            // aborted transactions, rather than part of a batch and nothing whole — a client
+            // cannot move past that (the Java consumer fails "no complete records were found"),
+            // and the bytes would count against `max_bytes` and `min_bytes`.
+            d.aborted_transactions = None;
+            return d;
+        }
         match data.slice.read_all() {
             Ok(bytes) => d.records = Some(bytes),
             Err(e) => {

@@ -71,7 +71,10 @@ impl PartitionLog {
     }
 
     /// Reads from `start` at most `max_bytes` (at least one whole batch when `min_one_batch`),
-    /// never past the isolation bound. Returns a file slice, ready for `sendfile`.
+    /// never past the isolation bound. Returns a file slice, ready for `sendfile`. Without
+    /// `min_one_batch`, a first batch larger than `max_bytes` is cut and flagged
+    /// ([`FetchData::first_entry_incomplete`], Kafka's `firstEntryIncomplete`): a Fetch answers
+    /// no records then, as Kafka's `ReplicaManager.readFromLog` does.
     ///
     /// # Errors
     /// [`EngineError::OffsetOutOfRange`] when `start` is below the log start or above the log end;

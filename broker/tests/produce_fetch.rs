@@ -619,8 +619,23 @@ fn leader_epochs_are_checked_and_divergence_reported() {
         (d.diverging_epoch.epoch, d.diverging_epoch.end_offset),
         (0, 3)
     );
-    // An epoch above every known one: out of range.
-    assert_eq!(only(&follower(5, 7, -1)).error_code, OFFSET_OUT_OF_RANGE);
+    // READ_COMMITTED: diverging is answered without aborted transactions (null), as Kafka's
+    // `Partition.readRecords` answers it.
+    let mut r = fetch_req(&[("t", 2, 4)]);
+    r.isolation_level = 1;
+    r.topics[0].partitions[0].last_fetched_epoch = 0;
+    let resp = fetch_v(&b, r, 12);
+    let d = only(&resp);
+    assert_eq!(d.diverging_epoch.end_offset, 3);
+    assert_eq!(d.aborted_transactions, None);
+    // An epoch above every known one: out of range, the log's offsets unknown.
+    let resp = follower(5, 7, -1);
+    let d = only(&resp);
+    assert_eq!(d.error_code, OFFSET_OUT_OF_RANGE);
+    assert_eq!(
+        (d.high_watermark, d.last_stable_offset, d.log_start_offset),
+        (-1, -1, -1)
+    );
     // Current leader epoch: older is fenced, newer unknown.
     assert_eq!(only(&follower(3, -1, 2)).error_code, FENCED_LEADER_EPOCH);
     assert_eq!(only(&follower(3, -1, 4)).error_code, UNKNOWN_LEADER_EPOCH);
@@ -630,8 +645,10 @@ fn leader_epochs_are_checked_and_divergence_reported() {
     assert_eq!(values_of(only(&fetch_v(&b, r, 11))).len(), 5);
 }
 
+/// Kafka's `ReplicaManager.readFromLog` answers OFFSET_OUT_OF_RANGE as every read error
+/// (`LogReadResult(error)`): high watermark, last stable offset and log start offset −1.
 #[test]
-fn an_offset_out_of_range_reports_the_log_bounds() {
+fn an_offset_out_of_range_answers_unknown_log_bounds() {
     let (_d, b) = broker();
     assert_eq!(
         produce_one(&b, "t", 0, bytes(Compression::None, 3, "x")),
@@ -643,8 +660,9 @@ fn an_offset_out_of_range_reports_the_log_bounds() {
         assert_eq!(d.error_code, OFFSET_OUT_OF_RANGE, "{offset}");
         assert_eq!(
             (d.high_watermark, d.last_stable_offset, d.log_start_offset),
-            (3, 3, 0)
+            (-1, -1, -1)
         );
+        assert!(d.records.as_ref().unwrap().is_empty());
     }
     // At the log end: no error, no records.
     let resp = fetch_v(&b, fetch_req(&[("t", 0, 3)]), 11);

@@ -16,7 +16,8 @@
 //! request's `current_leader_epoch` must match ours (`FENCED_LEADER_EPOCH` when older,
 //! `UNKNOWN_LEADER_EPOCH` when newer), a `last_fetched_epoch` is checked for divergence
 //! ([`check_last_fetched_epoch`]), then the log is read at `fetch_offset`
-//! (`OFFSET_OUT_OF_RANGE` outside `[log start, log end]`).
+//! (`OFFSET_OUT_OF_RANGE` outside `[log start, log end]`). A partition answered with an error
+//! carries no records and high watermark, last stable offset and log start offset −1.
 //!
 //! Byte limits follow Kafka's `ReplicaManager.readFromLocalLog`: each partition reads at most
 //! `min(partition_max_bytes, what is left of max_bytes)`; the first partition that returns data
@@ -904,11 +905,11 @@ fn read_partition(
         };
         return d;
     }
+    // As every read error in Kafka's `ReplicaManager.readFromLog` (`LogReadResult(error)`):
+    // high watermark, last stable offset and log start offset unknown (−1), no records. A
+    // fetcher learns the log's bounds from ListOffsets, as Kafka's own do.
     let out_of_range = |d: &mut PartitionData| {
         d.error_code = ResponseError::OffsetOutOfRange.code();
-        d.high_watermark = log.high_watermark().get();
-        d.last_stable_offset = log.last_stable_offset().get();
-        d.log_start_offset = log.log_start_offset().get();
     };
     if p.last_fetched_epoch >= 0 {
         let (e, end) = log
@@ -933,9 +934,8 @@ fn read_partition(
                 d.high_watermark = log.high_watermark().get();
                 d.last_stable_offset = log.last_stable_offset().get();
                 d.log_start_offset = log.log_start_offset().get();
-                if isolation == FetchIsolation::TxnCommitted {
-                    d.aborted_transactions = Some(vec![]);
-                }
+                // Kafka's `Partition.readRecords` answers a diverging epoch with an empty read
+                // without aborted transactions (null), whatever the isolation level.
                 return d;
             }
         }

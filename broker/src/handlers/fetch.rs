@@ -754,8 +754,11 @@ fn read_with_wait(
     isolation: FetchIsolation,
 ) -> Vec<PartitionData> {
     let deadline = deadline_in(r.max_wait_ms);
-    let min_bytes = r.min_bytes.max(0) as u64;
     let max_bytes = r.max_bytes.min(b.config.fetch_max_bytes);
+    // Kafka's `fetchMinBytes`: never more than the response may carry, or a fetch asking more
+    // than `max_bytes` (or the broker's `fetch.max.bytes`) would wait out `max_wait_ms` with
+    // its data there.
+    let min_bytes = r.min_bytes.min(max_bytes).max(0) as u64;
     // The first read registers nothing: most fetches answer at once.
     let mut interest: Option<crate::broker::Interest<'_>> = None;
     // Which partitions the first read found unknown (Kafka's `erroneous`, answered beside the

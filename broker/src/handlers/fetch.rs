@@ -17,7 +17,9 @@
 //! `UNKNOWN_LEADER_EPOCH` when newer), a `last_fetched_epoch` is checked for divergence
 //! ([`check_last_fetched_epoch`]), then the log is read at `fetch_offset`
 //! (`OFFSET_OUT_OF_RANGE` outside `[log start, log end]`). A partition answered with an error
-//! carries no records and high watermark, last stable offset and log start offset −1.
+//! carries no records and high watermark, last stable offset and log start offset −1; Fetch v5
+//! and older get `KAFKA_STORAGE_ERROR` as `NOT_LEADER_OR_FOLLOWER` (Kafka's
+//! `maybeDownConvertStorageError`).
 //!
 //! Byte limits follow Kafka's `ReplicaManager.readFromLocalLog`: each partition reads at most
 //! `min(partition_max_bytes, what is left of max_bytes)`; the first partition that returns data
@@ -632,7 +634,17 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
         SessionContext::Incremental { parts, names, .. } => (parts.clone(), names),
     };
     let specs = resolve(b, to_read, names);
-    let datas = read_with_wait(b, &r, &specs, isolation);
+    let mut datas = read_with_wait(b, &r, &specs, isolation);
+    if version <= 5 {
+        // Kafka's `maybeDownConvertStorageError`: a client of Fetch v5 or older may not know
+        // KAFKA_STORAGE_ERROR (it would be an unknown, fatal error there); NOT_LEADER_OR_FOLLOWER
+        // has it refresh its metadata and retry.
+        for d in &mut datas {
+            if d.error_code == ResponseError::KafkaStorageError.code() {
+                d.error_code = ResponseError::NotLeaderOrFollower.code();
+            }
+        }
+    }
     let read: Vec<(ReadSpec, PartitionData)> = specs.into_iter().zip(datas).collect();
 
     let now = b.clock().now_ms();

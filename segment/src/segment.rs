@@ -270,12 +270,13 @@ impl fmt::Debug for FileSlice {
 #[derive(Debug, Clone)]
 pub struct FetchData {
     /// Bytes to send; may end inside a batch when the byte limit cut it (clients skip a partial
-    /// trailing batch, as with Kafka).
+    /// trailing batch, as with Kafka); empty when the limit was 0.
     pub slice: FileSlice,
     /// Base offset of the first batch in the slice.
     pub first_batch_offset: Offset,
     /// The byte limit cut the first batch (Kafka's `firstEntryIncomplete`): the slice holds no
-    /// whole batch. Only possible without `min_one_batch`.
+    /// whole batch. Only possible without `min_one_batch`, and not for a limit of 0 (an empty
+    /// slice).
     pub first_entry_incomplete: bool,
 }
 
@@ -499,10 +500,9 @@ impl SegmentReader {
         } else {
             max_bytes
         };
+        // A limit of 0 reads an empty slice at the batch (Kafka's `adjustedMaxSize == 0`): the
+        // read ends here, and its position bounds the aborted transactions reported with it.
         let length = (limit - first.position.get()).min(max);
-        if length == 0 {
-            return Ok(None);
-        }
         Ok(Some(FetchData {
             slice: FileSlice {
                 file: self.log.clone(),
@@ -510,7 +510,7 @@ impl SegmentReader {
                 length,
             },
             first_batch_offset: first.base_offset,
-            first_entry_incomplete: max < first.size,
+            first_entry_incomplete: max > 0 && max < first.size,
         }))
     }
 

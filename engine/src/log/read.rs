@@ -132,7 +132,9 @@ impl PartitionLog {
                     })
                     .unwrap_or(leo);
                 txn_upper = upper.min(bound);
-                info.records = Some(d);
+                // A limit of 0 (a partition after others filled the response) reads nothing,
+                // and ends the read at the first segment holding `start`, as Kafka's.
+                info.records = (d.slice.length > 0).then_some(d);
                 break;
             }
             if max_pos.is_some() {

@@ -9,30 +9,13 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, Shutdown};
-use mirrorlog_index::{LeaderEpoch, Offset};
+use mirrorlog_engine::log::FetchIsolation;
+use mirrorlog_index::Offset;
 
 #[test]
 fn a_read_committed_read_of_zero_bytes_reports_no_later_aborts() {
     let dir = tempfile::tempdir().unwrap();
-    // Every batch indexed, so Kafka's index-based upper bound is exact: the start's batch.
-    let mut c = small_config();
-    c.segment.index_interval_bytes = 0;
-    let mut log = open(dir.path(), c, clock(), Shutdown::Clean);
-    let e = LeaderEpoch(0);
-    // 50 transactions of one producer, each one record then an ABORT marker: offsets 2i, 2i+1.
-    for i in 0..50 {
-        log.append_as_leader(
-            producer_batch(1, 0, i, 1, true, T0),
-            e,
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-        log.append_as_leader(marker(1, 0, false, T0), e, LeaderOrigin::Coordinator)
-            .unwrap();
-    }
-    log.update_high_watermark(Offset(100));
-    assert_eq!(log.last_stable_offset(), Offset(100));
+    let log = fifty_aborted_txns_every_batch_indexed(dir.path());
     for start in [0, 40] {
         let r = log
             .read(Offset(start), 0, FetchIsolation::TxnCommitted, false)

@@ -8,31 +8,13 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, Shutdown};
-use mirrorlog_index::{LeaderEpoch, Offset};
+use mirrorlog_engine::log::FetchIsolation;
+use mirrorlog_index::Offset;
 
 #[test]
 fn a_small_read_committed_fetch_reports_only_aborts_overlapping_its_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    // Every batch indexed, so Kafka's index-based upper bound is exact: the offset of the
-    // batch right after the fetched bytes.
-    let mut c = small_config();
-    c.segment.index_interval_bytes = 0;
-    let mut log = open(dir.path(), c, clock(), Shutdown::Clean);
-    let e = LeaderEpoch(0);
-    // 50 transactions of one producer, each one record then an ABORT marker: offsets 2i, 2i+1.
-    for i in 0..50 {
-        log.append_as_leader(
-            producer_batch(1, 0, i, 1, true, T0),
-            e,
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-        log.append_as_leader(marker(1, 0, false, T0), e, LeaderOrigin::Coordinator)
-            .unwrap();
-    }
-    log.update_high_watermark(Offset(100));
-    assert_eq!(log.last_stable_offset(), Offset(100));
+    let log = fifty_aborted_txns_every_batch_indexed(dir.path());
     // One batch's worth: the first transactional batch only.
     let r = log
         .read(Offset(0), 1, FetchIsolation::TxnCommitted, true)

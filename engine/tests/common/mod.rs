@@ -352,3 +352,26 @@ pub fn read_committed_aborted(log: &mut PartitionLog, hw: Offset) -> Option<Vec<
         .unwrap()
         .aborted_transactions
 }
+
+/// A log in `dir` with every batch indexed (`index.interval.bytes` 0, so Kafka's index-based
+/// upper bound of a read's aborted transactions is exact) holding 50 transactions of producer 1,
+/// each one record then an ABORT marker (offsets 2i, 2i+1), all below the high watermark (100).
+pub fn fifty_aborted_txns_every_batch_indexed(dir: &Path) -> PartitionLog {
+    let mut c = small_config();
+    c.segment.index_interval_bytes = 0;
+    let mut log = open(dir, c, clock(), Shutdown::Clean);
+    let e = LeaderEpoch(0);
+    for i in 0..50 {
+        log.append_as_leader(
+            producer_batch(1, 0, i, 1, true, T0),
+            e,
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+        log.append_as_leader(marker(1, 0, false, T0), e, LeaderOrigin::Coordinator)
+            .unwrap();
+    }
+    log.update_high_watermark(Offset(100));
+    assert_eq!(log.last_stable_offset(), Offset(100));
+    log
+}

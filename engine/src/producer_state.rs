@@ -454,6 +454,14 @@ impl ProducerStateManager {
         self.producers.len()
     }
 
+    /// Kafka's `UnifiedLog.hasOngoingTransaction`: the producer has a transaction open in this
+    /// partition at exactly `epoch` (with a newer epoch, the open one is being ended).
+    pub fn has_ongoing_transaction(&self, id: ProducerId, epoch: ProducerEpoch) -> bool {
+        self.producers
+            .get(&id)
+            .is_some_and(|e| e.current_txn_first_offset.is_some() && e.producer_epoch == epoch)
+    }
+
     /// Open transactions, by first offset.
     pub fn ongoing_txns(&self) -> impl Iterator<Item = &TxnMetadata> {
         self.ongoing_txns.values()

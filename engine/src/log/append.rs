@@ -34,9 +34,9 @@ pub enum LeaderOrigin {
     /// coordinator (the broker refuses such a Produce request outright, as Kafka does; for
     /// embedders that cannot verify): every check of
     /// [`Client`](Self::Client), and a transactional batch may only continue a transaction the
-    /// producer already has open in this partition — one that would open a transaction fails
-    /// with `INVALID_TXN_STATE`, as Kafka's log refuses a transactional batch without a
-    /// verification guard.
+    /// producer already has open in this partition at the batch's epoch — one that would open a
+    /// transaction, or join one open at an older epoch, fails with `INVALID_TXN_STATE`, as
+    /// Kafka's log refuses a transactional batch without a verification guard.
     ClientUnverified,
     /// The mirror's stop sequence (markers, barriers), and coordinators writing their own
     /// internal partitions: writes even a read-only partition.
@@ -142,8 +142,8 @@ impl PartitionLog {
             LeaderOrigin::Client | LeaderOrigin::ClientUnverified => AppendOrigin::Client,
             LeaderOrigin::Coordinator | LeaderOrigin::TxnMarker => AppendOrigin::Coordinator,
         };
-        let pre_transition = self.producers.transition(&pre, producer_origin)?;
-        if let Transition::Duplicate(meta) = pre_transition {
+        let pre_transition = self.producers.transition(&pre, producer_origin);
+        if let Ok(Transition::Duplicate(meta)) = pre_transition {
             return Ok(LogAppendInfo {
                 first_offset: meta.first_offset(),
                 last_offset: meta.last_offset,
@@ -159,23 +159,32 @@ impl PartitionLog {
                 duplicate: true,
             });
         }
+        // As Kafka's `analyzeAndValidateProducerState`: an unverified transactional batch may
+        // only continue a transaction open here at its own epoch (`hasOngoingTransaction`) —
+        // one at a newer epoch belongs to a transaction the coordinator started after ending
+        // the open one, so it would otherwise be taken into the old one. A stale epoch is still
+        // `INVALID_PRODUCER_EPOCH`, checked first as there.
         if origin == LeaderOrigin::ClientUnverified
-            && matches!(
-                pre_transition,
-                Transition::Update {
-                    started_txn: Some(_),
-                    ..
-                }
-            )
+            && pre.transactional
+            && pre.control.is_none()
+            && pre.producer_id.is_some()
+            && !self
+                .producers
+                .has_ongoing_transaction(pre.producer_id, pre.producer_epoch)
         {
+            if let Err(e @ ProducerStateError::InvalidProducerEpoch { .. }) = pre_transition {
+                return Err(e.into());
+            }
             return Err(ProducerStateError::InvalidTxnState {
                 producer_id: pre.producer_id,
                 offset: self.log_end_offset(),
                 reason: "a transactional batch that was not verified with the transaction \
-                         coordinator (no transactional id) may not open a transaction",
+                         coordinator (no transactional id) may only continue a transaction \
+                         open at its epoch",
             }
             .into());
         }
+        pre_transition?;
         // Assign offsets and stamp the broker-owned header fields in place.
         let base = self.log_end_offset();
         let header_max_ts = batch.max_timestamp();

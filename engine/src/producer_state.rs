@@ -439,6 +439,14 @@ impl ProducerStateManager {
         self.map_end_offset
     }
 
+    /// Moves the map end offset up to `offset` (Kafka's `updateMapEndOffset`): a roll to a new
+    /// segment above the log end (a replica's batch after a gap) takes its snapshot at the new
+    /// segment's base, where recovery of that segment starts and where retention, deleting the
+    /// segments below, leaves it.
+    pub fn update_map_end_offset(&mut self, offset: Offset) {
+        self.map_end_offset = self.map_end_offset.max(offset);
+    }
+
     /// A producer's entry.
     pub fn entry(&self, id: ProducerId) -> Option<&ProducerStateEntry> {
         self.producers.get(&id)

@@ -635,6 +635,9 @@ impl PartitionLog {
             let sealed = std::mem::replace(&mut self.active, fresh).into_sealed();
             self.sealed.insert(sealed.base_offset(), sealed);
         }
+        // As Kafka's roll: the snapshot is named by the new segment's base, even above the log
+        // end, so that it stays when retention deletes the segments below.
+        self.producers.update_map_end_offset(new_base);
         self.producers.take_snapshot()?;
         // Everything before the new segment was flushed by seal().
         self.recovery_point = self.recovery_point.max(leo);

@@ -845,8 +845,9 @@ impl ProducerStateManager {
         Ok(log_start)
     }
 
-    /// Deletes snapshots below `offset` except the newest of them (kept for reload after a
-    /// truncation), as Kafka does when the log start advances or segments are deleted.
+    /// Deletes every snapshot below `offset`, the first remaining segment's base, when segments
+    /// are deleted (Kafka deletes those at the deleted segments' bases): the one at `offset`,
+    /// taken when that segment was rolled, stays for a reload.
     pub fn delete_snapshots_before(
         &mut self,
         offset: Offset,

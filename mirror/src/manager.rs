@@ -844,6 +844,14 @@ pub struct MirrorManager {
     group_sink: Mutex<Option<Arc<dyn GroupOffsetsSink>>>,
     last_group_sync: Mutex<Option<GroupSyncReport>>,
     topics: Mutex<BTreeMap<String, TopicInfo>>,
+    /// The topics an operator paused (KIP-1279 §3.3: PAUSED is a topic's desired state) and
+    /// has not resumed or stopped since: a partition of one that finishes LOG_ALIGNMENT (it
+    /// was aligning when the pause came, LOG_ALIGNMENT → PAUSING not being a transition, or
+    /// the source added it meanwhile) is paused at once. Kept by the partitions' states: a
+    /// restore takes back the topics that hold a PAUSED or PAUSING partition (a pause is
+    /// refused while no partition of the topic can pause). A leaf lock (taken under a
+    /// partition's).
+    paused_topics: Mutex<BTreeSet<String>>,
     partitions: Mutex<BTreeMap<TopicPartition, EntryRef>>,
     stop: AtomicBool,
     /// The sync thread and the fetcher pool loop.
@@ -932,6 +940,7 @@ impl MirrorManager {
             group_sink: Mutex::new(None),
             last_group_sync: Mutex::new(None),
             topics: Mutex::new(BTreeMap::new()),
+            paused_topics: Mutex::new(BTreeSet::new()),
             partitions: Mutex::new(BTreeMap::new()),
             stop: AtomicBool::new(false),
             threads: Mutex::new(vec![]),
@@ -1336,6 +1345,9 @@ impl MirrorManager {
 
     /// Adds a restored partition to the mirror's maps.
     fn restored_entry(&self, topic: &str, st: PartitionMirrorState) {
+        if matches!(st.state, S::Paused | S::Pausing) || was_paused(&st) {
+            self.paused_topics.lock().insert(topic.to_string());
+        }
         {
             let mut topics = self.topics.lock();
             let info = topics.entry(topic.to_string()).or_insert(TopicInfo {
@@ -1638,6 +1650,7 @@ impl MirrorManager {
         self.finish_deletion()?;
         self.partitions.lock().clear();
         self.topics.lock().clear();
+        self.paused_topics.lock().clear();
         self.claims.release_all(&self.config.name);
         Ok(())
     }
@@ -2394,7 +2407,11 @@ impl MirrorManager {
                     self.topics_api.appended(std::slice::from_ref(&key));
                 }
                 match r {
-                    Ok(()) => self.ensure_leader_epoch(&key, &mut e),
+                    Ok(()) => {
+                        self.ensure_leader_epoch(&key, &mut e);
+                        // A partition of a paused topic: paused before anything fetches it.
+                        self.pause_again(&key, &mut e, false);
+                    }
                     Err(err) => {
                         self.fail(&key, &mut e, &format!("log alignment failed: {err}"), true)
                     }
@@ -3684,6 +3701,8 @@ impl MirrorManager {
     /// [`stop_topic`](Self::stop_topic); the caller holds `starting`.
     fn stop_topic_serialised(&self, topic: &str) -> Result<(), MirrorError> {
         let entries = self.topic_entries_to_change(topic)?;
+        // A stop ends a pause (it runs from PAUSED too, KIP-1279 §3.2).
+        self.paused_topics.lock().remove(topic);
         if !self.owns(topic) {
             return self.stop_unowned(topic, entries);
         }
@@ -3840,9 +3859,10 @@ impl MirrorManager {
 
     /// A partition that failed while paused comes back through MIRRORING (FAILED → PAUSED is not
     /// a transition) and is paused again at once, under its entry's lock, so nothing fetches it
-    /// in between and the operator's pause is kept.
+    /// in between and the operator's pause is kept; so is one of a paused topic that has just
+    /// become MIRRORING ([`MirrorManager::paused_topics`]).
     fn pause_again(&self, key: &TopicPartition, e: &mut Entry, was_paused: bool) {
-        if was_paused
+        if (was_paused || self.paused_topics.lock().contains(&key.topic))
             && e.state.state == S::Mirroring
             && let Err(err) = self
                 .move_to(e, S::Pausing)
@@ -3852,14 +3872,41 @@ impl MirrorManager {
         }
     }
 
-    /// Pause: MIRRORING → PAUSING → PAUSED (no fetching; still read-only).
+    /// Pause: MIRRORING → PAUSING → PAUSED (no fetching; still read-only). The pause is the
+    /// topic's: a partition still in LOG_ALIGNMENT (from which PAUSING is not a transition), or
+    /// one the source adds later, is paused as soon as its alignment is done, before anything
+    /// fetches it. A topic none of whose partitions has finished its alignment is refused (its
+    /// partitions' states are what keeps a pause over a restart), and so is one with a partition
+    /// in any other state; either way nothing changes.
     ///
     /// # Errors
     /// Unknown topic, or a partition in a state that cannot pause.
     pub fn pause_topic(&self, topic: &str) -> Result<(), MirrorError> {
-        for (_, entry) in self.topic_entries_to_change(topic)? {
+        let entries = self.topic_entries_to_change(topic)?;
+        let states: Vec<S> = entries.iter().map(|(_, e)| e.lock().state.state).collect();
+        if let Some(((key, _), state)) = entries
+            .iter()
+            .zip(&states)
+            .find(|(_, s)| !matches!(s, S::Mirroring | S::Pausing | S::Paused | S::LogAlignment))
+        {
+            return Err(MirrorError::Invalid(format!(
+                "partition {key} is {state}: it cannot be paused"
+            )));
+        }
+        if !states
+            .iter()
+            .any(|s| matches!(s, S::Mirroring | S::Pausing | S::Paused))
+        {
+            return Err(MirrorError::Invalid(format!(
+                "no partition of topic {topic} has finished LOG_ALIGNMENT yet: pause it once \
+                 one is MIRRORING"
+            )));
+        }
+        // Before any partition moves: one that finishes its alignment from now on finds it.
+        self.paused_topics.lock().insert(topic.to_string());
+        for (_, entry) in entries {
             let mut e = entry.lock();
-            if e.state.state == S::Paused {
+            if matches!(e.state.state, S::Paused | S::LogAlignment) {
                 continue;
             }
             self.move_to(&mut e, S::Pausing)?;
@@ -3876,7 +3923,9 @@ impl MirrorManager {
     /// # Errors
     /// Unknown topic, or the state cannot be persisted.
     pub fn resume_topic(&self, topic: &str) -> Result<(), MirrorError> {
-        for (key, entry) in self.topic_entries_to_change(topic)? {
+        let entries = self.topic_entries_to_change(topic)?;
+        self.paused_topics.lock().remove(topic);
+        for (key, entry) in entries {
             let mut e = entry.lock();
             if !matches!(e.state.state, S::Paused | S::Pausing) {
                 continue;

@@ -18,8 +18,10 @@
 //! | recover | ¹ | INVALID_REQUEST (nothing FAILED) | INVALID_REQUEST | INVALID_REQUEST | retries the FAILED partitions now |
 //!
 //! ¹ TOPIC_NOT_IN_CLUSTER_MIRROR when another mirror holds the topic, UNKNOWN_CLUSTER_MIRROR
-//! when none does. A topic in STOPPING answers every operation with INVALID_REQUEST (a stop is
-//! in progress or was cut short; stop again to finish it).
+//! when none does. A topic in STOPPING (a stop in progress or cut short) is being stopped: stop
+//! finishes it, start answers MIRROR_TOPIC_NOT_STOPPED, pause MIRROR_TOPIC_BEING_STOPPED,
+//! resume MIRROR_TOPIC_NOT_PAUSED (as the prototype, whose controller records the desired state
+//! STOPPED at the stop request) and recover INVALID_REQUEST (stop again to finish it).
 //!
 //! Start by name also answers: INVALID_REQUEST for a topic matching `mirror.topics.exclude`
 //! (exclude wins), TOPIC_ALREADY_IN_CLUSTER_MIRROR when another mirror holds it not STOPPED
@@ -774,51 +776,126 @@ fn topic_op_one(b: &Broker, m: &MirrorManager, topic: &str, op: Op) -> Result<()
     if let Some(e) = m.topic_state_unavailable(topic) {
         return Err(fail(ec(E::KafkaStorageError), e.to_string()));
     }
-    let name = state_name(state);
-    if state == TopicState::Stopping && op != Op::Stop {
-        return Err(fail(
-            ec(E::InvalidRequest),
-            format!(
-                "topic {topic} is STOPPING in cluster mirror {mirror}; stop it again to finish"
-            ),
-        ));
+    match action(op, state, topic, mirror) {
+        Action::Nothing => Ok(()),
+        Action::Refuse(f) => Err(f),
+        Action::Run => match op {
+            Op::Stop => m.stop_topic(topic),
+            Op::Pause => m.pause_topic(topic),
+            Op::Resume => m.resume_topic(topic),
+            Op::Recover => m.recover_topic(topic).map(|_| ()),
+        }
+        .map_err(mirror_failure),
     }
+}
+
+/// What an operation does to a topic in a summary state.
+#[derive(Debug)]
+enum Action {
+    /// It is where the operation leads: success, nothing done.
+    Nothing,
+    /// The mirror runs the operation.
+    Run,
+    /// The operation does not apply: this error.
+    Refuse(Failure),
+}
+
+/// What `op` does to `topic` of `mirror` in summary state `state` (the matrix of the module
+/// docs).
+fn action(op: Op, state: TopicState, topic: &str, mirror: &str) -> Action {
+    let name = state_name(state);
+    // A stop in progress, or cut short (stop again to finish it): the topic's desired state is
+    // STOPPED already, as the prototype's controller records it from the stop request on.
+    let stopping = "; a stop is in progress or was cut short: stop it again to finish";
     match (op, state) {
-        (Op::Stop, TopicState::Stopped) => Err(fail(
+        (Op::Pause, TopicState::Stopping) => Action::Refuse(fail(
+            M::MirrorTopicBeingStopped,
+            format!("topic {topic} is STOPPING in cluster mirror {mirror}{stopping}"),
+        )),
+        (Op::Resume, TopicState::Stopping) => Action::Refuse(fail(
+            M::MirrorTopicNotPaused,
+            format!("topic {topic} is STOPPING in cluster mirror {mirror}, not PAUSED{stopping}"),
+        )),
+        (Op::Recover, TopicState::Stopping) => Action::Refuse(fail(
+            ec(E::InvalidRequest),
+            format!("topic {topic} is STOPPING in cluster mirror {mirror}{stopping}"),
+        )),
+        (Op::Stop, TopicState::Stopped) => Action::Refuse(fail(
             M::TopicNotInClusterMirror,
             format!("topic {topic} is already STOPPED: it is no longer mirrored by {mirror}"),
         )),
-        (Op::Stop, TopicState::Paused) => Err(fail(
+        (Op::Stop, TopicState::Paused) => Action::Refuse(fail(
             M::MirrorTopicAlreadyPaused,
             format!(
                 "topic {topic} is PAUSED in cluster mirror {mirror}; resume it before stopping"
             ),
         )),
-        (Op::Stop, _) => m.stop_topic(topic).map_err(mirror_failure),
-        (Op::Pause, TopicState::Stopped) => Err(fail(
+        (Op::Stop, _) => Action::Run,
+        (Op::Pause, TopicState::Stopped) => Action::Refuse(fail(
             M::MirrorTopicBeingStopped,
             format!("topic {topic} is STOPPED in cluster mirror {mirror} and cannot be paused"),
         )),
-        (Op::Pause, TopicState::Paused) => Ok(()),
-        (Op::Pause, TopicState::Failed) => Err(fail(
+        (Op::Pause, TopicState::Paused) => Action::Nothing,
+        (Op::Pause, TopicState::Failed) => Action::Refuse(fail(
             ec(E::InvalidRequest),
             format!(
                 "topic {topic} has FAILED partitions in cluster mirror {mirror}; recover them first"
             ),
         )),
-        (Op::Pause, _) => m.pause_topic(topic).map_err(mirror_failure),
-        (Op::Resume, TopicState::Mirroring) => Ok(()),
-        (Op::Resume, TopicState::Paused) => m.resume_topic(topic).map_err(mirror_failure),
-        (Op::Resume, _) => Err(fail(
+        (Op::Pause, _) => Action::Run,
+        (Op::Resume, TopicState::Mirroring) => Action::Nothing,
+        (Op::Resume, TopicState::Paused) => Action::Run,
+        (Op::Resume, _) => Action::Refuse(fail(
             M::MirrorTopicNotPaused,
             format!("topic {topic} is {name} in cluster mirror {mirror}, not PAUSED"),
         )),
-        (Op::Recover, TopicState::Failed) => {
-            m.recover_topic(topic).map(|_| ()).map_err(mirror_failure)
-        }
-        (Op::Recover, _) => Err(fail(
+        (Op::Recover, TopicState::Failed) => Action::Run,
+        (Op::Recover, _) => Action::Refuse(fail(
             ec(E::InvalidRequest),
             format!("topic {topic} is {name} in cluster mirror {mirror}: no partition is FAILED"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(op: Op, state: TopicState) -> Option<i16> {
+        match action(op, state, "t", "m") {
+            Action::Refuse((c, _)) => Some(c),
+            Action::Nothing | Action::Run => None,
+        }
+    }
+
+    /// The prototype's controller keeps a stopped topic's desired state STOPPED from the stop
+    /// request on, so a pause of one being stopped answers MIRROR_TOPIC_BEING_STOPPED and a
+    /// resume MIRROR_TOPIC_NOT_PAUSED (review thread MM14), as they do once it is STOPPED.
+    #[test]
+    fn a_topic_being_stopped_answers_pause_and_resume_as_a_stopped_one() {
+        for op in [Op::Pause, Op::Resume] {
+            assert_eq!(
+                code(op, TopicState::Stopping),
+                code(op, TopicState::Stopped),
+                "{op:?}"
+            );
+        }
+        assert_eq!(
+            code(Op::Pause, TopicState::Stopping),
+            Some(M::MirrorTopicBeingStopped.code())
+        );
+        assert_eq!(
+            code(Op::Resume, TopicState::Stopping),
+            Some(M::MirrorTopicNotPaused.code())
+        );
+        // A stop finishes it; a recover is refused (stop again to finish).
+        assert!(matches!(
+            action(Op::Stop, TopicState::Stopping, "t", "m"),
+            Action::Run
+        ));
+        assert_eq!(
+            code(Op::Recover, TopicState::Stopping),
+            Some(ec(E::InvalidRequest))
+        );
     }
 }

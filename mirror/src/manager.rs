@@ -3455,8 +3455,11 @@ impl MirrorManager {
     }
 
     /// Starts the fetcher pool loop (which starts and stops the fetchers,
-    /// [`FETCHER_IDLE_MS`]) and the sync/drive thread.
+    /// [`FETCHER_IDLE_MS`]) and the sync/drive thread, after
+    /// [`open_stopped_topics`](Self::open_stopped_topics) (the broker runs its mirrors once all
+    /// of them are restored).
     pub fn run(self: &Arc<Self>) {
+        self.open_stopped_topics();
         let mut threads = self.threads.lock();
         let me = self.clone();
         threads.push(
@@ -3826,6 +3829,45 @@ impl MirrorManager {
                 self.fail(key, e, &format!("stop failed: {err}"), true);
                 Err(err)
             }
+        }
+    }
+
+    /// Finishes the failover of each topic every partition of which is STOPPED here while its
+    /// destination topic is still read-only and no mirror holds it: the stop's last step
+    /// (`open_if_stopped`) stores the topic writable after the last
+    /// STOPPED is persisted, so a crash in between left it read-only, and nothing would ever
+    /// open it (a restore claims only topics with a partition not STOPPED, and a stop of a
+    /// STOPPED topic changes nothing). Called by [`run`](Self::run), once every mirror of the
+    /// broker has been restored and has claimed the topics it mirrors, so a topic another
+    /// mirror writes now is never opened; the claim is taken for the change, as a stop holds
+    /// it.
+    pub fn open_stopped_topics(&self) {
+        for topic in self.topic_names() {
+            let _claiming = self.claim_lock.lock();
+            let Ok(entries) = self.topic_entries(&topic) else {
+                continue;
+            };
+            let read_only = entries
+                .iter()
+                .any(|(key, _)| self.logs.get(key).is_some_and(|h| h.read().is_read_only()));
+            if !read_only
+                || self.claims.owner(&topic).is_some()
+                || !entries
+                    .iter()
+                    .all(|(_, e)| e.lock().state.state == S::Stopped)
+                || self.claims.claim(&topic, &self.config.name).is_err()
+            {
+                continue;
+            }
+            match self.topics_api.set_read_only(&topic, false) {
+                Ok(()) => {
+                    tracing::info!(mirror = %self.config.name, topic, "made a stopped topic writable: a crash had cut its failover short");
+                }
+                Err(err) => {
+                    tracing::warn!(mirror = %self.config.name, topic, "making a stopped topic writable failed: {err}");
+                }
+            }
+            self.claims.release(&topic, &self.config.name);
         }
     }
 

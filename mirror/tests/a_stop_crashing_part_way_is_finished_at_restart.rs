@@ -35,6 +35,8 @@ const MIRROR: &str = "east";
 const OPEN: [i64; 2] = [9, 10];
 
 struct Node {
+    /// The source's and the destination's data dirs (kept while the node lives).
+    _dirs: Option<(tempfile::TempDir, tempfile::TempDir)>,
     sim: SimStorage,
     dst: Arc<LogManager>,
     mirror: Arc<MirrorManager>,
@@ -55,7 +57,12 @@ fn node(dir: &std::path::Path, source: &Arc<EngineSource>, sim: SimStorage) -> N
         ManualClock::new(T0),
     )
     .unwrap();
-    Node { sim, dst, mirror }
+    Node {
+        _dirs: None,
+        sim,
+        dst,
+        mirror,
+    }
 }
 
 fn append(src: &LogManager, batch: bytes::Bytes) {
@@ -116,14 +123,14 @@ fn stop_crashing_after(syncs: Option<u64>, torn: usize) -> (Node, bytes::Bytes, 
     });
     n.mirror.shutdown();
     drop(n);
-    let n = node(b.path(), &source, crashed);
+    let mut n = node(b.path(), &source, crashed);
     // What `run` does first, once every mirror of the broker is restored.
     n.mirror.open_stopped_topics();
     // The operator stops it again (a stop the crash cut short is STOPPING, or MIRRORING when
     // its STOPPING was not durable yet; a completed one is STOPPED).
     n.mirror.drive();
     n.mirror.stop_topic("orders").unwrap();
-    std::mem::forget((a, b));
+    n._dirs = Some((a, b));
     (n, mirrored, done)
 }
 

@@ -4,6 +4,9 @@
 //! kafka-configs, confluent-kafka) show as is: "Invalid value 0 for configuration segment.ms:
 //! Value must be at least 1" — "Not a number of type INT" for a number that does not parse,
 //! "String must be one of: …" for an enumerated value. CreateTopics answers the same words.
+//! Then (session 14): the broker rebuilt those words by parsing the engine's reason text, and
+//! showed an out-of-range value as given (" 0 "), where Kafka's range check shows the number as
+//! parsed ("0"); the engine now gives the reason as data.
 
 mod common;
 
@@ -53,6 +56,24 @@ const CASES: &[(&str, &str, &str)] = &[
         "createtime",
         "Invalid value createtime for configuration message.timestamp.type: String must be one \
          of: CreateTime, LogAppendTime",
+    ),
+    // Kafka's range check sees the number as parsed (trimmed), its message too.
+    (
+        "segment.ms",
+        " 0 ",
+        "Invalid value 0 for configuration segment.ms: Value must be at least 1",
+    ),
+    (
+        "segment.index.bytes",
+        "8",
+        "Invalid value 8 for configuration segment.index.bytes: Value must be at least 12 \
+         (Kafka accepts 4 but a time index needs room for one 12-byte entry)",
+    ),
+    (
+        "cleanup.policy",
+        "forever",
+        "Invalid value forever for configuration cleanup.policy: String must be one of: \
+         compact, delete",
     ),
     (
         "compression.type",

@@ -80,8 +80,9 @@ pub enum ConfigError {
         key: String,
         /// The value as given.
         value: String,
-        /// What is wrong, with the valid range.
-        reason: String,
+        /// What is wrong, as data (the bound, the type, the valid values); its `Display` says
+        /// it in words.
+        reason: InvalidReason,
     },
     /// A valid Kafka key or value that mirrorlog does not implement.
     #[error("unsupported config `{key}={value}`: {reason}")]
@@ -93,6 +94,87 @@ pub enum ConfigError {
         /// Why it is not supported.
         reason: String,
     },
+}
+
+/// Why a value was refused: the facts of Kafka's `ConfigDef` checks (range, number type, valid
+/// strings), so that a caller can put them in its own words (the broker answers Kafka's
+/// `ConfigException` wording) without parsing ours. `Display` gives the engine's words
+/// ("must be at least 1", "must be in 12..=2147483647", "expected a 32-bit integer", …).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvalidReason {
+    /// The number `found` lies outside `min ..= max` (`max` is `i64::MAX` when there is no upper
+    /// bound); `why` adds a reason of ours beyond the bound.
+    OutOfRange {
+        /// The number as parsed.
+        found: i64,
+        /// The smallest valid value.
+        min: i64,
+        /// The largest valid value.
+        max: i64,
+        /// Why the bound is ours, when it differs from Kafka's.
+        why: Option<&'static str>,
+    },
+    /// The value is not a decimal number of the key's type (a 32-bit `INT` also when it does
+    /// not fit in 32 bits, as Kafka parses it).
+    NotANumber(NumberType),
+    /// The value is none of these strings (case-sensitive), listed in Kafka's order.
+    NotOneOf(&'static [&'static str]),
+    /// A comma-separated list holds an item that is none of these strings.
+    NotAListOf(&'static [&'static str]),
+    /// Anything else (settings that are not Kafka configs), in words.
+    Other(String),
+}
+
+/// A Kafka `ConfigDef` number type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumberType {
+    /// `INT`: 32-bit.
+    Int,
+    /// `LONG`: 64-bit.
+    Long,
+}
+
+impl NumberType {
+    /// Kafka's name of the type (`INT`, `LONG`).
+    pub fn kafka_name(self) -> &'static str {
+        match self {
+            NumberType::Int => "INT",
+            NumberType::Long => "LONG",
+        }
+    }
+}
+
+impl std::fmt::Display for InvalidReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let quoted = |valid: &[&str]| {
+            valid
+                .iter()
+                .map(|v| format!("`{v}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            InvalidReason::OutOfRange { min, max, why, .. } => {
+                if *max == i64::MAX {
+                    write!(f, "must be at least {min}")?;
+                } else {
+                    write!(f, "must be in {min}..={max}")?;
+                }
+                match why {
+                    Some(why) => write!(f, ": {why}"),
+                    None => Ok(()),
+                }
+            }
+            InvalidReason::NotANumber(NumberType::Int) => f.write_str("expected a 32-bit integer"),
+            InvalidReason::NotANumber(NumberType::Long) => f.write_str("expected a 64-bit integer"),
+            InvalidReason::NotOneOf(valid) => write!(f, "expected one of {}", quoted(valid)),
+            InvalidReason::NotAListOf(valid) => {
+                write!(f, "expected a comma-separated list of {}", quoted(valid))
+            }
+            InvalidReason::Other(why) => f.write_str(why),
+        }
+    }
 }
 
 /// `compression.type`: how the broker stores the batches producers send.
@@ -123,6 +205,10 @@ impl CompressionConfig {
         CompressionConfig::Gzip,
         CompressionConfig::Producer,
     ];
+
+    /// Every value's name, in [`CompressionConfig::ALL`]'s order (Kafka's documentation order).
+    pub const NAMES: &'static [&'static str] =
+        &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
 
     /// The Kafka name (`producer`, `uncompressed`, `gzip`, `snappy`, `lz4`, `zstd`).
     pub fn name(self) -> &'static str {
@@ -177,6 +263,12 @@ impl CleanupPolicy {
         }
     }
 }
+
+/// `message.timestamp.type`'s values, in Kafka's order.
+const TIMESTAMP_TYPE_NAMES: &[&str] = &["CreateTime", "LogAppendTime"];
+/// The items `cleanup.policy` may list, in Kafka's order (`compact` is refused as unsupported
+/// after parsing).
+const CLEANUP_POLICY_NAMES: &[&str] = &["compact", "delete"];
 
 /// The Kafka name of a timestamp type (`CreateTime`, `LogAppendTime`).
 fn timestamp_type_name(t: TimestampType) -> &'static str {
@@ -340,24 +432,28 @@ fn topic_config_name(key: &str) -> Option<&'static str> {
     .find(|n| *n == key)
 }
 
-/// An inclusive range check, producing Kafka-style reasons.
+/// An inclusive range check.
 fn check_range(key: &str, value: i64, min: i64, max: i64) -> Result<(), ConfigError> {
     if (min..=max).contains(&value) {
         return Ok(());
     }
-    let reason = if max == i64::MAX {
-        format!("must be at least {min}")
-    } else {
-        format!("must be in {min}..={max}")
-    };
-    Err(invalid(key, value, reason))
+    Err(invalid(
+        key,
+        value,
+        InvalidReason::OutOfRange {
+            found: value,
+            min,
+            max,
+            why: None,
+        },
+    ))
 }
 
-fn invalid(key: &str, value: impl ToString, reason: impl Into<String>) -> ConfigError {
+fn invalid(key: &str, value: impl ToString, reason: InvalidReason) -> ConfigError {
     ConfigError::InvalidValue {
         key: key.to_owned(),
         value: value.to_string(),
-        reason: reason.into(),
+        reason,
     }
 }
 
@@ -366,7 +462,7 @@ fn parse_int(key: &str, value: &str, min: i64, max: i64) -> Result<i64, ConfigEr
     let n: i32 = value
         .trim()
         .parse()
-        .map_err(|_| invalid(key, value, "expected a 32-bit integer"))?;
+        .map_err(|_| invalid(key, value, InvalidReason::NotANumber(NumberType::Int)))?;
     range_of_parsed(key, value, i64::from(n), min, max)
 }
 
@@ -375,17 +471,15 @@ fn parse_long(key: &str, value: &str, min: i64, max: i64) -> Result<i64, ConfigE
     let n: i64 = value
         .trim()
         .parse()
-        .map_err(|_| invalid(key, value, "expected a 64-bit integer"))?;
+        .map_err(|_| invalid(key, value, InvalidReason::NotANumber(NumberType::Long)))?;
     range_of_parsed(key, value, n, min, max)
 }
 
 /// Range check that reports the value as the caller gave it.
 fn range_of_parsed(key: &str, value: &str, n: i64, min: i64, max: i64) -> Result<i64, ConfigError> {
-    match check_range(key, n, min, max) {
-        Ok(()) => Ok(n),
-        Err(ConfigError::InvalidValue { reason, .. }) => Err(invalid(key, value, reason)),
-        Err(other) => Err(other),
-    }
+    check_range(key, n, min, max)
+        .map(|()| n)
+        .map_err(|e| with_value(e, value))
 }
 
 /// Values of a precedence family seen while applying pairs (`.ms` beats `.minutes` beats
@@ -473,11 +567,11 @@ impl LogConfig {
             return Err(invalid(
                 "segment.roll_jitter_ms",
                 s.roll_jitter_ms,
-                format!(
+                InvalidReason::Other(format!(
                     "the per-segment jitter must lie in 0..{} (segment.ms); leave it 0 in a \
                      LogConfig, the log draws it from segment.jitter.ms",
                     s.segment_ms
-                ),
+                )),
             ));
         }
         check_range(SEGMENT_JITTER_MS, self.segment_jitter_ms, 0, i64::MAX)?;
@@ -661,7 +755,7 @@ impl LogConfig {
                         return Err(invalid(
                             key,
                             value,
-                            "expected `CreateTime` or `LogAppendTime`",
+                            InvalidReason::NotOneOf(TIMESTAMP_TYPE_NAMES),
                         ));
                     }
                 };
@@ -677,7 +771,7 @@ impl LogConfig {
                     invalid(
                         key,
                         value,
-                        "expected one of uncompressed, zstd, lz4, snappy, gzip, producer",
+                        InvalidReason::NotOneOf(CompressionConfig::NAMES),
                     )
                 })?;
             }
@@ -782,15 +876,19 @@ fn check_index_bytes(key: &str, n: i64) -> Result<(), ConfigError> {
     if (MIN_SEGMENT_INDEX_BYTES..=I32_MAX).contains(&n) {
         return Ok(());
     }
-    let reason = if (4..MIN_SEGMENT_INDEX_BYTES).contains(&n) {
-        format!(
-            "must be in {MIN_SEGMENT_INDEX_BYTES}..={I32_MAX}: Kafka accepts 4 but a time index \
-             needs room for one 12-byte entry"
-        )
-    } else {
-        format!("must be in {MIN_SEGMENT_INDEX_BYTES}..={I32_MAX}")
-    };
-    Err(invalid(key, n, reason))
+    let why = (4..MIN_SEGMENT_INDEX_BYTES)
+        .contains(&n)
+        .then_some("Kafka accepts 4 but a time index needs room for one 12-byte entry");
+    Err(invalid(
+        key,
+        n,
+        InvalidReason::OutOfRange {
+            found: n,
+            min: MIN_SEGMENT_INDEX_BYTES,
+            max: I32_MAX,
+            why,
+        },
+    ))
 }
 
 /// Replaces an `InvalidValue`'s value with the value as the caller gave it.
@@ -821,7 +919,7 @@ fn parse_cleanup_policy(key: &str, value: &str) -> Result<CleanupPolicy, ConfigE
                 return Err(invalid(
                     key,
                     value,
-                    "expected a comma-separated list of `delete` and `compact`",
+                    InvalidReason::NotAListOf(CLEANUP_POLICY_NAMES),
                 ));
             }
         }
@@ -1045,6 +1143,65 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// The reason is data a caller can word its own way (the broker answers Kafka's words).
+    #[test]
+    fn invalid_values_carry_their_reason_as_data() {
+        let reason = |key: &str, value: &str| match over(&[(key, value)]).unwrap_err() {
+            ConfigError::InvalidValue { reason, .. } => reason,
+            other => panic!("{key}={value}: {other:?}"),
+        };
+        let range = |found, min, max| InvalidReason::OutOfRange {
+            found,
+            min,
+            max,
+            why: None,
+        };
+        assert_eq!(reason("segment.ms", " 0 "), range(0, 1, i64::MAX));
+        assert_eq!(reason("segment.bytes", "13"), range(13, 14, I32_MAX));
+        assert_eq!(reason("retention.ms", "-2"), range(-2, -1, i64::MAX));
+        assert!(matches!(
+            reason("segment.index.bytes", "8"),
+            InvalidReason::OutOfRange { found: 8, min: 12, max: I32_MAX, why: Some(why) }
+                if why.contains("12-byte entry")
+        ));
+        assert_eq!(
+            reason("max.message.bytes", "2147483648"),
+            InvalidReason::NotANumber(NumberType::Int)
+        );
+        assert_eq!(
+            reason("flush.ms", "1.5"),
+            InvalidReason::NotANumber(NumberType::Long)
+        );
+        assert_eq!(
+            reason("message.timestamp.type", "createtime"),
+            InvalidReason::NotOneOf(&["CreateTime", "LogAppendTime"])
+        );
+        assert_eq!(
+            reason("compression.type", "brotli"),
+            InvalidReason::NotOneOf(CompressionConfig::NAMES)
+        );
+        assert_eq!(
+            reason("cleanup.policy", "forever"),
+            InvalidReason::NotAListOf(&["compact", "delete"])
+        );
+        // The engine's own words stay readable for embedders.
+        assert_eq!(
+            err_text(&[("segment.ms", "0")]),
+            "invalid value `0` for `segment.ms`: must be at least 1"
+        );
+        assert_eq!(
+            err_text(&[("compression.type", "brotli")]),
+            "invalid value `brotli` for `compression.type`: expected one of `uncompressed`, \
+             `zstd`, `lz4`, `snappy`, `gzip`, `producer`"
+        );
+    }
+
+    #[test]
+    fn compression_names_are_all_in_order() {
+        let names: Vec<&str> = CompressionConfig::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, CompressionConfig::NAMES);
     }
 
     #[test]

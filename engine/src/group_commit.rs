@@ -82,7 +82,7 @@ use std::time::{Duration, Instant};
 use mirrorlog_segment::io::{IoError, IoOp, StorageFile};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, InvalidReason};
 
 /// Group-commit settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,14 +118,24 @@ impl GroupCommitConfig {
             return Err(ConfigError::InvalidValue {
                 key: "group_commit.max_batch_files".to_owned(),
                 value: self.max_batch_files.to_string(),
-                reason: format!("must be in 1..={MAX_BATCH_FILES_LIMIT}"),
+                reason: InvalidReason::OutOfRange {
+                    found: i64::try_from(self.max_batch_files).unwrap_or(i64::MAX),
+                    min: 1,
+                    max: MAX_BATCH_FILES_LIMIT as i64,
+                    why: None,
+                },
             });
         }
         if self.max_wait_us > MAX_WAIT_US_LIMIT {
             return Err(ConfigError::InvalidValue {
                 key: "group_commit.max_wait_us".to_owned(),
                 value: self.max_wait_us.to_string(),
-                reason: format!("must be in 0..={MAX_WAIT_US_LIMIT}"),
+                reason: InvalidReason::OutOfRange {
+                    found: i64::try_from(self.max_wait_us).unwrap_or(i64::MAX),
+                    min: 0,
+                    max: MAX_WAIT_US_LIMIT as i64,
+                    why: None,
+                },
             });
         }
         Ok(())

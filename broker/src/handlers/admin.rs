@@ -72,7 +72,7 @@ use kafka_protocol::messages::{
     MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_engine::config::{CompressionConfig, ConfigError, LogConfig};
+use mirrorlog_engine::config::{ConfigError, InvalidReason, LogConfig};
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_index::TopicPartition;
 use mirrorlog_mirror::manager::MirrorManager;
@@ -852,54 +852,45 @@ fn apply_topic_configs(
 
 /// A refused config value in the words of Kafka's `ConfigException` ("Invalid value 10 for
 /// configuration segment.bytes: Value must be at least 14"), which clients show as the
-/// `INVALID_CONFIG` message: its range validator says "at least" or "no more than", a number
-/// that does not parse is "Not a number of type INT" (or `LONG`), an enumerated value lists the
-/// valid ones. The bounds are ours (module docs of `mirrorlog_engine::config`); a reason of ours
-/// beyond the bound is kept after it. Other errors (unknown or unsupported keys) keep their
-/// own words.
+/// `INVALID_CONFIG` message, built from the engine's [`InvalidReason`]: its range validator
+/// says "at least" or "no more than" (the number as parsed, so trimmed), a number that does not
+/// parse is "Not a number of type INT" (or `LONG`, the value as given), an enumerated value or
+/// list lists the valid strings. The bounds are ours (module docs of
+/// `mirrorlog_engine::config`); a reason of ours beyond the bound follows it in parentheses.
+/// Other errors (unknown or unsupported keys) keep their own words.
 fn kafka_config_message(e: &ConfigError) -> String {
     let ConfigError::InvalidValue { key, value, reason } = e else {
         return e.to_string();
     };
-    let detail = if let Some(min) = reason.strip_prefix("must be at least ") {
-        format!("Value must be at least {min}")
-    } else if let Some(range) = reason.strip_prefix("must be in ") {
-        // `min..=max`, maybe followed by `: why`.
-        let (bounds, why) = range.split_once(": ").unwrap_or((range, ""));
-        let why = if why.is_empty() {
-            String::new()
-        } else {
-            format!(" ({why})")
-        };
-        match bounds.split_once("..=") {
-            Some((min, max)) => {
-                let below = match (value.trim().parse::<i64>(), min.parse::<i64>()) {
-                    (Ok(v), Ok(min)) => v < min,
-                    _ => true,
-                };
-                if below {
-                    format!("Value must be at least {min}{why}")
-                } else {
-                    format!("Value must be no more than {max}{why}")
-                }
-            }
-            None => reason.clone(),
+    let (shown, detail) = match reason {
+        InvalidReason::OutOfRange {
+            found,
+            min,
+            max,
+            why,
+        } => {
+            let bound = if found < min {
+                format!("Value must be at least {min}")
+            } else {
+                format!("Value must be no more than {max}")
+            };
+            let detail = match why {
+                Some(why) => format!("{bound} ({why})"),
+                None => bound,
+            };
+            (found.to_string(), detail)
         }
-    } else if reason == "expected a 32-bit integer" {
-        "Not a number of type INT".to_string()
-    } else if reason == "expected a 64-bit integer" {
-        "Not a number of type LONG".to_string()
-    } else if key.ends_with("timestamp.type") {
-        "String must be one of: CreateTime, LogAppendTime".to_string()
-    } else if key == "compression.type" {
-        let names: Vec<&str> = CompressionConfig::ALL.iter().map(|c| c.name()).collect();
-        format!("String must be one of: {}", names.join(", "))
-    } else if key.ends_with("cleanup.policy") {
-        "String must be one of: compact, delete".to_string()
-    } else {
-        reason.clone()
+        InvalidReason::NotANumber(t) => (
+            value.clone(),
+            format!("Not a number of type {}", t.kafka_name()),
+        ),
+        InvalidReason::NotOneOf(valid) | InvalidReason::NotAListOf(valid) => (
+            value.clone(),
+            format!("String must be one of: {}", valid.join(", ")),
+        ),
+        other => (value.clone(), other.to_string()),
     };
-    format!("Invalid value {value} for configuration {key}: {detail}")
+    format!("Invalid value {shown} for configuration {key}: {detail}")
 }
 
 fn created_configs(b: &Broker, config: &LogConfig) -> Vec<CreatableTopicConfigs> {

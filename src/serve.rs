@@ -311,6 +311,29 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     cfg.auto_create_topics = auto_create;
     cfg.group = group;
     cfg.txn = txn;
+    // What DescribeConfigs shows as STATIC_BROKER_CONFIG: the file's keys and the flags'.
+    cfg.static_config = props.into_iter().collect();
+    for (key, flag) in [
+        ("node.id", args.node_id.map(|n| n.to_string())),
+        (
+            "log.dirs",
+            args.data_dir.as_ref().map(|d| d.display().to_string()),
+        ),
+        (
+            "listeners",
+            args.listen.as_ref().map(|l| format!("PLAINTEXT://{l}")),
+        ),
+        (
+            "advertised.listeners",
+            args.advertised_listener
+                .as_ref()
+                .map(|l| format!("PLAINTEXT://{l}")),
+        ),
+    ] {
+        if let Some(v) = flag {
+            cfg.static_config.insert(key.to_string(), v);
+        }
+    }
     cfg.validate().map_err(anyhow::Error::msg)?;
     let server = ServerConfig {
         listen: listen_addr,

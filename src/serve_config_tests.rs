@@ -324,3 +324,21 @@ fn boolean_keys_take_true_and_false_in_any_case() {
         );
     }
 }
+
+/// DescribeConfigs shows the keys the file (or a flag) names as STATIC_BROKER_CONFIG, even at
+/// their default: `settings` records them, the last of a repeated key.
+#[test]
+fn the_files_keys_and_the_flags_are_recorded_for_describe_configs() {
+    let (mut args, _d) = args_with(
+        "log.retention.check.interval.ms=300000\ngroup.max.size=5\ngroup.max.size=7\n",
+        true,
+    );
+    args.node_id = Some(3);
+    let (cfg, _) = settings(&args).unwrap();
+    let get = |k: &str| cfg.static_config.get(k).map(String::as_str);
+    assert_eq!(get("log.retention.check.interval.ms"), Some("300000"));
+    assert_eq!(get("group.max.size"), Some("7"));
+    assert_eq!(get("node.id"), Some("3"));
+    assert!(get("log.dirs").is_some_and(|d| d.ends_with("data")));
+    assert_eq!(get("num.partitions"), None);
+}

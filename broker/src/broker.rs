@@ -55,6 +55,13 @@ pub struct BrokerConfig {
     /// The transaction coordinator's settings (`transaction.*`, `transactional.id.*`; each
     /// field gives its Kafka key, default and range).
     pub txn: crate::txn::TxnConfig,
+    /// The `server.properties` pairs (and flags, under their keys) this broker was started
+    /// with, as given; `mirrorlog serve` fills it. DescribeConfigs shows a key named here as
+    /// `STATIC_BROKER_CONFIG` even at its default value, as Kafka shows its file's keys, and
+    /// lists the alternate spellings set here (`log.retention.hours`, …) with the value given.
+    /// Default empty: a setting changed in code shows as `STATIC_BROKER_CONFIG` when it
+    /// differs from its default.
+    pub static_config: std::collections::BTreeMap<String, String>,
 }
 
 impl BrokerConfig {
@@ -72,6 +79,7 @@ impl BrokerConfig {
             logs: LogManagerConfig::new(data_dir),
             group: crate::group::GroupConfig::default(),
             txn: crate::txn::TxnConfig::default(),
+            static_config: std::collections::BTreeMap::new(),
         }
     }
 
@@ -356,6 +364,9 @@ pub struct Broker {
     /// This broker's own `Arc`, for handlers that hand it on (mirror creation); set by
     /// [`register_arc`](Broker::register_arc).
     this: std::sync::OnceLock<std::sync::Weak<Broker>>,
+    /// The listener serving this broker, for DescribeConfigs; set by
+    /// [`record_listener`](Broker::record_listener).
+    listener: std::sync::OnceLock<crate::server::ServerConfig>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -418,6 +429,7 @@ impl Broker {
             txn_verifier: std::sync::OnceLock::new(),
             clock,
             this: std::sync::OnceLock::new(),
+            listener: std::sync::OnceLock::new(),
         })
     }
 
@@ -427,6 +439,19 @@ impl Broker {
     /// nothing.
     pub fn register_arc(self: &Arc<Self>) {
         let _ = self.this.set(Arc::downgrade(self));
+    }
+
+    /// Records the settings of the listener serving this broker (`listen` the address it
+    /// bound), which DescribeConfigs lists (`listeners`, `socket.request.max.bytes`,
+    /// `connections.max.idle.ms`). [`RunningBroker::start`](crate::running::RunningBroker::start)
+    /// calls it; later calls do nothing. A broker served by no listener lists none of them.
+    pub fn record_listener(&self, config: crate::server::ServerConfig) {
+        let _ = self.listener.set(config);
+    }
+
+    /// The listener settings [`record_listener`](Self::record_listener) recorded.
+    pub fn listener(&self) -> Option<&crate::server::ServerConfig> {
+        self.listener.get()
     }
 
     /// This broker's `Arc`, once [`register_arc`](Self::register_arc) ran.

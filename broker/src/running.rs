@@ -50,8 +50,12 @@ impl RunningBroker {
         broker.register_arc();
         crate::coordinators::install(&broker)?;
         broker.mirrors.restore(&broker)?;
-        let srv = Server::bind(server, broker.clone())?;
+        let srv = Server::bind(server.clone(), broker.clone())?;
         let addr = srv.local_addr();
+        broker.record_listener(ServerConfig {
+            listen: addr,
+            ..server
+        });
         let handle = srv.shutdown_handle();
         let stop = Arc::new(AtomicBool::new(false));
         let mut background = vec![];

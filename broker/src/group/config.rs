@@ -219,6 +219,26 @@ impl GroupConfig {
         Ok(true)
     }
 
+    /// The value of Kafka broker key `key` (one of [`KAFKA_KEYS`](Self::KAFKA_KEYS)) as
+    /// [`set`](Self::set) takes it, or `None` for another key (what DescribeConfigs shows).
+    pub fn kafka_value(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "offsets.topic.num.partitions" => self.offsets_topic_partitions.to_string(),
+            "offsets.topic.segment.bytes" => self.offsets_topic_segment_bytes.to_string(),
+            "group.min.session.timeout.ms" => self.group_min_session_timeout_ms.to_string(),
+            "group.max.session.timeout.ms" => self.group_max_session_timeout_ms.to_string(),
+            "group.initial.rebalance.delay.ms" => self.group_initial_rebalance_delay_ms.to_string(),
+            "group.max.size" => self.group_max_size.to_string(),
+            "offsets.retention.minutes" => self.offsets_retention_minutes.to_string(),
+            "offsets.retention.check.interval.ms" => {
+                self.offsets_retention_check_interval_ms.to_string()
+            }
+            "offset.metadata.max.bytes" => self.offset_metadata_max_bytes.to_string(),
+            "offsets.load.buffer.size" => self.offsets_load_buffer_bytes.to_string(),
+            _ => return None,
+        })
+    }
+
     const OFFSETS_TOPIC_SEGMENT_BYTES_MIN: u32 = 1 << 20;
     const OFFSETS_TOPIC_SEGMENT_BYTES_MAX: u32 = 1 << 30;
 
@@ -235,6 +255,17 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert_eq!(GroupConfig::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn every_key_set_takes_reads_back_as_its_value() {
+        for (i, key) in GroupConfig::KAFKA_KEYS.iter().enumerate() {
+            let mut c = GroupConfig::default();
+            let value = (2_000_000 + i).to_string();
+            assert_eq!(c.set(key, &value), Ok(true), "{key}");
+            assert_eq!(c.kafka_value(key), Some(value), "{key}");
+        }
+        assert_eq!(GroupConfig::default().kafka_value("group.nope"), None);
     }
 
     #[test]

@@ -39,7 +39,7 @@
 //!   partition (offline data directory) may be a mirror topic nobody restored: a change to those
 //!   keys answers `KAFKA_STORAGE_ERROR`, as a start of the topic does.
 
-use crate::broker::Broker;
+use crate::broker::{Broker, BrokerConfig};
 use crate::errors::engine_error_code;
 use crate::topics::{
     INTERNAL_TOPICS, TopicError, TopicMeta, check_no_partition_offline, colliding, sb,
@@ -144,7 +144,9 @@ const TOPIC_KEYS: &[TopicKey] = &[
         topic: "cleanup.policy",
         broker: "log.cleanup.policy",
         config_type: TYPE_LIST,
-        doc: "What happens to old segments: `delete` (compaction is not supported).",
+        doc: "What happens to old segments: `delete`, or the empty list to keep every record \
+              (retention.ms and retention.bytes ignored, as Kafka 4.2); compaction is not \
+              supported.",
     },
     TopicKey {
         topic: "compression.type",
@@ -228,7 +230,7 @@ const TOPIC_KEYS: &[TopicKey] = &[
         topic: "segment.jitter.ms",
         broker: "log.roll.jitter.ms",
         config_type: TYPE_LONG,
-        doc: "The most a time-based roll may come early, drawn per segment.",
+        doc: "The most a time-based roll may come early (drawn once per log here).",
     },
     TopicKey {
         topic: "segment.ms",
@@ -969,21 +971,266 @@ fn topic_config_entries(b: &Broker, config: &LogConfig) -> Vec<ConfigView> {
         .collect()
 }
 
-/// The broker settings this node has, read-only, sorted by name.
+/// A broker key DescribeConfigs lists besides the topic configs' broker synonyms: its type and
+/// a line of documentation.
+struct BrokerKey {
+    name: &'static str,
+    config_type: i8,
+    doc: &'static str,
+}
+
+const fn key(name: &'static str, config_type: i8, doc: &'static str) -> BrokerKey {
+    BrokerKey {
+        name,
+        config_type,
+        doc,
+    }
+}
+
+/// Every key `mirrorlog serve` takes that is not in [`TOPIC_KEYS`] (the keys of Kafka's stock
+/// file it ignores are not listed: they have no effect here).
+const BROKER_KEYS: &[BrokerKey] = &[
+    key("node.id", TYPE_INT, "This node's id."),
+    key(
+        "broker.id",
+        TYPE_INT,
+        "This node's id (node.id's older name).",
+    ),
+    key(
+        "advertised.listeners",
+        TYPE_STRING,
+        "The address clients are told to connect to.",
+    ),
+    key(
+        "listeners",
+        TYPE_STRING,
+        "The address this broker listens on (PLAINTEXT only).",
+    ),
+    key("log.dirs", TYPE_STRING, "The data directories."),
+    key(
+        "log.dir",
+        TYPE_STRING,
+        "The data directory, when log.dirs is not set.",
+    ),
+    key(
+        "num.partitions",
+        TYPE_INT,
+        "Partitions of an auto-created topic or of a CreateTopics request giving -1.",
+    ),
+    key(
+        "auto.create.topics.enable",
+        TYPE_BOOLEAN,
+        "Create unknown topics named in Metadata requests.",
+    ),
+    key(
+        "socket.request.max.bytes",
+        TYPE_INT,
+        "The largest request accepted; a larger one closes its connection.",
+    ),
+    key(
+        "connections.max.idle.ms",
+        TYPE_LONG,
+        "Close a connection silent this long while a request is awaited; negative: never.",
+    ),
+    key(
+        "fetch.max.bytes",
+        TYPE_INT,
+        "The most record bytes one Fetch answer carries (its first batch may exceed it).",
+    ),
+    key(
+        "max.incremental.fetch.session.cache.slots",
+        TYPE_INT,
+        "The most incremental fetch sessions held; 0: none.",
+    ),
+    key(
+        "num.recovery.threads.per.data.dir",
+        TYPE_INT,
+        "Logs opened at once at start, over all data directories together.",
+    ),
+    key(
+        "log.retention.check.interval.ms",
+        TYPE_LONG,
+        "How often retention is applied.",
+    ),
+    key(
+        "log.initial.task.delay.ms",
+        TYPE_LONG,
+        "The first retention check's delay after start.",
+    ),
+    key(
+        "log.io.mode",
+        TYPE_STRING,
+        "How .log files are written: buffered, or direct (O_DIRECT through io_uring).",
+    ),
+    key(
+        "log.io.direct.durability",
+        TYPE_STRING,
+        "How direct-mode appends become durable: dsync or fdatasync.",
+    ),
+    key(
+        "log.preallocate",
+        TYPE_BOOLEAN,
+        "Keep written zeros ahead of synced active .log files (buffered mode).",
+    ),
+    key(
+        "producer.id.expiration.ms",
+        TYPE_INT,
+        "Forget an idle producer id after this long.",
+    ),
+    key(
+        "log.retention.minutes",
+        TYPE_INT,
+        "Retention in minutes, when log.retention.ms is not set.",
+    ),
+    key(
+        "log.retention.hours",
+        TYPE_INT,
+        "Retention in hours, when neither log.retention.ms nor log.retention.minutes is set.",
+    ),
+    key(
+        "log.roll.hours",
+        TYPE_INT,
+        "Roll a new segment after this many hours, when log.roll.ms is not set.",
+    ),
+    key(
+        "log.roll.jitter.hours",
+        TYPE_INT,
+        "The most a time-based roll may come early, in hours, when log.roll.jitter.ms is not set.",
+    ),
+    key(
+        "log.flush.scheduler.interval.ms",
+        TYPE_LONG,
+        "Fsync the log when the oldest unflushed message is this old, when log.flush.interval.ms \
+         is not set.",
+    ),
+    key(
+        "offsets.topic.num.partitions",
+        TYPE_INT,
+        "Partitions of __consumer_offsets.",
+    ),
+    key(
+        "offsets.topic.segment.bytes",
+        TYPE_INT,
+        "Segment size of __consumer_offsets.",
+    ),
+    key(
+        "group.min.session.timeout.ms",
+        TYPE_INT,
+        "The smallest session timeout a member may ask for.",
+    ),
+    key(
+        "group.max.session.timeout.ms",
+        TYPE_INT,
+        "The largest session timeout a member may ask for.",
+    ),
+    key(
+        "group.initial.rebalance.delay.ms",
+        TYPE_INT,
+        "How long an empty group's first rebalance waits for more members.",
+    ),
+    key(
+        "group.max.size",
+        TYPE_INT,
+        "The most members one group may have.",
+    ),
+    key(
+        "offsets.retention.minutes",
+        TYPE_INT,
+        "Committed offsets of a group without members expire this long after it became empty.",
+    ),
+    key(
+        "offsets.retention.check.interval.ms",
+        TYPE_LONG,
+        "How often expired offsets are looked for.",
+    ),
+    key(
+        "offset.metadata.max.bytes",
+        TYPE_INT,
+        "The longest metadata an offset commit may carry.",
+    ),
+    key(
+        "offsets.load.buffer.size",
+        TYPE_INT,
+        "Bytes read at a time while loading __consumer_offsets.",
+    ),
+    key(
+        "transaction.state.log.num.partitions",
+        TYPE_INT,
+        "Partitions of __transaction_state.",
+    ),
+    key(
+        "transaction.state.log.segment.bytes",
+        TYPE_INT,
+        "Segment size of __transaction_state.",
+    ),
+    key(
+        "transaction.max.timeout.ms",
+        TYPE_INT,
+        "The largest transaction timeout a producer may ask for.",
+    ),
+    key(
+        "transactional.id.expiration.ms",
+        TYPE_INT,
+        "An idle transactional id is forgotten after this long.",
+    ),
+    key(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        TYPE_INT,
+        "How often transactions past their timeout are looked for.",
+    ),
+    key(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        TYPE_INT,
+        "How often idle transactional ids are expired.",
+    ),
+];
+
+/// The broker keys whose value sets broker key `name`, highest precedence first, `name` first
+/// (Kafka's synonyms); just `name` for a key without alternate spellings.
+fn broker_synonyms(name: &'static str) -> Vec<&'static str> {
+    match name {
+        "log.roll.ms" => vec![name, "log.roll.hours"],
+        "log.roll.jitter.ms" => vec![name, "log.roll.jitter.hours"],
+        "log.retention.ms" => vec![name, "log.retention.minutes", "log.retention.hours"],
+        "log.flush.interval.ms" => vec![name, "log.flush.scheduler.interval.ms"],
+        _ => vec![name],
+    }
+}
+
+/// Every broker key this node takes with the value in effect, read-only, sorted by name (Kafka's
+/// `ConfigHelper.allConfigs`: every non-internal config with its value, and the keys the file
+/// sets). The source is `STATIC_BROKER_CONFIG` when the broker's configuration names the key
+/// (or an alternate spelling of it, [`BrokerConfig::static_config`](crate::broker::BrokerConfig::static_config)) or
+/// sets another value than the default, else `DEFAULT_CONFIG`; the synonyms list the keys named
+/// and the default. Alternate spellings with a default of their own in Kafka
+/// (`log.retention.hours` 168, …) are listed too; the others (`log.retention.minutes`,
+/// `broker.id`, `log.dir`) and Kafka's internal `log.initial.task.delay.ms` only when named.
+/// The listener's keys are listed when a listener serves this broker.
 fn broker_config_entries(b: &Broker) -> Vec<ConfigView> {
     let c = &b.config;
-    let defaults = LogConfig::default();
+    let named = &c.static_config;
     let mut out = vec![];
-    let mut add = |name: &str,
-                   value: String,
-                   kafka_default: Option<String>,
-                   config_type: i8,
-                   doc: &'static str| {
-        let mut synonyms = vec![];
-        if kafka_default.as_ref() != Some(&value) {
+    let mut add = |name: &'static str, value: String, default: Option<String>| {
+        let (config_type, doc) = match (topic_key_of_broker(name), broker_key(name)) {
+            (Some(k), _) => (k.config_type, k.doc),
+            (None, Some(k)) => (k.config_type, k.doc),
+            (None, None) => (0, ""),
+        };
+        let mut synonyms: Vec<(String, String, i8)> = broker_synonyms(name)
+            .into_iter()
+            .filter_map(|k| {
+                let v = named.get(k)?;
+                Some((
+                    k.to_string(),
+                    v.trim().to_string(),
+                    SOURCE_STATIC_BROKER_CONFIG,
+                ))
+            })
+            .collect();
+        if synonyms.is_empty() && default.as_ref() != Some(&value) {
             synonyms.push((name.to_string(), value.clone(), SOURCE_STATIC_BROKER_CONFIG));
         }
-        if let Some(d) = kafka_default {
+        if let Some(d) = default {
             synonyms.push((name.to_string(), d, SOURCE_DEFAULT_CONFIG));
         }
         out.push(ConfigView {
@@ -996,19 +1243,18 @@ fn broker_config_entries(b: &Broker) -> Vec<ConfigView> {
             synonyms,
         });
     };
-    add(
-        "node.id",
-        c.node_id.to_string(),
-        None,
-        TYPE_INT,
-        "This node's id.",
-    );
+    let some = |v: &dyn ToString| Some(v.to_string());
+    // Listed only when the configuration names them, with the value given.
+    for name in ["broker.id", "log.dir", "log.retention.minutes"] {
+        if let Some(v) = named.get(name) {
+            add(name, v.trim().to_string(), None);
+        }
+    }
+    add("node.id", c.node_id.to_string(), None);
     add(
         "advertised.listeners",
         format!("PLAINTEXT://{}:{}", c.advertised_host, c.advertised_port),
         None,
-        TYPE_STRING,
-        "The address clients are told to connect to.",
     );
     let dirs: Vec<String> = c
         .logs
@@ -1016,50 +1262,113 @@ fn broker_config_entries(b: &Broker) -> Vec<ConfigView> {
         .iter()
         .map(|d| d.display().to_string())
         .collect();
-    add(
-        "log.dirs",
-        dirs.join(","),
-        None,
-        TYPE_STRING,
-        "The data directories.",
-    );
-    add(
-        "num.partitions",
-        c.num_partitions.to_string(),
-        Some("1".into()),
-        TYPE_INT,
-        "Partitions of an auto-created topic or of a CreateTopics request giving -1.",
-    );
-    add(
-        "auto.create.topics.enable",
-        c.auto_create_topics.to_string(),
-        Some("true".into()),
-        TYPE_BOOLEAN,
-        "Create unknown topics named in Metadata requests.",
-    );
+    add("log.dirs", dirs.join(","), None);
+    // Each setting read from this broker's config and from a new one's (the default).
+    type Read = fn(&BrokerConfig) -> String;
+    let settings: [(&'static str, Read); 10] = [
+        ("num.partitions", |c| c.num_partitions.to_string()),
+        ("auto.create.topics.enable", |c| {
+            c.auto_create_topics.to_string()
+        }),
+        ("fetch.max.bytes", |c| c.fetch_max_bytes.to_string()),
+        ("max.incremental.fetch.session.cache.slots", |c| {
+            c.max_incremental_fetch_session_cache_slots.to_string()
+        }),
+        ("num.recovery.threads.per.data.dir", |c| {
+            c.logs.recovery_threads.to_string()
+        }),
+        ("log.retention.check.interval.ms", |c| {
+            c.logs.retention_check_interval_ms.to_string()
+        }),
+        ("log.initial.task.delay.ms", |c| {
+            c.logs.initial_task_delay_ms.to_string()
+        }),
+        ("log.io.mode", |c| c.logs.io_mode.as_str().to_string()),
+        ("log.io.direct.durability", |c| {
+            c.logs.direct.durability.as_str().to_string()
+        }),
+        ("log.preallocate", |c| c.logs.preallocate.to_string()),
+    ];
+    let new = BrokerConfig::new("", "", 0);
+    for (name, read) in settings {
+        // Kafka's internal key: listed only when named.
+        if name == "log.initial.task.delay.ms" && !named.contains_key(name) {
+            continue;
+        }
+        add(name, read(c), Some(read(&new)));
+    }
+    let logs = &c.logs;
+    let defaults = LogConfig::default();
     let kafka: BTreeMap<&str, String> = defaults.to_kafka_pairs().into_iter().collect();
-    for (name, value) in c.logs.default_log_config.to_kafka_pairs() {
-        let key = topic_key(name);
-        add(
-            key.map_or(name, |k| k.broker),
-            value,
-            kafka.get(name).cloned(),
-            key.map_or(0, |k| k.config_type),
-            key.map_or("", |k| k.doc),
-        );
+    for (name, value) in logs.default_log_config.to_kafka_pairs() {
+        let broker_name = topic_key(name).map_or(name, |k| k.broker);
+        add(broker_name, value, kafka.get(name).cloned());
     }
     add(
         "producer.id.expiration.ms",
-        c.logs
-            .default_log_config
+        logs.default_log_config
             .producer_id_expiration_ms
             .to_string(),
-        Some(defaults.producer_id_expiration_ms.to_string()),
-        TYPE_INT,
-        "Forget an idle producer id after this long.",
+        some(&defaults.producer_id_expiration_ms),
     );
+    // Alternate spellings with a Kafka default: the value named, else that default.
+    for (name, default) in [
+        ("log.retention.hours", "168"),
+        ("log.roll.hours", "168"),
+        ("log.roll.jitter.hours", "0"),
+        ("log.flush.scheduler.interval.ms", "9223372036854775807"),
+    ] {
+        let value = named.get(name).map_or(default, |v| v.trim());
+        add(name, value.to_string(), Some(default.to_string()));
+    }
+    let (group, new_group) = (&c.group, crate::group::GroupConfig::default());
+    for name in crate::group::GroupConfig::KAFKA_KEYS {
+        add(
+            name,
+            group.kafka_value(name).unwrap_or_default(),
+            new_group.kafka_value(name),
+        );
+    }
+    let (txn, new_txn) = (&c.txn, crate::txn::TxnConfig::default());
+    for name in crate::txn::TxnConfig::KAFKA_KEYS {
+        add(
+            name,
+            txn.kafka_value(name).unwrap_or_default(),
+            new_txn.kafka_value(name),
+        );
+    }
+    if let Some(l) = b.listener() {
+        use crate::server::ServerConfig;
+        add("listeners", format!("PLAINTEXT://{}", l.listen), None);
+        add(
+            "socket.request.max.bytes",
+            l.request_max_bytes.to_string(),
+            some(&ServerConfig::DEFAULT_REQUEST_MAX_BYTES),
+        );
+        let idle = if l.idle_timeout_ms == ServerConfig::IDLE_TIMEOUT_NEVER {
+            named
+                .get("connections.max.idle.ms")
+                .map_or("-1".to_string(), |v| v.trim().to_string())
+        } else {
+            l.idle_timeout_ms.to_string()
+        };
+        add(
+            "connections.max.idle.ms",
+            idle,
+            some(&ServerConfig::DEFAULT_IDLE_TIMEOUT_MS),
+        );
+    }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
+}
+
+fn broker_key(name: &str) -> Option<&'static BrokerKey> {
+    BROKER_KEYS.iter().find(|k| k.name == name)
+}
+
+/// The topic config whose broker synonym is `name`.
+fn topic_key_of_broker(name: &str) -> Option<&'static TopicKey> {
+    TOPIC_KEYS.iter().find(|k| k.broker == name)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1962,6 +2271,26 @@ pub(crate) mod tests {
             let same = defaults.with_overrides([(broker, value.as_str())]);
             assert_eq!(same.as_ref(), Ok(&defaults), "{broker}");
         }
+    }
+
+    #[test]
+    fn every_coordinator_key_has_a_type_and_documentation() {
+        let coordinators = crate::group::GroupConfig::KAFKA_KEYS
+            .iter()
+            .chain(crate::txn::TxnConfig::KAFKA_KEYS);
+        for name in coordinators {
+            let k = broker_key(name).unwrap_or_else(|| panic!("{name}"));
+            assert!(k.config_type != 0 && !k.doc.is_empty(), "{name}");
+        }
+        let mut names: Vec<&str> = BROKER_KEYS.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), BROKER_KEYS.len(), "each key once");
+        assert!(
+            BROKER_KEYS
+                .iter()
+                .all(|k| topic_key_of_broker(k.name).is_none())
+        );
     }
 
     /// A broker on `dir` (no coordinators) with topic `t` of one partition; `t`'s id.

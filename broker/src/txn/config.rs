@@ -94,6 +94,26 @@ impl TxnConfig {
         Ok(true)
     }
 
+    /// The value of Kafka broker key `key` (one of [`KAFKA_KEYS`](Self::KAFKA_KEYS)) as
+    /// [`set`](Self::set) takes it, or `None` for another key (what DescribeConfigs shows).
+    pub fn kafka_value(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "transaction.state.log.num.partitions" => self.transaction_state_partitions.to_string(),
+            "transaction.state.log.segment.bytes" => {
+                self.transaction_state_segment_bytes.to_string()
+            }
+            "transaction.max.timeout.ms" => self.transaction_max_timeout_ms.to_string(),
+            "transactional.id.expiration.ms" => self.transactional_id_expiration_ms.to_string(),
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms" => self
+                .abort_timed_out_transaction_cleanup_interval_ms
+                .to_string(),
+            "transaction.remove.expired.transaction.cleanup.interval.ms" => self
+                .remove_expired_transaction_cleanup_interval_ms
+                .to_string(),
+            _ => return None,
+        })
+    }
+
     /// Rejects out-of-range settings.
     ///
     /// # Errors
@@ -229,5 +249,16 @@ mod tests {
             let e = c.validate().unwrap_err();
             assert!(e.starts_with(&format!("{k} = 0 is outside")), "{e}");
         }
+    }
+
+    #[test]
+    fn every_key_set_takes_reads_back_as_its_value() {
+        for (i, key) in TxnConfig::KAFKA_KEYS.iter().enumerate() {
+            let mut c = TxnConfig::default();
+            let value = (2_000_000 + i).to_string();
+            assert_eq!(c.set(key, &value), Ok(true), "{key}");
+            assert_eq!(c.kafka_value(key), Some(value), "{key}");
+        }
+        assert_eq!(TxnConfig::default().kafka_value("transaction.nope"), None);
     }
 }

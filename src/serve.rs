@@ -14,7 +14,7 @@
 //! | `num.partitions` | 1 | 1 ..= 100000 |
 //! | `auto.create.topics.enable` | true | true/false (any case, as Kafka) |
 //! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
-//! | `connections.max.idle.ms` | 600000 | 1 ..= i64::MAX: a connection silent this long while a request is awaited is closed; negative: never (as Kafka) |
+//! | `connections.max.idle.ms` | 600000 | 1 ..= i64::MAX: a connection silent this long while a request is awaited, or reading nothing of a response this long, is closed; negative: never (as Kafka) |
 //! | `fetch.max.bytes` | 57671680 | 1024 ..= 2147483647: the most record bytes in one Fetch answer (its first batch may exceed it) |
 //! | `max.incremental.fetch.session.cache.slots` | 1000 | 0 ..= 2147483647: the most incremental fetch sessions held (0: none) |
 //! | `num.recovery.threads.per.data.dir` | 2 | 1 ..= 64: threads opening (and recovering) each data directory's logs at start, a pool per directory as Kafka's |

@@ -67,8 +67,9 @@ pub struct ServerConfig {
     /// each connection is a thread), range `1 ..= i32::MAX`.
     pub max_connections: usize,
     /// Kafka's `connections.max.idle.ms`: a connection that sends nothing for this long while
-    /// the broker waits for its next request (or the rest of one) is closed, so silent or
-    /// half-sent connections cannot hold every slot of `max_connections`. Default 600000
+    /// the broker waits for its next request (or the rest of one), or that reads nothing of a
+    /// response being written for this long, is closed, so silent, half-sent or unread
+    /// connections cannot hold every slot of `max_connections`. Default 600000
     /// (10 minutes, Kafka's), range `1 ..= i64::MAX`, or
     /// [`IDLE_TIMEOUT_NEVER`](Self::IDLE_TIMEOUT_NEVER) (Kafka's negative values): idle
     /// connections are never closed.
@@ -553,11 +554,7 @@ impl Connection {
         let (id, peer) = (self.id, self.peer);
         let response = match out.body {
             Body::Encoded(bytes) => {
-                if let Err(e) = (&self.stream).write_all(&bytes) {
-                    debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
-                    return false;
-                }
-                return true;
+                return self.wrote((&self.stream).write_all(&bytes));
             }
             Body::Ready(r) => r,
             Body::Pending(finish) => match catch_unwind(AssertUnwindSafe(finish)) {
@@ -588,11 +585,7 @@ impl Connection {
                     return false;
                 }
             };
-            if let Err(e) = frame::write_all_pieces(&self.stream, &pieces) {
-                debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
-                return false;
-            }
-            return true;
+            return self.wrote(frame::write_all_pieces(&self.stream, &pieces));
         }
         let bytes = match frame::encode_response(
             out.correlation_id,
@@ -606,11 +599,29 @@ impl Connection {
                 return false;
             }
         };
-        if let Err(e) = (&self.stream).write_all(&bytes) {
-            debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
-            return false;
+        self.wrote((&self.stream).write_all(&bytes))
+    }
+
+    /// Whether a response write succeeded; a failure is logged (at `info` when the peer read
+    /// nothing for `connections.max.idle.ms`, as a silent peer is) and closes the connection.
+    fn wrote(&self, written: io::Result<()>) -> bool {
+        let (id, peer) = (self.id, self.peer);
+        match written {
+            Ok(()) => true,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                info!(connection_id = id, %peer, "closing connection: the peer read nothing of its response for connections.max.idle.ms");
+                false
+            }
+            Err(e) => {
+                debug!(connection_id = id, %peer, error = %e, "cannot write response; closing");
+                false
+            }
         }
-        true
     }
 
     /// Decodes and handles one request.
@@ -762,17 +773,20 @@ fn bytes_waiting(fd: RawFd) -> bool {
     rc != 0 || n > 0
 }
 
-/// Blocking reads that give up after `idle_timeout_ms` without a byte (`connections.max.idle.ms`:
-/// the read fails, and the connection closes with the reason logged), `TCP_NODELAY` (responses
+/// Blocking reads and writes that give up after `idle_timeout_ms` without a byte moved
+/// (`connections.max.idle.ms`: the read or write fails, and the connection closes with the reason
+/// logged), `TCP_NODELAY` (responses
 /// are written whole, so Nagle only adds latency) and `SO_KEEPALIVE` (as Kafka sets on accepted
 /// sockets, so dead idle peers are eventually noticed).
 fn configure_accepted(stream: &TcpStream, idle_timeout_ms: u64) -> io::Result<()> {
     // Accepted sockets do not inherit O_NONBLOCK on Linux, but other systems differ.
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(
-        (idle_timeout_ms != ServerConfig::IDLE_TIMEOUT_NEVER)
-            .then(|| std::time::Duration::from_millis(idle_timeout_ms.max(1))),
-    )?;
+    let idle = (idle_timeout_ms != ServerConfig::IDLE_TIMEOUT_NEVER)
+        .then(|| std::time::Duration::from_millis(idle_timeout_ms.max(1)));
+    stream.set_read_timeout(idle)?;
+    // A peer that stops reading leaves a response write with no progress: as idle as one that
+    // sends nothing (Kafka's selector sees no activity on such a channel and expires it too).
+    stream.set_write_timeout(idle)?;
     stream.set_nodelay(true)?;
     let on: libc::c_int = 1;
     // SAFETY: the fd is an open socket owned by `stream` for the duration of the call, and the

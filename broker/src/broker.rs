@@ -8,7 +8,9 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsResponse, RequestHeader, RequestKind, ResponseKind,
+    SaslAuthenticateResponse, SaslHandshakeResponse,
 };
+use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::clock::Clock;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
 use mirrorlog_index::TopicPartition;
@@ -761,6 +763,21 @@ impl Handler for Broker {
             RequestKind::FindCoordinator(r) => {
                 ResponseKind::FindCoordinator(handlers::admin::find_coordinator(self, r, v))
             }
+            // The listener is PLAINTEXT only. Kafka answers these on a listener with no SASL
+            // (`KafkaApis.handleSaslHandshakeRequest`/`handleSaslAuthenticateRequest`), so a
+            // client configured for SASL fails at once with `IllegalSaslStateException`
+            // instead of reconnecting for ever to a connection that closes.
+            RequestKind::SaslHandshake(_) => ResponseKind::SaslHandshake(
+                SaslHandshakeResponse::default()
+                    .with_error_code(ResponseError::IllegalSaslState.code()),
+            ),
+            RequestKind::SaslAuthenticate(_) => ResponseKind::SaslAuthenticate(
+                SaslAuthenticateResponse::default()
+                    .with_error_code(ResponseError::IllegalSaslState.code())
+                    .with_error_message(Some(StrBytes::from_static_str(
+                        "SaslAuthenticate request received after successful authentication",
+                    ))),
+            ),
             other => {
                 let api = ctx.api_key;
                 match self.coordinator_for(api) {
@@ -823,6 +840,8 @@ impl Handler for Broker {
             ApiKey::FindCoordinator => Some((0, 6)),
             ApiKey::DescribeProducers => Some((0, 0)),
             ApiKey::DescribeLogDirs => Some((1, 4)),
+            ApiKey::SaslHandshake => Some((0, 1)),
+            ApiKey::SaslAuthenticate => Some((0, 2)),
             _ => None,
         };
         own.or_else(|| {

@@ -3,13 +3,15 @@
 //! Here a client asks for a 32 MiB answer and reads none of it; the only connection slot
 //! (`max_connections` 1) must come free, so that another client is served.
 
-use bytes::{BufMut, Bytes, BytesMut};
+mod common;
+
+use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, FetchRequest, FetchResponse, RequestHeader,
     RequestKind, ResponseKind, TopicName,
 };
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::server::{Handler, RequestContext, Server, ServerConfig};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -52,33 +54,13 @@ impl Handler for BigFetch {
     }
 }
 
-fn frame(api_key: ApiKey, version: i16, correlation_id: i32, body: RequestKind) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    buf.put_i32(0);
-    RequestHeader::default()
-        .with_request_api_key(api_key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .encode(&mut buf, 1)
-        .unwrap();
-    body.encode(&mut buf, version).unwrap();
-    let size = (buf.len() - 4) as i32;
-    buf[..4].copy_from_slice(&size.to_be_bytes());
-    buf.to_vec()
-}
-
 /// Whether a new connection gets its ApiVersions answered (false: closed at once, no slot).
 fn served(addr: SocketAddr) -> bool {
     let Ok(mut s) = TcpStream::connect(addr) else {
         return false;
     };
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let request = frame(
-        ApiKey::ApiVersions,
-        0,
-        2,
-        RequestKind::ApiVersions(ApiVersionsRequest::default()),
-    );
+    let request = common::wire::frame(ApiKey::ApiVersions, 0, 2, &ApiVersionsRequest::default());
     if s.write_all(&request).is_err() {
         return false;
     }
@@ -104,11 +86,11 @@ fn a_peer_that_reads_none_of_its_answer_frees_its_slot_after_the_idle_timeout() 
 
     let mut stuck = TcpStream::connect(addr).unwrap();
     stuck
-        .write_all(&frame(
+        .write_all(&common::wire::frame(
             ApiKey::Fetch,
             4,
             1,
-            RequestKind::Fetch(FetchRequest::default()),
+            &FetchRequest::default(),
         ))
         .unwrap();
     // `stuck` reads nothing: its answer's write stops once the socket buffers are full.

@@ -4,10 +4,11 @@
 //! has happened and will refresh its metadata". mirrorlog answers nothing and keeps the
 //! connection open, so an acks=0 producer loses every record silently and never refreshes.
 
-use bytes::{BufMut, BytesMut};
+mod common;
+
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, RequestHeader, RequestKind, TopicName};
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ProduceRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TimestampMs;
@@ -15,22 +16,6 @@ use mirrorlog_segment::BatchBuilder;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
-
-fn frame(api_key: ApiKey, version: i16, correlation_id: i32, body: RequestKind) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    buf.put_i32(0);
-    RequestHeader::default()
-        .with_request_api_key(api_key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("acks0")))
-        .encode(&mut buf, api_key.request_header_version(version))
-        .unwrap();
-    body.encode(&mut buf, version).unwrap();
-    let size = (buf.len() - 4) as i32;
-    buf[..4].copy_from_slice(&size.to_be_bytes());
-    buf.to_vec()
-}
 
 #[test]
 fn an_acks0_produce_that_fails_closes_the_connection() {
@@ -57,14 +42,14 @@ fn an_acks0_produce_that_fails_closes_the_connection() {
 
     let mut s = TcpStream::connect(running.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(&frame(ApiKey::Produce, 9, 1, RequestKind::Produce(r)))
+    s.write_all(&common::wire::frame(ApiKey::Produce, 9, 1, &r))
         .unwrap();
     // Pipelined behind it: answered only if the connection stayed open.
-    let _ = s.write_all(&frame(
+    let _ = s.write_all(&common::wire::frame(
         ApiKey::ApiVersions,
         0,
         2,
-        RequestKind::ApiVersions(Default::default()),
+        &ApiVersionsRequest::default(),
     ));
     let mut buf = [0u8; 4];
     match s.read(&mut buf) {

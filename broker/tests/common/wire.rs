@@ -6,6 +6,23 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
+/// One request frame: the size, the header (client id `wire-test`) and `r` as `key` `version`.
+pub fn frame<Req: Encodable>(key: ApiKey, version: i16, correlation_id: i32, r: &Req) -> Vec<u8> {
+    let mut buf = BytesMut::new();
+    buf.put_i32(0);
+    RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("wire-test")))
+        .encode(&mut buf, key.request_header_version(version))
+        .unwrap();
+    r.encode(&mut buf, version).unwrap();
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    buf.to_vec()
+}
+
 /// Sends `r` as `key` `version` on a new connection and decodes the whole answer.
 pub fn call<Req: Encodable, Resp: Decodable>(
     addr: SocketAddr,
@@ -13,20 +30,8 @@ pub fn call<Req: Encodable, Resp: Decodable>(
     version: i16,
     r: &Req,
 ) -> Resp {
-    let mut buf = BytesMut::new();
-    buf.put_i32(0);
-    RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(1)
-        .with_client_id(Some(StrBytes::from_static_str("wire-test")))
-        .encode(&mut buf, key.request_header_version(version))
-        .unwrap();
-    r.encode(&mut buf, version).unwrap();
-    let size = (buf.len() - 4) as i32;
-    buf[..4].copy_from_slice(&size.to_be_bytes());
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(&buf).unwrap();
+    s.write_all(&frame(key, version, 1, r)).unwrap();
     let mut len = [0u8; 4];
     s.read_exact(&mut len).unwrap();
     let mut body = vec![0u8; i32::from_be_bytes(len) as usize];

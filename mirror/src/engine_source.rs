@@ -7,7 +7,7 @@
 //! | call | answer, as a Kafka broker gives it |
 //! |---|---|
 //! | [`metadata`](SourceCluster::metadata) | every partition of [`LogManager::partitions`] grouped by topic, `__*` topics with `internal: true`; a named topic that does not exist comes back as `SourceTopic { error: 3, partitions: [] }` |
-//! | [`fetch`](SourceCluster::fetch) | READ_UNCOMMITTED (bounded by the high watermark); per partition, in this order: request to another node → 6 NOT_LEADER_OR_FOLLOWER; unknown → 3 UNKNOWN_TOPIC_OR_PARTITION (100 UNKNOWN_TOPIC_ID when asked by an id this cluster never had); `current_leader_epoch` ≥ 0 and ≠ ours → 74 FENCED_LEADER_EPOCH (older) / 75 UNKNOWN_LEADER_EPOCH (newer); then the leader's check of a follower's `last_fetched_epoch` (below); fetch offset outside [log start, LEO] → 1 OFFSET_OUT_OF_RANGE; else the records |
+//! | [`fetch`](SourceCluster::fetch) | READ_UNCOMMITTED (bounded by the high watermark); per partition, in this order: request to another node → 6 NOT_LEADER_OR_FOLLOWER; unknown → 3 UNKNOWN_TOPIC_OR_PARTITION (100 UNKNOWN_TOPIC_ID when asked by an id this cluster never had); `current_leader_epoch` ≥ 0 and ≠ ours → 74 FENCED_LEADER_EPOCH (older) / 75 UNKNOWN_LEADER_EPOCH (newer); then the leader's check of a follower's `last_fetched_epoch` (below); fetch offset outside [log start, LEO] → 1 OFFSET_OUT_OF_RANGE; else the records, none when an earlier partition already answered data and the first batch does not fit the bytes left (Kafka's `firstEntryIncomplete`) |
 //! | [`list_offset`](SourceCluster::list_offset) | earliest → log start (epoch of that offset); latest → high watermark (the partition's leader epoch); by timestamp → the first record at or after it, `(-1, -1)` when none |
 //! | [`end_offset_for_epoch`](SourceCluster::end_offset_for_epoch) | [`LeaderEpochCache::end_offset_for`](mirrorlog_engine::epoch_cache::LeaderEpochCache::end_offset_for) with the log end offset |
 //! | [`topic_configs`](SourceCluster::topic_configs) | the topic's own Kafka config pairs ([`LogConfig::is_topic_override`](mirrorlog_engine::config::LogConfig::is_topic_override): set for the topic, or differing from the broker default), i.e. its DYNAMIC_TOPIC_CONFIG entries |
@@ -471,6 +471,10 @@ impl SourceCluster for EngineSource {
                     min_one_batch,
                 )
                 .and_then(|info| match info.records {
+                    // Kafka's ReplicaManager.readFromLog answers a first batch the limit cut
+                    // (`firstEntryIncomplete`) with no records: the asker gets it whole from
+                    // its next fetch, where it may be the first partition with data.
+                    Some(d) if d.first_entry_incomplete => Ok(Bytes::new()),
                     Some(d) => d.slice.read_all().map_err(EngineError::from),
                     None => Ok(Bytes::new()),
                 });

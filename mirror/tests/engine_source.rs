@@ -249,7 +249,8 @@ fn fetch_respects_partition_and_response_byte_limits() {
     let batch = log_bytes(&f.src, "t", 0, 0).len() / 4;
 
     // A partition limit below one batch still returns one whole batch for the first partition
-    // with data, and then only whole-or-partial bytes within the limits.
+    // with data; a later partition whose first batch does not fit its limit answers no records
+    // (Kafka's `firstEntryIncomplete`), never a cut batch.
     let mut parts = vec![pf("t", 0, 0), pf("t", 1, 0), pf("t", 2, 0)];
     for p in &mut parts {
         p.max_bytes = 10;
@@ -257,18 +258,30 @@ fn fetch_respects_partition_and_response_byte_limits() {
     let r = f.src.fetch(NODE, &fetch_req(parts)).unwrap();
     assert_eq!(r.partitions[0].records.len(), batch);
     assert_eq!(offsets_of(&r.partitions[0].records), [(0, 4, 0)]);
-    assert_eq!(r.partitions[1].records.len(), 10);
-    assert_eq!(r.partitions[2].records.len(), 10);
+    assert!(r.partitions[1].records.is_empty());
+    assert!(r.partitions[2].records.is_empty());
 
-    // A response limit of 2.5 batches: partition 0 takes two batches (its limit), partition 1
-    // the remaining half batch, partition 2 nothing.
+    // A response limit of 2.5 batches: partition 0 takes two batches (its limit); half a batch
+    // is left, which partition 1's first batch does not fit: it answers no records, and neither
+    // does partition 2.
     let mut parts = vec![pf("t", 0, 0), pf("t", 1, 0), pf("t", 2, 0)];
     parts[0].max_bytes = (2 * batch) as i32;
     let mut req = fetch_req(parts);
     req.max_bytes = (2 * batch + batch / 2) as i32;
     let r = f.src.fetch(NODE, &req).unwrap();
     assert_eq!(r.partitions[0].records.len(), 2 * batch);
-    assert_eq!(r.partitions[1].records.len(), batch / 2);
+    assert!(r.partitions[1].records.is_empty());
+    assert!(r.partitions[2].records.is_empty());
+
+    // With 1.5 batches left, partition 1 answers its first batch whole and the part of the
+    // second that fits (a trailing partial batch, as Kafka's slice ends); partition 2 nothing.
+    let mut parts = vec![pf("t", 0, 0), pf("t", 1, 0), pf("t", 2, 0)];
+    parts[0].max_bytes = batch as i32;
+    let mut req = fetch_req(parts);
+    req.max_bytes = (2 * batch + batch / 2) as i32;
+    let r = f.src.fetch(NODE, &req).unwrap();
+    assert_eq!(r.partitions[0].records.len(), batch);
+    assert_eq!(r.partitions[1].records.len(), batch + batch / 2);
     assert!(r.partitions[2].records.is_empty());
     let total: usize = r.partitions.iter().map(|p| p.records.len()).sum();
     assert!(total <= req.max_bytes as usize);

@@ -40,7 +40,7 @@ use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
 use mirrorlog_index::{
-    LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicId, TopicPartition,
+    LeaderEpoch, Offset, ProducerEpoch, ProducerId, TimestampMs, TopicId, TopicPartition,
 };
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
@@ -49,9 +49,9 @@ use mirrorlog_mirror::state::{
     KEY_TYPE_START_INTENT, MIRROR_STATE_TOPIC, MirrorPartitionState as S, MirrorStateStore,
     PartitionMirrorState, RetryBackoff, StateKey, decode_key, decode_value,
 };
+use mirrorlog_segment::BatchBuilder;
 use mirrorlog_segment::batch::{Batches, ControlRecord, ControlRecordType};
 use mirrorlog_segment::io::{PwriteStorage, SimStorage, Storage, TornTail};
-use mirrorlog_segment::{BatchBuilder, Compression};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
@@ -332,16 +332,8 @@ impl Sim {
         let model = self.parts.get_mut(&k).unwrap();
         let (bytes, origin, what) = if kind < 6 {
             let n = self.rng.random_range(1..6);
-            let mut b = BatchBuilder::new().compression(if self.rng.random_bool(0.3) {
-                Compression::Lz4
-            } else {
-                Compression::None
-            });
-            for i in 0..n {
-                b.append(now, Some(b"k"), Some(format!("v{i}").as_bytes()), &[]);
-            }
             (
-                b.build().into_bytes(),
+                common::plain_batch(n, self.rng.random_bool(0.3), now),
                 LeaderOrigin::Client,
                 "plain".to_string(),
             )
@@ -361,19 +353,8 @@ impl Sim {
                 )
             } else {
                 let n = self.rng.random_range(1..4);
-                let mut b = BatchBuilder::new()
-                    .producer(ProducerId(pid), ProducerEpoch(0), Sequence(seq))
-                    .transactional(true);
-                for i in 0..n {
-                    b.append(
-                        now,
-                        None,
-                        Some(format!("t{pid}-{}", seq + i).as_bytes()),
-                        &[],
-                    );
-                }
                 (
-                    b.build().into_bytes(),
+                    common::transactional_batch(pid, seq, n, now),
                     LeaderOrigin::Client,
                     format!("txn pid {pid} seq {seq}"),
                 )

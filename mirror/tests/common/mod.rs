@@ -56,6 +56,46 @@ pub fn produce_to(m: &LogManager, tp: &TopicPartition, value: &[u8], n: usize) {
     log.update_high_watermark(leo);
 }
 
+/// A batch of `n` records keyed `k` and valued `v0`, `v1`…, timestamped `now`, LZ4-compressed
+/// or not.
+pub fn plain_batch(n: i32, lz4: bool, now: mirrorlog_index::TimestampMs) -> bytes::Bytes {
+    let mut b = mirrorlog_segment::BatchBuilder::new().compression(if lz4 {
+        mirrorlog_segment::Compression::Lz4
+    } else {
+        mirrorlog_segment::Compression::None
+    });
+    for i in 0..n {
+        b.append(now, Some(b"k"), Some(format!("v{i}").as_bytes()), &[]);
+    }
+    b.build().into_bytes()
+}
+
+/// A transactional batch of producer `pid` (epoch 0) from sequence `seq`: `n` records valued
+/// `t{pid}-{sequence}`, timestamped `now`.
+pub fn transactional_batch(
+    pid: i64,
+    seq: i32,
+    n: i32,
+    now: mirrorlog_index::TimestampMs,
+) -> bytes::Bytes {
+    let mut b = mirrorlog_segment::BatchBuilder::new()
+        .producer(
+            mirrorlog_index::ProducerId(pid),
+            mirrorlog_index::ProducerEpoch(0),
+            mirrorlog_index::Sequence(seq),
+        )
+        .transactional(true);
+    for i in 0..n {
+        b.append(
+            now,
+            None,
+            Some(format!("t{pid}-{}", seq + i).as_bytes()),
+            &[],
+        );
+    }
+    b.build().into_bytes()
+}
+
 /// A log manager on `dir` over simulated storage (returned, to inject faults into) and a manual
 /// clock at [`T0`].
 pub fn sim_manager(dir: &std::path::Path) -> (SimStorage, Arc<LogManager>) {

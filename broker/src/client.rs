@@ -73,6 +73,18 @@ impl Client {
         })
     }
 
+    /// Sets the timeout of every later read and write (30 s from [`Client::connect`]): a
+    /// request the broker takes longer to answer (creating thousands of partitions on a slow
+    /// disk) needs more.
+    ///
+    /// # Errors
+    /// The socket refused the setting.
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), ClientError> {
+        self.stream.set_read_timeout(Some(timeout))?;
+        self.stream.set_write_timeout(Some(timeout))?;
+        Ok(())
+    }
+
     fn call<Req: Encodable, Resp: Decodable>(
         &mut self,
         api: ApiKey,

@@ -106,7 +106,10 @@ fn source(
 ) -> Result<RunningBroker> {
     let b = RunningBroker::start_local(dir, 1)?;
     // Retention off: the maintenance thread must not delete what the mirror is timed copying.
-    Client::connect(&b.addr.to_string())?.create_topic(
+    let mut client = Client::connect(&b.addr.to_string())?;
+    // 10,000 partitions take this disk ~50 s to create (every file and directory synced).
+    client.set_timeout(std::time::Duration::from_secs(600))?;
+    client.create_topic(
         topic,
         partitions,
         &[("retention.ms", "-1"), ("retention.bytes", "-1")],

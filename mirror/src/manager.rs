@@ -469,12 +469,9 @@ const PIPELINED_ANSWERS_MAX: usize = 16;
 /// moves away and back within it keeps its fetcher.
 pub const FETCHER_IDLE_MS: i64 = 1_000;
 
-/// How often (ms) the pool loop of [`MirrorManager::run`] hands the fetchers their partitions,
-/// starts and stops fetchers, and asks the source for missing leaders.
+/// How often (ms) the pool loop of [`MirrorManager::run`] starts the fetchers that have
+/// partitions, stops idle ones, and asks the source for missing leaders.
 const FETCHER_POOL_INTERVAL_MS: u64 = 50;
-
-/// A fetcher's partitions as the pool loop last handed them (each checked again under its lock).
-type Assigned = Arc<Mutex<Vec<(TopicPartition, EntryRef)>>>;
 
 /// Which partitions a fetch round is for: those whose hash picks fetcher `index`, led by
 /// `source_node` (`None`: by any node, each asked in turn — the hand-driven rounds of tests).
@@ -492,7 +489,6 @@ fn fetcher_index(tp: &TopicPartition, threads: usize) -> usize {
 /// A fetcher of the pool, with its applier.
 struct RunningFetcher {
     stop: Arc<AtomicBool>,
-    assigned: Assigned,
     /// Since when (mirror clock, ms) it has had no partition; `None` while it has some.
     idle_since: Option<i64>,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -630,8 +626,6 @@ impl Pipeline {
 /// [`MirrorManager::run`] do the same in a loop, on two threads.
 pub struct PipelinedFetcher {
     scope: FetchScope,
-    /// Its partitions, handed by the pool loop; `None`: found in the partition map each round.
-    assigned: Option<Assigned>,
     cursors: FetchCursors,
     shared: Arc<Pipeline>,
 }
@@ -2873,7 +2867,7 @@ impl MirrorManager {
             source_node: None,
             index: thread,
         };
-        self.fetch_answers(scope, None, None, &|| {}, self.config.response_max_bytes)
+        self.fetch_answers(scope, None, &|| {}, self.config.response_max_bytes)
             .into_iter()
             .map(|a| self.apply_answer(a, None))
             .sum()
@@ -2894,7 +2888,6 @@ impl MirrorManager {
     fn pipelined_fetcher_for(&self, source_node: Option<i32>, index: usize) -> PipelinedFetcher {
         PipelinedFetcher {
             scope: FetchScope { source_node, index },
-            assigned: None,
             cursors: FetchCursors::default(),
             shared: Arc::default(),
         }
@@ -2927,7 +2920,6 @@ impl MirrorManager {
         }
         FetchedAhead(self.fetch_answers(
             fetcher.scope,
-            fetcher.assigned.as_ref(),
             Some(&mut fetcher.cursors),
             settle,
             max_bytes,
@@ -2950,8 +2942,8 @@ impl MirrorManager {
         n
     }
 
-    /// Sends one fetch per source leader for the MIRRORING partitions of `scope` (those of
-    /// `assigned` when the pool hands them), each at most `max_bytes`, and returns the answers,
+    /// Sends one fetch per source leader for the MIRRORING partitions of `scope`, each at most
+    /// `max_bytes`, and returns the answers,
     /// not applied. Each partition is fetched at its destination log end, or with `cursors` (a
     /// pipelined fetcher) where the last answer ended, which may not be appended yet; the
     /// cursors are moved past each answer, and those of partitions no longer the scope's (not
@@ -2961,22 +2953,20 @@ impl MirrorManager {
     fn fetch_answers(
         &self,
         scope: FetchScope,
-        assigned: Option<&Assigned>,
         mut cursors: Option<&mut FetchCursors>,
         settle: &dyn Fn(),
         max_bytes: i32,
     ) -> Vec<Answer> {
         let mut settled = false;
-        let mine: Vec<(TopicPartition, EntryRef)> = match assigned {
-            Some(a) => a.lock().clone(),
-            None => self
-                .partitions
-                .lock()
-                .iter()
-                .filter(|(k, _)| fetcher_index(k, self.config.fetcher_threads) == scope.index)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        };
+        // Found in the partition map each round (the pool hands a fetcher no list: 10,000
+        // partitions' keys held and handed again every pass cost ~3 MiB of peak RSS).
+        let mine: Vec<(TopicPartition, EntryRef)> = self
+            .partitions
+            .lock()
+            .iter()
+            .filter(|(k, _)| fetcher_index(k, self.config.fetcher_threads) == scope.index)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let theirs = |leader: i32| scope.source_node.is_some_and(|n| n != leader);
         if let Some(c) = cursors.as_deref_mut() {
             // Partitions handed to another fetcher (or stopped) since the last round: a cursor
@@ -3496,17 +3486,24 @@ impl MirrorManager {
     }
 
     /// One pass of the fetcher pool (Kafka's `addFetcherForPartitions` and
-    /// `shutdownIdleFetcherThreads` in one): every MIRRORING partition with a source leader is
-    /// handed to the fetcher (its leader, its fetcher index), started if it is not running;
+    /// `shutdownIdleFetcherThreads` in one): the fetcher (leader, fetcher index) of every
+    /// MIRRORING partition with a source leader is started if it is not running (each fetcher
+    /// finds its partitions in the map every round, so no partition list is handed over);
     /// a fetcher left without partitions for [`FETCHER_IDLE_MS`] is stopped. Partitions without
     /// a source leader have the source's leaders asked.
     fn run_fetcher_pool(self: &Arc<Self>) {
         let threads = self.config.fetcher_threads;
-        let entries = self.all_entries();
+        // Without cloning the keys: this runs every 50 ms over every partition.
+        let entries: Vec<(usize, EntryRef)> = self
+            .partitions
+            .lock()
+            .iter()
+            .map(|(k, v)| (fetcher_index(k, threads), v.clone()))
+            .collect();
         let now = self.now();
-        let mut wanted: BTreeMap<(i32, usize), Vec<(TopicPartition, EntryRef)>> = BTreeMap::new();
-        let mut leaderless = BTreeSet::new();
-        for (key, entry) in entries {
+        let mut wanted: BTreeSet<(i32, usize)> = BTreeSet::new();
+        let mut leaderless: Vec<EntryRef> = vec![];
+        for (index, entry) in entries {
             let e = entry.lock();
             if e.state.state != S::Mirroring {
                 continue;
@@ -3518,14 +3515,24 @@ impl MirrorManager {
                 // now, not at the next sync, as Kafka's consumer requests a metadata update for
                 // a partition without one (rate-limited as any leader refresh).
                 if !backing_off {
-                    leaderless.insert(key.topic.clone());
+                    leaderless.push(entry);
                 }
                 continue;
             }
-            let id = (leader, fetcher_index(&key, threads));
-            wanted.entry(id).or_default().push((key, entry));
+            wanted.insert((leader, index));
         }
-        self.refresh_leaders(&leaderless);
+        if !leaderless.is_empty() {
+            let ptrs: std::collections::HashSet<*const Mutex<Entry>> =
+                leaderless.iter().map(Arc::as_ptr).collect();
+            let topics: BTreeSet<String> = self
+                .partitions
+                .lock()
+                .iter()
+                .filter(|(_, v)| ptrs.contains(&Arc::as_ptr(v)))
+                .map(|(k, _)| k.topic.clone())
+                .collect();
+            self.refresh_leaders(&topics);
+        }
         let mut guard = self.fetchers.lock();
         // Checked under the pool's lock, which `shutdown` takes after setting it: no fetcher
         // starts after `shutdown` has taken the pool.
@@ -3543,12 +3550,8 @@ impl MirrorManager {
         let mut idle = vec![];
         for (id, f) in pool.running.iter_mut() {
             match wanted.remove(id) {
-                Some(parts) => {
-                    *f.assigned.lock() = parts;
-                    f.idle_since = None;
-                }
-                None => {
-                    f.assigned.lock().clear();
+                true => f.idle_since = None,
+                false => {
                     let since = *f.idle_since.get_or_insert(now);
                     if now.saturating_sub(since) >= FETCHER_IDLE_MS {
                         idle.push(*id);
@@ -3563,12 +3566,12 @@ impl MirrorManager {
                 pool.retiring.push((id, f));
             }
         }
-        for (id, parts) in wanted {
+        for id in wanted {
             if pool.retiring.iter().any(|(r, _)| *r == id) {
                 // Its earlier fetcher is still finishing a fetch: started at a later pass.
                 continue;
             }
-            match self.start_fetcher(id, parts) {
+            match self.start_fetcher(id) {
                 Ok(f) => {
                     pool.running.insert(id, f);
                 }
@@ -3579,11 +3582,10 @@ impl MirrorManager {
         }
     }
 
-    /// Starts fetcher `(source node, index)` of the pool with its partitions `parts`.
+    /// Starts fetcher `(source node, index)` of the pool (it finds its partitions in the map).
     fn start_fetcher(
         self: &Arc<Self>,
         (node, index): (i32, usize),
-        parts: Vec<(TopicPartition, EntryRef)>,
     ) -> std::io::Result<RunningFetcher> {
         // Pipelined: the fetcher asks for the next answers while its applier appends the
         // ones before (checking CRCs and writing the log took as long as the source's read
@@ -3593,9 +3595,7 @@ impl MirrorManager {
         // (many partitions filling whole responses: no overlap, full-size fetches).
         let (answers, applier_rx) =
             std::sync::mpsc::sync_channel::<FetchedAhead>(PIPELINED_ANSWERS_MAX);
-        let assigned: Assigned = Arc::new(Mutex::new(parts));
         let mut fetcher = self.pipelined_fetcher_of(node, index);
-        fetcher.assigned = Some(assigned.clone());
         let shared = fetcher.shared.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let response_max_bytes = self.config.response_max_bytes.max(1) as usize;
@@ -3645,7 +3645,6 @@ impl MirrorManager {
         };
         Ok(RunningFetcher {
             stop,
-            assigned,
             idle_since: None,
             threads: vec![fetcher_thread, applier],
         })

@@ -391,6 +391,36 @@ fn a_corrupt_batch_from_the_source_fails_the_partition_and_writes_nothing() {
     assert_eq!(dest.read().log_end_offset(), Offset(0));
 }
 
+/// A CRC-valid ABORT marker whose value does not parse (3 bytes; Kafka's needs 6) after good
+/// batches: the whole fetch is refused before anything is written (Kafka's follower throws
+/// `InvalidRecordException` from its producer-state check, before the segment append), and the
+/// partition fails with the reason, instead of a log that recovery would have to cut.
+#[test]
+fn a_source_marker_that_does_not_parse_fails_the_partition_and_writes_nothing() {
+    let (_s, src) = side(false);
+    let (_d, dest) = side(true);
+    produce(&src, data(5, Compression::None), 0, LeaderOrigin::Client);
+    let (offset, mut d) = fetch(&src, &dest);
+    let bad = BatchBuilder::control(
+        mirrorlog_segment::batch::ControlRecordType::Abort,
+        &[0, 0, 0],
+        TimestampMs(T0),
+    )
+    .producer(ProducerId(9), ProducerEpoch(0), Sequence::NONE)
+    .transactional(true)
+    .base_offset(Offset(5))
+    .build()
+    .into_bytes();
+    let mut bytes = d.records.to_vec();
+    bytes.extend_from_slice(&bad);
+    d.records = bytes.into();
+    d.high_watermark = Offset(6);
+    assert!(matches!(apply_fetched(&dest, offset, &d).unwrap(),
+            FetchOutcome::Fatal(m) if m.contains("end transaction marker value is 3 bytes")),);
+    assert_eq!(dest.read().log_end_offset(), Offset(0));
+    assert!(dest.check_online().is_ok());
+}
+
 #[test]
 fn log_alignment_truncates_to_the_end_of_the_last_mirror_epoch() {
     let (_s, src) = side(false);

@@ -1234,7 +1234,8 @@ impl ActiveSegment {
 
     /// Kafka's `LogSegment.recover`: drops the indexes, scans every batch from the start,
     /// checking its CRC and header, rebuilds the offset and time indexes with the interval rule,
-    /// and truncates the file at the first batch that is corrupt or torn. `on_batch` sees each
+    /// and truncates the file at the first batch that is corrupt or torn, or is a control batch
+    /// whose control record does not parse. `on_batch` sees each
     /// valid batch in order (the engine rebuilds producer state, the epoch cache and the
     /// transaction index from them).
     pub fn recover(
@@ -1298,6 +1299,15 @@ impl ActiveSegment {
                     self.next_offset,
                     self.r.base_offset
                 ));
+                break;
+            }
+            // A control batch whose control record does not parse (its CRC can match: the
+            // writer wrote it so) ends the valid part too, as Kafka's `LogSegment.recover` stops
+            // at the `InvalidRecordException` its marker raises. The batch goes with the rest
+            // (Kafka counts its bytes valid before it reads the marker, and keeps it): a batch
+            // kept here would be one producer state cannot be rebuilt from at the next open.
+            if let Err(e) = batch.control_record() {
+                report.stopped_by = Some(e.to_string());
                 break;
             }
             if self.rolling_based_timestamp.is_none() {

@@ -37,6 +37,13 @@
 //! fsynced, renamed over `topic.config`, the partition directory fsynced; a crash leaves the
 //! old or the new file (a stale `.tmp` is overwritten). No checksum.
 //!
+//! A partition directory with log files but no `partition.metadata` (a Kafka data directory
+//! older than 2.8, or a lost file: `create` writes it before any log data) is loaded under the
+//! topic id of the topic's lowest partition that has the file, or a new id when none has,
+//! written and logged as a warning; not for a mirror topic (read-only), whose id is its source
+//! topic's and keys its `__mirror_state` records: its data directory goes offline instead, as
+//! for a garbled `partition.metadata`.
+//!
 //! On open, a data dir without the clean-shutdown marker has each of its logs recovered from its
 //! recovery point, several logs in parallel, with progress logged. The marker is removed before
 //! the directory's logs are loaded (a crash, or a failure of the directory, from then on makes
@@ -797,6 +804,8 @@ impl LogManager {
         // The partitions of directories that go offline while loading, as far as they can be
         // known, so that they stay offline instead of being created anew elsewhere.
         let mut offline_partitions: BTreeMap<TopicPartition, Arc<LogDir>> = BTreeMap::new();
+        // Topics with a partition directory holding log files but no `partition.metadata`.
+        let mut topics_without_metadata: BTreeSet<String> = BTreeSet::new();
         'dirs: for (data_dir, dir) in config.data_dirs.iter().zip(&dirs) {
             // As Kafka's `loadLogs` (and `createAndValidateLogDirs`): an I/O failure creating,
             // reading or listing one data directory takes that directory offline, and none of
@@ -883,12 +892,16 @@ impl LogManager {
                 };
                 // `create` writes `partition.metadata` before any log data: a directory without
                 // it and without segments is what a crash in the middle of `create` leaves.
-                if !storage.exists(&PartitionMetadata::path_in(&path))
-                    && !has_log_files(&*storage, &path)
-                {
-                    tracing::warn!("removing {}: left by an interrupted create", path.display());
-                    or_offline!(remove_dir(&*storage, &path));
-                    continue;
+                if !storage.exists(&PartitionMetadata::path_in(&path)) {
+                    if !has_log_files(&*storage, &path) {
+                        tracing::warn!(
+                            "removing {}: left by an interrupted create",
+                            path.display()
+                        );
+                        or_offline!(remove_dir(&*storage, &path));
+                        continue;
+                    }
+                    topics_without_metadata.insert(tp.topic.clone());
                 }
                 let offsets = OpenOffsets {
                     log_start_offset: ls.get(&tp).copied().unwrap_or(Offset(0)),
@@ -898,6 +911,13 @@ impl LogManager {
                 jobs.push((dir.clone(), path, tp, clean, offsets));
             }
         }
+        let missing_ids = ids_for_missing_metadata(
+            &*storage,
+            &config.default_log_config,
+            &topics_without_metadata,
+            jobs.iter().map(|j| (&j.2, j.1.as_path())),
+            &offline_partitions,
+        );
         let total = jobs.len();
         let done = AtomicUsize::new(0);
         let results = Mutex::new(Vec::with_capacity(total));
@@ -928,6 +948,7 @@ impl LogManager {
                     &tp,
                     clean,
                     offsets,
+                    &missing_ids,
                 );
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if !clean || n.is_multiple_of(100) || n == total {
@@ -1045,12 +1066,12 @@ impl LogManager {
         tp: &TopicPartition,
         clean: bool,
         offsets: OpenOffsets,
+        missing_ids: &BTreeMap<String, Result<MissingTopicId, String>>,
     ) -> EngineResult<(PartitionHandle, crate::log::LoadReport)> {
-        let meta =
-            read_partition_metadata(&**storage, path)?.ok_or_else(|| EngineError::Directory {
-                path: path.to_path_buf(),
-                reason: "partition.metadata is missing".into(),
-            })?;
+        let topic_id = match read_partition_metadata(&**storage, path)? {
+            Some(meta) => meta.topic_id,
+            None => write_missing_metadata(&**storage, path, tp, missing_ids.get(&tp.topic))?,
+        };
         let shutdown = if clean {
             Shutdown::Clean
         } else {
@@ -1080,7 +1101,7 @@ impl LogManager {
             e => e,
         })?;
         Ok((
-            PartitionHandle::new(tp.clone(), meta.topic_id, dir, log, group_commit.clone()),
+            PartitionHandle::new(tp.clone(), topic_id, dir, log, group_commit.clone()),
             load,
         ))
     }
@@ -1537,6 +1558,137 @@ fn read_partition_metadata(
         reason: "not valid UTF-8".into(),
     })?;
     Ok(Some(PartitionMetadata::decode(&f, text)?))
+}
+
+/// The topic id a partition directory without `partition.metadata` gets (see
+/// [`ids_for_missing_metadata`]).
+#[derive(Debug, Clone, Copy)]
+struct MissingTopicId {
+    topic_id: TopicId,
+    /// The partition of the topic whose `partition.metadata` gave it; `None` for a new id.
+    from_partition: Option<i32>,
+}
+
+/// The topic ids for partition directories that hold log files but no `partition.metadata`,
+/// for each topic of `topics` (`partitions`: every partition directory to load, with its path).
+///
+/// Not what our own crash leaves (`create` writes the file, durably, before any log data): a
+/// data directory of a Kafka older than 2.8, or a lost file. Kafka (KRaft) loads such a log
+/// without a topic id, and its first metadata image then finds it stray (`isStrayKraftReplica`)
+/// and sets it aside while the controller's metadata recreates the replica; a single node has no
+/// controller to recreate it from, so the log is kept under the topic's id, which is:
+///
+/// - the id of the topic's lowest partition that has `partition.metadata` (the registry takes a
+///   topic's id from its lowest partition; two ids in one topic would be two topics);
+/// - none has one: a new id, one per topic, unless the id may be known elsewhere — a mirror
+///   topic's (read-only) is its source topic's and keys its `__mirror_state` records, which
+///   its mirror would skip under a new id (the topic left read-only, mirrored by nothing); and
+///   a partition of the topic in an offline directory may hold the real one. Then `Err` with
+///   the reason: no id is invented, and the directory goes offline as for a garbled file.
+fn ids_for_missing_metadata<'a>(
+    storage: &dyn Storage,
+    defaults: &LogConfig,
+    topics: &BTreeSet<String>,
+    partitions: impl Iterator<Item = (&'a TopicPartition, &'a Path)>,
+    offline: &BTreeMap<TopicPartition, Arc<LogDir>>,
+) -> BTreeMap<String, Result<MissingTopicId, String>> {
+    let mut by_topic: BTreeMap<&str, Vec<(i32, &Path)>> = BTreeMap::new();
+    for (tp, path) in partitions.filter(|(tp, _)| topics.contains(&tp.topic)) {
+        by_topic
+            .entry(&tp.topic)
+            .or_default()
+            .push((tp.partition, path));
+    }
+    let mut ids = BTreeMap::new();
+    for (topic, mut parts) in by_topic {
+        parts.sort_unstable_by_key(|(p, _)| *p);
+        // A sibling's file that cannot be read is its own partition's failure, found again
+        // when that partition loads.
+        let sibling = parts.iter().find_map(|(p, path)| {
+            let meta = read_partition_metadata(storage, path).ok().flatten()?;
+            Some(MissingTopicId {
+                topic_id: meta.topic_id,
+                from_partition: Some(*p),
+            })
+        });
+        let id = match sibling {
+            Some(id) => Ok(id),
+            None if offline.keys().any(|tp| tp.topic == topic) => Err(format!(
+                "partition.metadata is missing and no partition of topic {topic} that loads has \
+                 one; a partition in an offline data directory may hold its topic id"
+            )),
+            None if parts.iter().any(|(_, path)| {
+                topic_config(storage, path, defaults).is_ok_and(|c| c.read_only)
+            }) =>
+            {
+                Err(format!(
+                    "partition.metadata is missing and no partition of topic {topic} has one; \
+                     it is a mirror topic, whose topic id is its source topic's and keys its \
+                     __mirror_state records: write partition.metadata with that id \
+                     (\"version: 0\\ntopic_id: <id>\\n\")"
+                ))
+            }
+            None => Ok(MissingTopicId {
+                topic_id: TopicId(*uuid::Uuid::new_v4().as_bytes()),
+                from_partition: None,
+            }),
+        };
+        ids.insert(topic.to_string(), id);
+    }
+    ids
+}
+
+/// Writes `partition.metadata` for the partition directory `path`, which has none, with the id
+/// [`ids_for_missing_metadata`] decided, durably (as `create` writes it), and logs it. A topic
+/// whose id cannot be decided fails as a garbled file does (its data directory goes offline).
+fn write_missing_metadata(
+    storage: &dyn Storage,
+    path: &Path,
+    tp: &TopicPartition,
+    id: Option<&Result<MissingTopicId, String>>,
+) -> EngineResult<TopicId> {
+    let file = PartitionMetadata::path_in(path);
+    let id = match id {
+        Some(Ok(id)) => *id,
+        Some(Err(reason)) => {
+            return Err(EngineError::Index(mirrorlog_index::Error::Corrupt {
+                path: file,
+                position: 0,
+                reason: reason.clone(),
+            }));
+        }
+        // The file appeared after the listing found it missing: read it.
+        None => {
+            return read_partition_metadata(storage, path)?
+                .map(|m| m.topic_id)
+                .ok_or_else(|| EngineError::Directory {
+                    path: path.to_path_buf(),
+                    reason: "partition.metadata is missing".into(),
+                });
+        }
+    };
+    replace_durably(
+        storage,
+        &file,
+        PartitionMetadata {
+            topic_id: id.topic_id,
+        }
+        .encode()
+        .into_bytes(),
+    )?;
+    match id.from_partition {
+        Some(p) => tracing::warn!(
+            "{tp}: partition.metadata was missing; wrote topic id {} from partition {p} of the topic",
+            id.topic_id
+        ),
+        None => tracing::warn!(
+            "{tp}: partition.metadata was missing, and no partition of the topic has one; wrote \
+             a new topic id {} (a client or a mirror on another cluster that knew the old one \
+             sees the topic as deleted and recreated)",
+            id.topic_id
+        ),
+    }
+    Ok(id.topic_id)
 }
 
 fn topic_config(

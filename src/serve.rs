@@ -14,6 +14,9 @@
 //! | `num.partitions` | 1 | 1 ..= 100000 |
 //! | `auto.create.topics.enable` | true | true/false (any case, as Kafka) |
 //! | `socket.request.max.bytes` | 104857600 | 1 ..= 2147483647 |
+//! | `max.connections` | 10000 (Kafka's: 2147483647; a connection is a thread here) | 1 ..= 2147483647: at the bound no connection is accepted until one closes (a new one waits in the listen backlog), as Kafka's acceptor |
+//! | `max.connections.per.ip` | 2147483647 | 0 ..= 2147483647 (0 only with overrides, as Kafka): a connection beyond it from one address is accepted and closed at once |
+//! | `max.connections.per.ip.overrides` | empty | `host:count,…` (Kafka's form; hosts `[0-9a-zA-Z-%._:]`, resolved at start) |
 //! | `connections.max.idle.ms` | 600000 | 1 ..= i64::MAX: a connection silent this long while a request is awaited, or reading nothing of a response this long, is closed; negative: never (as Kafka) |
 //! | `fetch.max.bytes` | 57671680 | 1024 ..= 2147483647: the most record bytes in one Fetch answer (its first batch may exceed it) |
 //! | `max.incremental.fetch.session.cache.slots` | 1000 | 0 ..= 2147483647: the most incremental fetch sessions held (0: none) |
@@ -142,6 +145,9 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let mut auto_create = true;
     let mut request_max = 104_857_600usize;
     let mut idle_timeout_ms = ServerConfig::DEFAULT_IDLE_TIMEOUT_MS;
+    let mut max_connections = ServerConfig::DEFAULT_MAX_CONNECTIONS;
+    let mut max_connections_per_ip = ServerConfig::DEFAULT_MAX_CONNECTIONS_PER_IP;
+    let mut max_connections_per_ip_overrides = vec![];
     let mut fetch_max = mirrorlog_broker::broker::DEFAULT_FETCH_MAX_BYTES;
     let mut fetch_session_slots = mirrorlog_broker::handlers::fetch::DEFAULT_SESSION_SLOTS;
     let mut recovery_threads = 2usize;
@@ -192,6 +198,24 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
                     n @ 1.. => n as usize,
                     _ => bail!("{k}={v}: must be at least 1"),
                 }
+            }
+            // Kafka's INT, at least 0; 0 is refused here: on this single listener it would
+            // serve no one (Kafka's only spares its inter-broker listener).
+            "max.connections" => {
+                max_connections = match parse_i32(k, v)? {
+                    n @ 1.. => n as usize,
+                    _ => bail!("{k}={v}: must be at least 1 (0 would serve no one)"),
+                }
+            }
+            // Kafka's INT, at least 0; 0 needs overrides (checked by `ServerConfig::validate`).
+            "max.connections.per.ip" => {
+                max_connections_per_ip = match parse_i32(k, v)? {
+                    n @ 0.. => n as usize,
+                    _ => bail!("{k}={v}: must be at least 0"),
+                }
+            }
+            "max.connections.per.ip.overrides" => {
+                max_connections_per_ip_overrides = ServerConfig::parse_per_ip_overrides(v)?
             }
             "connections.max.idle.ms" => {
                 idle_timeout_ms = match parse(k, v)? {
@@ -338,7 +362,9 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     let server = ServerConfig {
         listen: listen_addr,
         request_max_bytes: request_max,
-        max_connections: ServerConfig::DEFAULT_MAX_CONNECTIONS,
+        max_connections,
+        max_connections_per_ip,
+        max_connections_per_ip_overrides,
         idle_timeout_ms,
     };
     server.validate()?;

@@ -342,3 +342,46 @@ fn the_files_keys_and_the_flags_are_recorded_for_describe_configs() {
     assert!(get("log.dirs").is_some_and(|d| d.ends_with("data")));
     assert_eq!(get("num.partitions"), None);
 }
+
+/// Kafka's `max.connections`, `max.connections.per.ip` and `max.connections.per.ip.overrides`
+/// were refused as unknown keys (the connection bound was fixed at 10000, no per-address one).
+/// They are taken with Kafka's defaults and checks: `max.connections.per.ip` 0 only with
+/// overrides, an override host of Kafka's characters and a count that is an int.
+#[test]
+fn the_connection_limits_are_taken_with_kafkas_checks() {
+    let (args, _d) = args_with("", true);
+    let (_, server) = settings(&args).unwrap();
+    assert_eq!(server.max_connections, 10_000);
+    assert_eq!(server.max_connections_per_ip, i32::MAX as usize);
+    assert!(server.max_connections_per_ip_overrides.is_empty());
+    let (args, _d) = args_with(
+        "max.connections=50\nmax.connections.per.ip=0\n\
+         max.connections.per.ip.overrides=127.0.0.1:5, localhost:7\n",
+        true,
+    );
+    let (_, server) = settings(&args).unwrap();
+    assert_eq!(server.max_connections, 50);
+    assert_eq!(server.max_connections_per_ip, 0);
+    assert_eq!(
+        server.max_connections_per_ip_overrides,
+        vec![("127.0.0.1".to_string(), 5), ("localhost".to_string(), 7)]
+    );
+    for (bad, says) in [
+        ("max.connections.per.ip=0\n", "can be set to zero only if"),
+        ("max.connections.per.ip=-1\n", "max.connections.per.ip=-1"),
+        ("max.connections=0\n", "max.connections=0"),
+        ("max.connections=2147483648\n", "max.connections=2147483648"),
+        (
+            "max.connections.per.ip.overrides=127.0.0.1:not_a_number\n",
+            "max.connections.per.ip.overrides",
+        ),
+        (
+            "max.connections.per.ip.overrides=host/name:1\n",
+            "contains invalid addresses : host/name",
+        ),
+    ] {
+        let (args, _d) = args_with(bad, true);
+        let e = format!("{:#}", settings(&args).unwrap_err());
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}

@@ -54,7 +54,8 @@ impl Handler for BigFetch {
     }
 }
 
-/// Whether a new connection gets its ApiVersions answered (false: closed at once, no slot).
+/// Whether a new connection gets its ApiVersions answered (false: closed, or no answer within
+/// 30 s; with the only slot held it waits in the listen backlog).
 fn served(addr: SocketAddr) -> bool {
     let Ok(mut s) = TcpStream::connect(addr) else {
         return false;

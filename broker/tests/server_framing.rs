@@ -14,10 +14,12 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use mirrorlog_broker::server::{
-    Handler, Reply, RequestContext, Server, ServerConfig, ShutdownHandle, shutdown_on_signals,
+    Handler, ListenerState, Reply, RequestContext, Server, ServerConfig, ShutdownHandle,
+    shutdown_on_signals,
 };
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
@@ -139,6 +141,7 @@ impl Handler for TestHandler {
 struct TestServer {
     addr: SocketAddr,
     handle: ShutdownHandle,
+    state: ListenerState,
     done: Receiver<io::Result<()>>,
     thread: JoinHandle<()>,
 }
@@ -160,6 +163,7 @@ impl TestServer {
         let addr = server.local_addr();
         assert_ne!(addr.port(), 0);
         let handle = server.shutdown_handle();
+        let state = server.state();
         let (tx, done) = bounded(1);
         let thread = std::thread::spawn(move || {
             let _ = tx.send(server.run());
@@ -167,6 +171,7 @@ impl TestServer {
         TestServer {
             addr,
             handle,
+            state,
             done,
             thread,
         }
@@ -622,17 +627,144 @@ fn no_response_sends_nothing_and_the_next_request_is_answered() {
     server.stop();
 }
 
+/// Bug: with `max_connections` open, a new connection was accepted and closed at once, where
+/// Kafka's acceptor stops accepting (`ConnectionQuotas.waitForConnectionSlot`): the connection
+/// waits in the listen backlog, unanswered, and is served once another closes.
 #[test]
-fn too_many_connections_closes_the_new_one() {
+fn a_connection_beyond_max_connections_waits_for_a_slot_and_is_then_served() {
     let server = TestServer::start_with(TestHandler::default(), |c| c.max_connections = 1);
     let mut first = server.connect();
     first.write_all(&api_versions_request(0, 1)).unwrap();
     read_response(&mut first); // registered
-    let mut second = server.connect();
-    assert_closed(&mut second);
-    first.write_all(&api_versions_request(0, 2)).unwrap();
-    assert_eq!(read_response_for(&mut first, ApiKey::ApiVersions, 0).0, 2);
+    let mut second = server.connect(); // the kernel completes the handshake: in the backlog
+    second.write_all(&api_versions_request(0, 2)).unwrap();
+    // Until the accept loop says it waits for a slot, the second connection must show
+    // nothing: neither an answer nor its close.
+    wait_until("the accept loop waits for a slot", || {
+        assert_nothing_to_read(&second);
+        server.state.waiting_for_slot()
+    });
+    // The loop accepts nothing while it waits: the request is still unanswered.
+    assert_nothing_to_read(&second);
+    assert_eq!(server.state.open_connections(), 1);
+    // The connection holding the slot is served meanwhile.
+    first.write_all(&api_versions_request(0, 3)).unwrap();
+    assert_eq!(read_response_for(&mut first, ApiKey::ApiVersions, 0).0, 3);
+    drop(first);
+    // Its close frees the slot: the waiting connection is accepted and answered.
+    assert_eq!(read_response_for(&mut second, ApiKey::ApiVersions, 0).0, 2);
     server.stop();
+}
+
+/// Shutdown wakes an accept loop waiting for a slot; `run` returns.
+#[test]
+fn shutdown_ends_the_wait_for_a_connection_slot() {
+    let server = TestServer::start_with(TestHandler::default(), |c| c.max_connections = 1);
+    let mut first = server.connect();
+    first.write_all(&api_versions_request(0, 1)).unwrap();
+    read_response(&mut first);
+    let _pending = server.connect();
+    wait_until("the accept loop waits for a slot", || {
+        server.state.waiting_for_slot()
+    });
+    server.stop();
+    assert_closed(&mut first);
+}
+
+/// Bug: `max.connections.per.ip` and its overrides were not taken. As Kafka's
+/// `ConnectionQuotas.inc`, a connection beyond its address's limit (the override, else the
+/// default) is accepted and closed at once, while the others are served; the limit counts the
+/// address's open connections, so one closing lets the next in.
+#[test]
+fn a_connection_beyond_its_addresss_limit_is_closed_at_once() {
+    // Kafka's rule: a default of 0 needs overrides; then only the hosts listed may connect.
+    let server = TestServer::start_with(TestHandler::default(), |c| {
+        c.max_connections_per_ip = 0;
+        c.max_connections_per_ip_overrides = vec![("127.0.0.1".to_string(), 2)];
+    });
+    let served = |s: &mut TcpStream, cid: i32| {
+        s.write_all(&api_versions_request(0, cid)).unwrap();
+        assert_eq!(read_response_for(s, ApiKey::ApiVersions, 0).0, cid);
+    };
+    let refused = |mut s: TcpStream| {
+        // The write may find the connection already closed.
+        let _ = s.write_all(&api_versions_request(0, 99));
+        assert_closed(&mut s);
+    };
+    let mut a = server.connect();
+    served(&mut a, 1);
+    let mut b = server.connect();
+    served(&mut b, 2);
+    refused(server.connect());
+    // Another loopback address has no override: the default 0 refuses it.
+    refused(connect_from([127, 0, 0, 2], server.addr));
+    served(&mut a, 3);
+    drop(b);
+    wait_until("b's close is seen", || server.state.open_connections() == 1);
+    let mut c = server.connect();
+    served(&mut c, 4);
+    server.stop();
+}
+
+/// A connection to `to` from the local address `from` (any of 127.0.0.0/8 is this host).
+fn connect_from(from: [u8; 4], to: SocketAddr) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(to) = to else {
+        panic!("{to} is not IPv4")
+    };
+    let sockaddr = |ip: [u8; 4], port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: socket(2) takes no pointers; the fd it returns is owned by the `TcpStream` at once.
+    let s = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "{}", io::Error::last_os_error());
+        TcpStream::from_raw_fd(fd)
+    };
+    let (local, remote) = (sockaddr(from, 0), sockaddr(to.ip().octets(), to.port()));
+    let ok =
+        |rc: libc::c_int, call: &str| assert_eq!(rc, 0, "{call}: {}", io::Error::last_os_error());
+    let fd = s.as_raw_fd();
+    // SAFETY: both calls read a live `sockaddr_in` of the length passed; the fd is `s`'s.
+    unsafe {
+        ok(
+            libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len),
+            "bind",
+        );
+        ok(
+            libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len),
+            "connect",
+        );
+    }
+    s.set_read_timeout(Some(HANG_GUARD)).unwrap();
+    s
+}
+
+/// Waits until `cond` holds, looking again every millisecond; the deadline is a hang guard
+/// only.
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "hang guard: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Nothing has arrived on `s`: no answer and no close (a non-blocking peek would block).
+fn assert_nothing_to_read(s: &TcpStream) {
+    s.set_nonblocking(true).unwrap();
+    let got = s.peek(&mut [0u8; 1]);
+    s.set_nonblocking(false).unwrap();
+    match got {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        other => panic!("expected nothing to read yet, got {other:?}"),
+    }
 }
 
 #[test]

@@ -1,13 +1,17 @@
 //! The TCP listener: accepts connections, runs one thread per connection, and shuts down
 //! gracefully.
 //!
-//! Bounds: at most `max_connections` connections (one more is accepted and closed at once, with
-//! a log line), at most `request_max_bytes` per request. A connection handles its requests one
-//! after another, in order; a handler may finish a response later ([`Reply::Later`], e.g. an
-//! acks=all Produce waiting for its `fdatasync`), and then the connection goes on reading and
-//! handling while at most [`MAX_PENDING_RESPONSES`] responses wait. A per-connection writer
-//! thread finishes (runs the `Later` work of) and sends those in request order; while none waits,
-//! the reading thread answers directly — a `Later` one too, when no further request has arrived.
+//! Bounds: at most `max_connections` connections — at the bound the accept loop stops accepting
+//! until one closes, so a new connection waits in the listen backlog (Kafka's
+//! `ConnectionQuotas.waitForConnectionSlot`) — and at most `max_connections_per_ip` (or its
+//! override) from one address, beyond which a connection is accepted and closed at once with a
+//! log line (Kafka's `TooManyConnectionsException`); at most `request_max_bytes` per request.
+//! A connection handles its requests one after another, in order; a handler may finish a
+//! response later ([`Reply::Later`], e.g. an acks=all Produce waiting for its `fdatasync`), and
+//! then the connection goes on reading and handling while at most [`MAX_PENDING_RESPONSES`]
+//! responses wait. A per-connection writer thread finishes (runs the `Later` work of) and sends
+//! those in request order; while none waits, the reading thread answers directly — a `Later`
+//! one too, when no further request has arrived.
 //!
 //! Shutdown: [`ShutdownHandle::shutdown`] sets the stop flag under the connection registry's lock,
 //! shuts down the *read* half of every registered connection (a reader blocked waiting for the
@@ -24,7 +28,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufReader, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -62,10 +66,27 @@ pub struct ServerConfig {
     /// Kafka's `socket.request.max.bytes`: a request whose size prefix is above this closes the
     /// connection. Default 104857600 (100 MiB), range `1 ..= i32::MAX`.
     pub request_max_bytes: usize,
-    /// Most connections open at once; a connection beyond it is closed as soon as it is accepted.
-    /// Default 10000 (Kafka's `max.connections` defaults to `i32::MAX`; we keep a bound because
-    /// each connection is a thread), range `1 ..= i32::MAX`.
+    /// Kafka's `max.connections`: most connections open at once. At the bound no connection is
+    /// accepted until one closes (a new one waits in the listen backlog, answered once a slot
+    /// frees, as Kafka's acceptor blocks in `waitForConnectionSlot`). Default 10000 (Kafka's is
+    /// `i32::MAX`; we keep a bound because each connection is a thread), range `1 ..= i32::MAX`
+    /// (Kafka takes 0 too, which on a single listener serves no one).
     pub max_connections: usize,
+    /// Kafka's `max.connections.per.ip`: most connections open at once from one address (an
+    /// IPv4-mapped IPv6 peer counts as its IPv4 address); one beyond it is accepted and closed
+    /// at once. Checked once a slot under `max_connections` is free, as Kafka's
+    /// `ConnectionQuotas.inc`. Default `i32::MAX` (Kafka's), range `0 ..= i32::MAX`; 0 only
+    /// with [`max_connections_per_ip_overrides`](Self::max_connections_per_ip_overrides) (then
+    /// only the hosts listed there may connect), as Kafka requires.
+    pub max_connections_per_ip: usize,
+    /// Kafka's `max.connections.per.ip.overrides`: `(host, most connections)` pairs overriding
+    /// `max_connections_per_ip` for a host name or address (characters `[0-9a-zA-Z-%._:]`, as
+    /// Kafka's `Utils.validHostPattern`). A name is resolved once, by [`Server::bind`], and
+    /// covers every address it resolves to (Kafka's `InetAddress.getByName` takes the first);
+    /// one that does not resolve fails the bind. A count below 1 refuses every connection from
+    /// that host. Default empty. [`ServerConfig::parse_per_ip_overrides`] reads Kafka's
+    /// `host:count,host:count` form.
+    pub max_connections_per_ip_overrides: Vec<(String, i32)>,
     /// Kafka's `connections.max.idle.ms`: a connection that sends nothing for this long while
     /// the broker waits for its next request (or the rest of one), or that reads nothing of a
     /// response being written for this long, is closed, so silent, half-sent or unread
@@ -81,6 +102,8 @@ impl ServerConfig {
     pub const DEFAULT_REQUEST_MAX_BYTES: usize = 104_857_600;
     /// Default of [`ServerConfig::max_connections`].
     pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+    /// Default of [`ServerConfig::max_connections_per_ip`] (Kafka's).
+    pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = i32::MAX as usize;
     /// Default of [`ServerConfig::idle_timeout_ms`].
     pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
     /// [`ServerConfig::idle_timeout_ms`] for "never close an idle connection" (Kafka's
@@ -98,8 +121,34 @@ impl ServerConfig {
         }
         if !(1..=max).contains(&self.max_connections) {
             return Err(invalid_input(format!(
-                "max_connections must be in 1..={max}, got {}",
+                "max.connections must be in 1..={max}, got {}",
                 self.max_connections
+            )));
+        }
+        if self.max_connections_per_ip > max {
+            return Err(invalid_input(format!(
+                "max.connections.per.ip must be in 0..={max}, got {}",
+                self.max_connections_per_ip
+            )));
+        }
+        // Kafka's `KafkaConfig.validateValues`, word for word.
+        if self.max_connections_per_ip == 0 && self.max_connections_per_ip_overrides.is_empty() {
+            return Err(invalid_input(
+                "max.connections.per.ip can be set to zero only if \
+                 max.connections.per.ip.overrides property is set."
+                    .to_string(),
+            ));
+        }
+        let invalid: Vec<&str> = self
+            .max_connections_per_ip_overrides
+            .iter()
+            .map(|(host, _)| host.as_str())
+            .filter(|host| !valid_host_pattern(host))
+            .collect();
+        if !invalid.is_empty() {
+            return Err(invalid_input(format!(
+                "max.connections.per.ip.overrides contains invalid addresses : {}",
+                invalid.join(",")
             )));
         }
         if !(1..=i64::MAX as u64).contains(&self.idle_timeout_ms)
@@ -113,6 +162,78 @@ impl ServerConfig {
         }
         Ok(())
     }
+
+    /// Reads Kafka's `max.connections.per.ip.overrides` value: `host:count` pairs separated by
+    /// commas (blanks around either separator ignored), split at a pair's last `:` so an IPv6
+    /// address may stand as the host; a host given twice keeps its last count; empty: none
+    /// (Kafka's `parseCsvMap` and `Integer.parseInt`). The hosts are checked by
+    /// [`validate`](Self::validate).
+    pub fn parse_per_ip_overrides(value: &str) -> io::Result<Vec<(String, i32)>> {
+        let mut out: Vec<(String, i32)> = vec![];
+        if value.is_empty() {
+            return Ok(out);
+        }
+        let mut pairs: Vec<&str> = value.split(',').map(str::trim).collect();
+        // Java's `split` drops trailing empty strings.
+        while pairs.last() == Some(&"") {
+            pairs.pop();
+        }
+        for pair in pairs {
+            let bad = |why: &str| {
+                invalid_input(format!(
+                    "Error parsing configuration property 'max.connections.per.ip.overrides': \
+                     {pair:?} {why}"
+                ))
+            };
+            let (host, count) = pair
+                .rsplit_once(':')
+                .ok_or_else(|| bad("is not host:count"))?;
+            let count: i32 = count
+                .trim()
+                .parse()
+                .map_err(|_| bad("has a count that is not a 32-bit int"))?;
+            let host = host.trim().to_string();
+            out.retain(|(h, _)| *h != host);
+            out.push((host, count));
+        }
+        Ok(out)
+    }
+
+    /// [`max_connections_per_ip_overrides`](Self::max_connections_per_ip_overrides) in Kafka's
+    /// `host:count,host:count` form.
+    pub fn per_ip_overrides_value(&self) -> String {
+        let pairs: Vec<String> = self
+            .max_connections_per_ip_overrides
+            .iter()
+            .map(|(host, count)| format!("{host}:{count}"))
+            .collect();
+        pairs.join(",")
+    }
+}
+
+/// Kafka's `Utils.validHostPattern`: only `[0-9a-zA-Z-%._:]`, possibly none.
+fn valid_host_pattern(host: &str) -> bool {
+    host.chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '%' | '.' | '_' | ':'))
+}
+
+/// [`ServerConfig::max_connections_per_ip_overrides`] resolved to addresses (canonical: an
+/// IPv4-mapped IPv6 address as its IPv4 one); a later pair wins over an earlier one for the same
+/// address.
+fn resolve_per_ip_overrides(overrides: &[(String, i32)]) -> io::Result<HashMap<IpAddr, i32>> {
+    let mut out = HashMap::new();
+    for (host, count) in overrides {
+        let addrs = (host.as_str(), 0).to_socket_addrs().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("max.connections.per.ip.overrides: cannot resolve {host:?}: {e}"),
+            )
+        })?;
+        for a in addrs {
+            out.insert(a.ip().to_canonical(), *count);
+        }
+    }
+    Ok(out)
 }
 
 impl Default for ServerConfig {
@@ -121,6 +242,8 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 9092)),
             request_max_bytes: Self::DEFAULT_REQUEST_MAX_BYTES,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_ip: Self::DEFAULT_MAX_CONNECTIONS_PER_IP,
+            max_connections_per_ip_overrides: vec![],
             idle_timeout_ms: Self::DEFAULT_IDLE_TIMEOUT_MS,
         }
     }
@@ -140,6 +263,8 @@ pub struct Server {
     wake_rx: UnixStream,
     handler: Arc<dyn Handler>,
     shared: Arc<Shared>,
+    /// `max_connections_per_ip_overrides`, resolved at bind.
+    per_ip_overrides: HashMap<IpAddr, i32>,
 }
 
 impl fmt::Debug for Server {
@@ -159,6 +284,12 @@ struct Shared {
     registry: Mutex<Registry>,
     /// Signalled when the last connection leaves the registry.
     drained: Condvar,
+    /// Signalled when any connection leaves the registry, and on shutdown: wakes the accept
+    /// loop waiting for a slot under `max_connections`.
+    slot_freed: Condvar,
+    /// Whether the accept loop is waiting for a slot, a connection pending in the backlog
+    /// ([`ListenerState::waiting_for_slot`]).
+    waiting_for_slot: AtomicBool,
     /// Written once on shutdown to wake the accept loop (non-blocking).
     wake_tx: UnixStream,
 }
@@ -168,6 +299,8 @@ struct Registry {
     stopping: bool,
     /// A clone of every open connection's socket, to shut it down from the shutdown path.
     connections: HashMap<u64, TcpStream>,
+    /// Open connections per peer address (canonical), for `max_connections_per_ip`.
+    per_ip: HashMap<IpAddr, usize>,
 }
 
 impl Shared {
@@ -203,6 +336,7 @@ impl ShutdownHandle {
             }
             reg.stopping = true;
             self.shared.stopping.store(true, Ordering::Release);
+            self.shared.slot_freed.notify_all();
             for stream in reg.connections.values() {
                 // Wakes a reader blocked on the next request; the write half stays open for an
                 // in-flight response. An error means the connection is already gone.
@@ -220,11 +354,41 @@ impl ShutdownHandle {
     }
 }
 
+/// Reads a [`Server`]'s state from another thread ([`Server::state`]). Cheap to clone.
+#[derive(Clone)]
+pub struct ListenerState {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ListenerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListenerState")
+            .field("open_connections", &self.open_connections())
+            .field("waiting_for_slot", &self.waiting_for_slot())
+            .finish()
+    }
+}
+
+impl ListenerState {
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.shared.registry.lock().connections.len()
+    }
+
+    /// Whether the accept loop is waiting for a connection to close, `max_connections` being
+    /// open while another connection is pending: until this turns false, that connection is
+    /// not accepted, and none of its requests is read.
+    pub fn waiting_for_slot(&self) -> bool {
+        self.shared.waiting_for_slot.load(Ordering::Acquire)
+    }
+}
+
 impl Server {
     /// Validates `config` and binds its address (port 0 allowed: the real address is returned by
     /// [`Server::local_addr`]). Nothing is accepted until [`Server::run`].
     pub fn bind(config: ServerConfig, handler: Arc<dyn Handler>) -> io::Result<Server> {
         config.validate()?;
+        let per_ip_overrides = resolve_per_ip_overrides(&config.max_connections_per_ip_overrides)?;
         let listener = TcpListener::bind(config.listen)?;
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
@@ -234,6 +398,8 @@ impl Server {
             stopping: AtomicBool::new(false),
             registry: Mutex::new(Registry::default()),
             drained: Condvar::new(),
+            slot_freed: Condvar::new(),
+            waiting_for_slot: AtomicBool::new(false),
             wake_tx,
         });
         debug!(%local_addr, "listener bound");
@@ -244,6 +410,7 @@ impl Server {
             wake_rx,
             handler,
             shared,
+            per_ip_overrides,
         })
     }
 
@@ -256,6 +423,13 @@ impl Server {
     /// [`super::shutdown_on_signals`]).
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// A handle that reads the listener's state from another thread.
+    pub fn state(&self) -> ListenerState {
+        ListenerState {
             shared: self.shared.clone(),
         }
     }
@@ -323,25 +497,45 @@ impl Server {
             if self.shared.is_stopping() {
                 return Ok(());
             }
+            // A connection is pending (or shutdown was requested): one poll per accept, so
+            // that the loop waits for a slot only with a connection to admit.
             wait_readable(&fds, -1)?;
-            loop {
-                if self.shared.is_stopping() {
-                    return Ok(());
-                }
-                match listener.accept() {
-                    Ok((stream, peer)) => self.admit(stream, peer),
-                    Err(e) => match classify_accept_error(&e) {
-                        AcceptError::Drained => break,
-                        AcceptError::Retry => debug!(error = %e, "accept failed; retrying"),
-                        AcceptError::Backoff => {
-                            warn!(error = %e, "accept failed; pausing {ACCEPT_BACKOFF_MS} ms");
-                            wait_readable(&fds[1..], ACCEPT_BACKOFF_MS)?;
-                        }
-                        AcceptError::Fatal => return Err(e),
-                    },
-                }
+            if !self.wait_for_connection_slot() {
+                return Ok(());
+            }
+            match listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer),
+                Err(e) => match classify_accept_error(&e) {
+                    AcceptError::Drained => {}
+                    AcceptError::Retry => debug!(error = %e, "accept failed; retrying"),
+                    AcceptError::Backoff => {
+                        warn!(error = %e, "accept failed; pausing {ACCEPT_BACKOFF_MS} ms");
+                        wait_readable(&fds[1..], ACCEPT_BACKOFF_MS)?;
+                    }
+                    AcceptError::Fatal => return Err(e),
+                },
             }
         }
+    }
+
+    /// Kafka's `ConnectionQuotas.waitForConnectionSlot`: with `max_connections` open, accepts
+    /// nothing until one closes — the pending connection waits in the listen backlog (the
+    /// kernel has completed its handshake; its requests wait unanswered). Returns false when
+    /// shutdown was requested.
+    fn wait_for_connection_slot(&self) -> bool {
+        let mut reg = self.shared.registry.lock();
+        if !reg.stopping && reg.connections.len() >= self.config.max_connections {
+            debug!(
+                max_connections = self.config.max_connections,
+                "max.connections reached; accepting again once a connection closes"
+            );
+            self.shared.waiting_for_slot.store(true, Ordering::Release);
+            while !reg.stopping && reg.connections.len() >= self.config.max_connections {
+                self.shared.slot_freed.wait(&mut reg);
+            }
+            self.shared.waiting_for_slot.store(false, Ordering::Release);
+        }
+        !reg.stopping
     }
 
     /// Registers an accepted connection and starts its thread, or closes it.
@@ -358,25 +552,37 @@ impl Server {
                 return;
             }
         };
+        let ip = peer.ip().to_canonical();
         {
             let mut reg = self.shared.registry.lock();
             if reg.stopping {
                 return;
             }
-            if reg.connections.len() >= self.config.max_connections {
-                warn!(
+            // Only this loop registers, and it waited for a slot just before accepting.
+            debug_assert!(reg.connections.len() < self.config.max_connections);
+            // Kafka's `ConnectionQuotas.inc`: the address's count before this connection
+            // against its override, else `max.connections.per.ip`.
+            let max = self
+                .per_ip_overrides
+                .get(&ip)
+                .map_or(self.config.max_connections_per_ip as i64, |&n| i64::from(n));
+            let open = reg.per_ip.get(&ip).copied().unwrap_or(0);
+            if open as i64 >= max {
+                info!(
                     connection_id = id,
                     %peer,
-                    max_connections = self.config.max_connections,
-                    "too many connections; closing the new one"
+                    "Rejected connection from {ip}, address already has the configured maximum \
+                     of {max} connections."
                 );
                 return;
             }
             reg.connections.insert(id, registered);
+            *reg.per_ip.entry(ip).or_insert(0) += 1;
         }
         let registration = Registration {
             shared: self.shared.clone(),
             id,
+            ip,
         };
         let conn = Connection {
             id,
@@ -404,12 +610,21 @@ impl Server {
 struct Registration {
     shared: Arc<Shared>,
     id: u64,
+    /// The peer's address, canonical.
+    ip: IpAddr,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
         let mut reg = self.shared.registry.lock();
         reg.connections.remove(&self.id);
+        match reg.per_ip.get_mut(&self.ip) {
+            Some(n) if *n > 1 => *n -= 1,
+            _ => {
+                reg.per_ip.remove(&self.ip);
+            }
+        }
+        self.shared.slot_freed.notify_all();
         if reg.connections.is_empty() {
             self.shared.drained.notify_all();
         }
@@ -900,7 +1115,21 @@ mod tests {
                     max_connections: 0,
                     ..base.clone()
                 },
-                "max_connections",
+                "max.connections",
+            ),
+            (
+                ServerConfig {
+                    max_connections_per_ip: i32::MAX as usize + 1,
+                    ..base.clone()
+                },
+                "max.connections.per.ip",
+            ),
+            (
+                ServerConfig {
+                    max_connections_per_ip_overrides: vec![("a/b".into(), 1)],
+                    ..base.clone()
+                },
+                "max.connections.per.ip.overrides contains invalid addresses : a/b",
             ),
             (
                 ServerConfig {
@@ -914,6 +1143,71 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
             assert!(e.to_string().contains(name), "{e}");
         }
+    }
+
+    #[test]
+    fn max_connections_per_ip_zero_needs_overrides_as_kafka() {
+        let zero = ServerConfig {
+            max_connections_per_ip: 0,
+            ..ServerConfig::default()
+        };
+        let e = zero.validate().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "max.connections.per.ip can be set to zero only if \
+             max.connections.per.ip.overrides property is set."
+        );
+        ServerConfig {
+            max_connections_per_ip_overrides: vec![("127.0.0.1".into(), 2)],
+            ..zero
+        }
+        .validate()
+        .unwrap();
+    }
+
+    #[test]
+    fn per_ip_overrides_parse_as_kafkas_csv_map() {
+        let parse = ServerConfig::parse_per_ip_overrides;
+        assert!(parse("").unwrap().is_empty());
+        assert_eq!(
+            parse("hostName:100, 127.0.0.1 : 200 ,::1:3,hostName:-1,").unwrap(),
+            vec![
+                ("127.0.0.1".to_string(), 200),
+                ("::1".to_string(), 3),
+                ("hostName".to_string(), -1),
+            ]
+        );
+        for bad in [
+            "127.0.0.1",
+            "127.0.0.1:not_a_number",
+            "a:1,,b:2",
+            "a:3000000000",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("max.connections.per.ip.overrides"),
+                "{e}"
+            );
+        }
+        let c = ServerConfig {
+            max_connections_per_ip_overrides: parse("a:1,::1:2").unwrap(),
+            ..ServerConfig::default()
+        };
+        assert_eq!(c.per_ip_overrides_value(), "a:1,::1:2");
+    }
+
+    #[test]
+    fn per_ip_overrides_resolve_to_canonical_addresses_and_an_unknown_host_fails() {
+        let m = resolve_per_ip_overrides(&[
+            ("::ffff:10.0.0.1".into(), 4),
+            ("127.0.0.1".into(), 1),
+            ("127.0.0.1".into(), 2),
+        ])
+        .unwrap();
+        assert_eq!(m.get(&IpAddr::from([10, 0, 0, 1])), Some(&4));
+        assert_eq!(m.get(&IpAddr::from([127, 0, 0, 1])), Some(&2));
+        let e = resolve_per_ip_overrides(&[("no-such-host.invalid".into(), 1)]).unwrap_err();
+        assert!(e.to_string().contains("no-such-host.invalid"), "{e}");
     }
 
     #[test]

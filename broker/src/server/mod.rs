@@ -13,7 +13,7 @@ pub mod frame;
 pub mod listener;
 mod signals;
 
-pub use listener::{Server, ServerConfig, ShutdownHandle};
+pub use listener::{ListenerState, Server, ServerConfig, ShutdownHandle};
 pub use signals::shutdown_on_signals;
 
 /// Who sent a request.

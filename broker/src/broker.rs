@@ -445,7 +445,7 @@ impl Broker {
 
     /// Records the settings of the listener serving this broker (`listen` the address it
     /// bound), which DescribeConfigs lists (`listeners`, `socket.request.max.bytes`,
-    /// `connections.max.idle.ms`). [`RunningBroker::start`](crate::running::RunningBroker::start)
+    /// `connections.max.idle.ms`, `max.connections`, …). [`RunningBroker::start`](crate::running::RunningBroker::start)
     /// calls it; later calls do nothing. A broker served by no listener lists none of them.
     pub fn record_listener(&self, config: crate::server::ServerConfig) {
         let _ = self.listener.set(config);

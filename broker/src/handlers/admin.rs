@@ -1033,6 +1033,21 @@ const BROKER_KEYS: &[BrokerKey] = &[
         "Close a connection silent this long while a request is awaited; negative: never.",
     ),
     key(
+        "max.connections",
+        TYPE_INT,
+        "The most connections open at once; at the bound new ones wait until one closes.",
+    ),
+    key(
+        "max.connections.per.ip",
+        TYPE_INT,
+        "The most connections open at once from one address; one more is closed at once.",
+    ),
+    key(
+        "max.connections.per.ip.overrides",
+        TYPE_STRING,
+        "Per host or address overrides of max.connections.per.ip: host:count,host:count.",
+    ),
+    key(
         "fetch.max.bytes",
         TYPE_INT,
         "The most record bytes one Fetch answer carries (its first batch may exceed it).",
@@ -1356,6 +1371,21 @@ fn broker_config_entries(b: &Broker) -> Vec<ConfigView> {
             "connections.max.idle.ms",
             idle,
             some(&ServerConfig::DEFAULT_IDLE_TIMEOUT_MS),
+        );
+        add(
+            "max.connections",
+            l.max_connections.to_string(),
+            some(&ServerConfig::DEFAULT_MAX_CONNECTIONS),
+        );
+        add(
+            "max.connections.per.ip",
+            l.max_connections_per_ip.to_string(),
+            some(&ServerConfig::DEFAULT_MAX_CONNECTIONS_PER_IP),
+        );
+        add(
+            "max.connections.per.ip.overrides",
+            l.per_ip_overrides_value(),
+            Some(String::new()),
         );
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));

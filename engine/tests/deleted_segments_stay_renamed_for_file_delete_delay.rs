@@ -109,6 +109,7 @@ fn a_delay_of_zero_removes_the_files_at_once() {
     fill(&mut log, 3);
     let start = log.segment_base_offsets()[1];
     log.maybe_increment_log_start_offset(start).unwrap();
+    log.delete_old_segments().unwrap();
     assert_eq!(log.segment_base_offsets()[0], start);
     assert_eq!(deleted(d.path()), Vec::<String>::new());
 }
@@ -120,8 +121,9 @@ fn truncation_and_log_start_moves_rename_too_and_an_open_removes_what_is_left() 
     let mut log = open(d.path(), small_config(), clk.clone(), Shutdown::Clean);
     fill(&mut log, 4);
     let bases = log.segment_base_offsets();
-    // DeleteRecords past the first segment.
+    // DeleteRecords past the first segment, then the retention check that deletes it.
     log.maybe_increment_log_start_offset(bases[1]).unwrap();
+    log.delete_old_segments().unwrap();
     // A truncation into the second segment: the third and the active one go.
     log.truncate_to(Offset(bases[1].get() + 1)).unwrap();
     let renamed: Vec<String> = deleted(d.path())
@@ -159,6 +161,7 @@ fn a_segment_renamed_deleted_stays_deleted_after_a_crash() {
     log.flush().unwrap();
     let bases = log.segment_base_offsets();
     log.maybe_increment_log_start_offset(bases[1]).unwrap();
+    log.delete_old_segments().unwrap();
     let first_log = d.path().join(format!("{:020}.log", bases[0].get()));
     let renamed = d.path().join(format!("{:020}.log.deleted", bases[0].get()));
     // Durable before the move returned: a crash keeps the rename, not the segment.

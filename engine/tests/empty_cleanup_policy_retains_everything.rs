@@ -45,10 +45,11 @@ fn empty_cleanup_policy_ignores_retention_limits_but_not_delete_records() {
     );
     assert_eq!(log.segment_count(), before);
 
-    // DeleteRecords still trims: everything below the third segment's base goes, and a
-    // retention pass afterwards still deletes nothing more.
+    // DeleteRecords still trims: everything below the third segment's base goes at the next
+    // retention pass (as Kafka's), and a pass afterwards still deletes nothing more.
     let third = log.segment_base_offsets()[2];
     assert!(log.maybe_increment_log_start_offset(third).unwrap());
+    assert_eq!(log.delete_old_segments().unwrap(), 2);
     assert_eq!(log.segment_count(), before - 2);
     assert_eq!(log.delete_old_segments().unwrap(), 0);
     assert_eq!(log.segment_count(), before - 2);

@@ -825,8 +825,10 @@ impl Sim {
             };
             let spans = self.model.txn_spans();
             let bases = self.log().segment_base_offsets();
-            // After a crash the log start may fall back to the base of the segment that
-            // holds it (its checkpoint lags), so keep clear of that whole range too.
+            // After a crash the log start may fall back (its checkpoint lags) to the
+            // checkpointed one, or to the base of the first segment left — the one that holds
+            // it once a retention check deleted those below — so keep clear of that whole
+            // range too.
             let floor = |t: i64| {
                 bases
                     .iter()

@@ -33,13 +33,18 @@ impl PartitionLog {
     }
 
     /// Raises the log start offset (DeleteRecords, a mirror following its source's log start):
-    /// never above the high watermark, never down. Whole segments below it are deleted; the epoch
-    /// cache and producer state are trimmed. Returns whether it moved.
+    /// never above the high watermark, never down. The epoch cache and producer state are
+    /// trimmed; segments wholly below the new log start stay until the next retention check
+    /// ([`delete_old_segments`](Self::delete_old_segments)) deletes them, as Kafka's
+    /// `maybeIncrementLogStartOffset` leaves them to `deleteLogStartOffsetBreachedSegments`.
+    /// Until then nothing below the log start is served: reads below it are out of range,
+    /// ListOffsets looks at the segments from the one holding it, and a reopen takes the log
+    /// start from the log manager's checkpoint. Returns whether it moved.
     ///
-    /// A storage failure leaves the log start moved in memory (the epoch cache and producer
-    /// state trimmed to it too), and one that leaves a file in an unknown state (anything but
-    /// running out of space writing the epoch checkpoint, whose stale entries below the log start
-    /// the next open trims) fails the log ([`LogFailureListener`]).
+    /// A storage failure (writing the epoch checkpoint) leaves the log start moved in memory
+    /// (the epoch cache and producer state trimmed to it too), and one that leaves the file in
+    /// an unknown state (anything but running out of space, whose stale entries below the log
+    /// start the next open trims) fails the log ([`LogFailureListener`]).
     ///
     /// # Errors
     /// [`EngineError::OffsetOutOfRange`] when `new_start` is above the high watermark; storage
@@ -57,10 +62,7 @@ impl PartitionLog {
         if new_start <= self.log_start_offset {
             return Ok(false);
         }
-        let r = self
-            .set_log_start(new_start)
-            .and_then(|()| self.delete_segments_below_log_start());
-        if let Err(e) = r {
+        if let Err(e) = self.set_log_start(new_start) {
             if crate::manager::takes_dir_offline(&e) {
                 self.fail(&format!("moving the log start to {new_start}"), &e);
             }

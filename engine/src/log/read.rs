@@ -190,7 +190,9 @@ impl PartitionLog {
             }
             OffsetLookup::MaxTimestamp => {
                 let mut best: Option<(TimestampMs, Offset)> = None;
-                for seg in self.segments() {
+                // Segments wholly below the log start (DeleteRecords; the next retention check
+                // deletes them) are not looked at: their records are gone for a client.
+                for seg in self.segments_from(self.log_start_offset) {
                     let (ts, off) = seg.largest_timestamp_and_offset()?;
                     if ts.get() >= 0 && best.is_none_or(|(b, _)| ts > b) {
                         best = Some((ts, off));
@@ -216,7 +218,7 @@ impl PartitionLog {
                 Ok(None)
             }
             OffsetLookup::Timestamp(target) => {
-                for seg in self.segments() {
+                for seg in self.segments_from(self.log_start_offset) {
                     if seg.largest_timestamp()? < target {
                         continue;
                     }

@@ -19,6 +19,7 @@
 mod checkpoint_io;
 pub mod clock;
 pub mod config;
+mod delayed_removal;
 pub mod epoch_cache;
 pub mod error;
 pub mod group_commit;

@@ -845,19 +845,38 @@ impl ProducerStateManager {
         Ok(log_start)
     }
 
-    /// Deletes every snapshot below `offset`, the first remaining segment's base, when segments
-    /// are deleted (Kafka deletes those at the deleted segments' bases): the one at `offset`,
-    /// taken when that segment was rolled, stays for a reload.
-    pub fn delete_snapshots_before(
+    /// Renames every snapshot below `offset`, the first remaining segment's base, with
+    /// `.deleted` when segments are deleted, and returns the new names, for the caller to
+    /// remove once `file.delete.delay.ms` has passed (Kafka's `deleteProducerSnapshots` with
+    /// `asyncDelete`: `removeAndMarkSnapshotForDeletion` of each deleted segment's base); an
+    /// open removes any left. The one at `offset`, taken when that segment was rolled, stays
+    /// for a reload. A snapshot already gone is skipped, as Kafka's. The renames are made
+    /// durable (one sync of the directory), as a segment's are.
+    pub fn mark_snapshots_deleted_before(
         &mut self,
         offset: Offset,
-    ) -> Result<(), mirrorlog_index::Error> {
-        for s in self.snapshots()? {
-            if s.offset < offset {
-                self.remove_snapshot(&s.path)?;
+    ) -> Result<Vec<PathBuf>, mirrorlog_index::Error> {
+        let Some(d) = &self.snapshots else {
+            return Ok(vec![]);
+        };
+        let mut renamed = vec![];
+        for s in d.list()? {
+            if s.offset >= offset {
+                break;
+            }
+            let mut to = s.path.clone().into_os_string();
+            to.push(mirrorlog_segment::segment::DELETED_SUFFIX);
+            let to = PathBuf::from(to);
+            match d.storage.rename(&s.path, &to) {
+                Ok(()) => renamed.push(to),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(index_io(e)),
             }
         }
-        Ok(())
+        if !renamed.is_empty() {
+            d.storage.sync_dir(&d.dir).map_err(index_io)?;
+        }
+        Ok(renamed)
     }
 
     /// The log start moved to `log_start`: transactions wholly below it no longer matter.

@@ -98,8 +98,7 @@ impl PartitionLog {
             deleted += 1;
         }
         if deleted > 0 {
-            let first = self.segments().next().expect("active").base_offset();
-            self.producers.delete_snapshots_before(first)?;
+            self.defer_snapshot_removal()?;
         }
         Ok(deleted)
     }
@@ -189,8 +188,7 @@ impl PartitionLog {
             moved?;
         }
         if deleted > 0 {
-            let first = self.segments().next().expect("active").base_offset();
-            self.producers.delete_snapshots_before(first)?;
+            self.defer_snapshot_removal()?;
             tracing::info!(log = %self.name, deleted, log_start = %self.log_start_offset, "retention deleted segments");
         }
         Ok(deleted)
@@ -486,39 +484,44 @@ impl PartitionLog {
     /// then they are visible in the directory as Kafka's are, and reading a `.log` some fetch
     /// still has open never depended on them: an open file outlives its name.
     fn defer_removal(&mut self, renamed: SegmentResult<DeletedSegmentFiles>) -> EngineResult<()> {
-        let files = renamed?;
-        if self.config.file_delete_delay_ms == 0 {
-            return Ok(files.remove(&*self.storage)?);
+        self.schedule_removal(DeletedFiles::Segment(renamed?))
+    }
+
+    /// Kafka's `deleteProducerSnapshots` with `asyncDelete`, after segments were deleted: the
+    /// producer snapshots below the first remaining segment are renamed `.deleted` and removed
+    /// with the segments' files, once `file.delete.delay.ms` has passed.
+    fn defer_snapshot_removal(&mut self) -> EngineResult<()> {
+        let first = self.segments().next().expect("active").base_offset();
+        let renamed = self.producers.mark_snapshots_deleted_before(first)?;
+        if renamed.is_empty() {
+            return Ok(());
         }
-        let due = self
-            .clock
-            .now_ms()
-            .saturating_add(self.config.file_delete_delay_ms);
-        self.deleted_files.push((due, files));
+        self.schedule_removal(DeletedFiles::Snapshots(renamed))
+    }
+
+    fn schedule_removal(&mut self, files: DeletedFiles) -> EngineResult<()> {
+        if self.config.file_delete_delay_ms == 0 {
+            return files.remove(&*self.storage);
+        }
+        let now = self.clock.now_ms();
+        self.deleted_files
+            .schedule(now, self.config.file_delete_delay_ms, files);
         Ok(())
     }
 
-    /// Removes the files of deleted segments whose `file.delete.delay.ms` has passed (Kafka's
-    /// scheduled `delete-file` task); the log manager's upkeep calls it. Returns how many
-    /// segments' files went.
+    /// Removes the files of deleted segments, and deleted producer snapshots, whose
+    /// `file.delete.delay.ms` has passed (Kafka's scheduled `delete-file` and
+    /// `delete-producer-snapshot` tasks); the log manager's upkeep calls it. Returns how many
+    /// segments' files (or sets of snapshots) went.
     ///
     /// # Errors
-    /// A removal failed (Kafka takes the directory offline then); that segment's files and the
-    /// ones not yet tried stay listed.
+    /// A removal failed (Kafka takes the directory offline then); those files and the ones not
+    /// yet tried stay listed.
     pub fn remove_deleted_files(&mut self) -> EngineResult<usize> {
         let now = self.clock.now_ms();
-        let mut removed = 0;
-        let mut i = 0;
-        while i < self.deleted_files.len() {
-            if self.deleted_files[i].0 > now {
-                i += 1;
-                continue;
-            }
-            self.deleted_files[i].1.remove(&*self.storage)?;
-            drop(self.deleted_files.remove(i));
-            removed += 1;
-        }
-        Ok(removed)
+        let storage = &*self.storage;
+        self.deleted_files
+            .remove_due(now, |files| files.remove(storage))
     }
 
     /// Makes everything appended durable (`fdatasync` of the active segment's `.log`; sealed
@@ -695,4 +698,38 @@ fn last_modified_ms(path: &std::path::Path) -> Option<i64> {
     let modified = std::fs::metadata(path).ok()?.modified().ok()?;
     let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
     i64::try_from(since.as_millis()).ok()
+}
+
+/// What a deletion renamed `.deleted` and [`PartitionLog::remove_deleted_files`] removes.
+#[derive(Debug)]
+pub(super) enum DeletedFiles {
+    /// A deleted segment's files.
+    Segment(DeletedSegmentFiles),
+    /// Producer snapshots below the first segment left, after segments were deleted.
+    Snapshots(Vec<std::path::PathBuf>),
+}
+
+impl DeletedFiles {
+    /// Removes the files; one already gone is no error.
+    fn remove(&self, storage: &dyn mirrorlog_segment::io::Storage) -> EngineResult<()> {
+        match self {
+            DeletedFiles::Segment(files) => Ok(files.remove(storage)?),
+            DeletedFiles::Snapshots(paths) => {
+                for p in paths {
+                    match storage.remove(p) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(mirrorlog_index::Error::Io {
+                                op: "remove deleted snapshot",
+                                path: e.path,
+                                source: e.source,
+                            }
+                            .into());
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
 }

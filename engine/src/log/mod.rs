@@ -36,15 +36,17 @@ impl FlushPoint {
 
 use crate::clock::Clock;
 use crate::config::LogConfig;
+use crate::delayed_removal::DelayedRemovals;
 use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{EngineError, EngineResult};
 use crate::producer_state::{AppendOrigin, BatchInfo, ProducerStateManager};
+use maintain::DeletedFiles;
 use mirrorlog_index::{AbortedTxn, LeaderEpoch, Offset, offset_from_file_name};
 use mirrorlog_segment::RecordBatch;
 use mirrorlog_segment::io::{Storage, create_dir_all_durably};
 use mirrorlog_segment::segment::{
-    ActiveSegment, DeletedSegmentFiles, INDEX_SUFFIX, LOG_SUFFIX, SealedSegment, SegmentConfig,
-    SegmentReader, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_path,
+    ActiveSegment, INDEX_SUFFIX, LOG_SUFFIX, SealedSegment, SegmentConfig, SegmentReader,
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_path,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,10 +157,10 @@ pub struct PartitionLog {
     failed: Option<String>,
     /// Told when the log fails; see [`LogFailureListener`].
     failure_listener: Option<Arc<dyn LogFailureListener>>,
-    /// Deleted segments' files, renamed `.deleted`, with when `file.delete.delay.ms` lets them
-    /// be removed ([`PartitionLog::remove_deleted_files`]). In memory: an open removes the
-    /// `.deleted` files it finds.
-    deleted_files: Vec<(i64, DeletedSegmentFiles)>,
+    /// Deleted segments' files and producer snapshots, renamed `.deleted`, until
+    /// `file.delete.delay.ms` lets them be removed ([`PartitionLog::remove_deleted_files`]).
+    /// In memory: an open removes the `.deleted` files it finds.
+    deleted_files: DelayedRemovals<DeletedFiles>,
 }
 
 /// The segment settings for this log: the topic's, plus this log's share of `segment.jitter.ms`
@@ -325,7 +327,7 @@ impl PartitionLog {
                 log_start_listener: None,
                 failed: None,
                 failure_listener: None,
-                deleted_files: Vec::new(),
+                deleted_files: DelayedRemovals::default(),
             };
             report.segments = 1;
             return Ok((log, report));
@@ -544,7 +546,7 @@ impl PartitionLog {
             log_start_listener: None,
             failed: None,
             failure_listener: None,
-            deleted_files: Vec::new(),
+            deleted_files: DelayedRemovals::default(),
         };
         if let Some(start) = restart_at {
             tracing::warn!(

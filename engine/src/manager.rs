@@ -9,7 +9,7 @@
 //!   replication-offset-checkpoint     topic partition offset   (high watermarks)
 //!   <topic>-<partition>/              partition.metadata, segments, snapshots, epoch checkpoint,
 //!                                     topic.config (below)
-//!   <topic>-<partition>.<id>-delete/  a deleted partition, removed in the background
+//!   <topic>-<partition>.<id>-delete/  a deleted partition, removed `file.delete.delay.ms` later
 //! ```
 //!
 //! The clean-shutdown marker is an empty file, written and fsynced (through the manager's
@@ -89,6 +89,7 @@
 use crate::checkpoint_io::{index_io, read_if_exists, replace_durably};
 use crate::clock::Clock;
 use crate::config::LogConfig;
+use crate::delayed_removal::DelayedRemovals;
 use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{EngineError, EngineResult};
 use crate::group_commit::{GroupCommit, GroupCommitConfig};
@@ -755,6 +756,9 @@ pub struct LogManager {
     admin: Mutex<()>,
     /// When [`maintain`](LogManager::maintain) next applies retention (clock ms).
     next_retention_check_ms: AtomicI64,
+    /// Deleted partitions' `-delete` directories (with their data directory), until the broker's
+    /// `file.delete.delay.ms` lets [`maintain`](LogManager::maintain) remove them.
+    deleted_dirs: Mutex<DelayedRemovals<(Arc<LogDir>, PathBuf)>>,
 }
 
 /// Parses a partition directory name `<topic>-<partition>`.
@@ -806,6 +810,9 @@ impl LogManager {
         let mut offline_partitions: BTreeMap<TopicPartition, Arc<LogDir>> = BTreeMap::new();
         // Topics with a partition directory holding log files but no `partition.metadata`.
         let mut topics_without_metadata: BTreeSet<String> = BTreeSet::new();
+        // As Kafka's `loadLogs`: a deleted partition's directory found at start is removed
+        // `file.delete.delay.ms` after it, not at once.
+        let mut deleted_dirs = DelayedRemovals::default();
         'dirs: for (data_dir, dir) in config.data_dirs.iter().zip(&dirs) {
             // As Kafka's `loadLogs` (and `createAndValidateLogDirs`): an I/O failure creating,
             // reading or listing one data directory takes that directory offline, and none of
@@ -881,7 +888,8 @@ impl LogManager {
                     .unwrap_or("")
                     .to_string();
                 if name.ends_with("-delete") {
-                    or_offline!(remove_dir(&*storage, &path));
+                    let delay = config.default_log_config.file_delete_delay_ms;
+                    deleted_dirs.schedule(clock.now_ms(), delay, (dir.clone(), path));
                     continue;
                 }
                 // As Kafka's `loadLogs`: the KRaft metadata log of a data directory taken over
@@ -1021,6 +1029,7 @@ impl LogManager {
             group_commit,
             admin: Mutex::new(()),
             next_retention_check_ms,
+            deleted_dirs: Mutex::new(deleted_dirs),
         };
         mgr.checkpoint()?;
         Ok((mgr, report))
@@ -1314,7 +1323,10 @@ impl LogManager {
     }
 
     /// Deletes a partition: its directory is renamed `<tp>.<id>-delete` (so a crash cannot bring
-    /// it back), then removed.
+    /// it back), and removed once the broker's `file.delete.delay.ms` has passed (by
+    /// [`maintain`](Self::maintain); at once when 0), as Kafka's `asyncDelete` queues it for
+    /// `deleteLogs`. A fetch still reading it keeps its open files meanwhile; a restart before
+    /// then removes it the delay after the start.
     ///
     /// # Errors
     /// Unknown partition or storage failure.
@@ -1356,7 +1368,13 @@ impl LogManager {
         // it, and a crash before the next checkpoint restarts that log empty at the stale log
         // start (a checkpointed log start above the end reads as a lost tail).
         self.checkpoint()?;
-        remove_dir(&*self.storage, &gone)
+        let delay = self.config.default_log_config.file_delete_delay_ms;
+        if delay == 0 {
+            return remove_dir(&*self.storage, &gone);
+        }
+        let now = self.clock.now_ms();
+        self.deleted_dirs.lock().schedule(now, delay, (dir, gone));
+        Ok(())
     }
 
     /// The data directories that went offline, with why.
@@ -1394,8 +1412,8 @@ impl LogManager {
     /// [`retention_check_interval_ms`](LogManagerConfig::retention_check_interval_ms) has passed
     /// since the last check (the first [`initial_task_delay_ms`](LogManagerConfig::initial_task_delay_ms)
     /// after the open, as Kafka schedules `cleanupLogs`), the removal of deleted segments'
-    /// `.deleted` files once `file.delete.delay.ms` has passed, checkpoints. Returns the number
-    /// of segments deleted.
+    /// `.deleted` files and of deleted partitions' `-delete` directories once
+    /// `file.delete.delay.ms` has passed, checkpoints. Returns the number of segments deleted.
     ///
     /// # Errors
     /// The first storage failure (the other partitions are still processed).
@@ -1443,11 +1461,29 @@ impl LogManager {
                 }
             }
         }
+        if let Err(e) = self.remove_deleted_dirs(now) {
+            first_err.get_or_insert(e);
+        }
         self.checkpoint()?;
         match first_err {
             Some(e) => Err(e),
             None => Ok(deleted),
         }
+    }
+
+    /// Removes the `-delete` directories whose delay has passed (Kafka's `deleteLogs`). One in
+    /// a data directory gone offline is dropped (the next start finds it again); a failed
+    /// removal leaves the data directory online (nothing served is at stake) and is tried
+    /// again at the next upkeep.
+    fn remove_deleted_dirs(&self, now: i64) -> EngineResult<usize> {
+        self.deleted_dirs
+            .lock()
+            .remove_due(now, |(dir, path)| match dir.offline_reason() {
+                Some(_) => Ok(()),
+                None => remove_dir(&*self.storage, path).inspect_err(|e| {
+                    tracing::error!(dir = %path.display(), "removing a deleted partition: {e}");
+                }),
+            })
     }
 
     /// Clean shutdown: every log flushed and closed with a producer snapshot, checkpoints

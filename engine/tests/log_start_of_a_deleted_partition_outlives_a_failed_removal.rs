@@ -14,9 +14,10 @@ mod common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;
-use mirrorlog_engine::manager::LogManager;
+use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{LeaderEpoch, Offset, TopicId, TopicPartition};
 use mirrorlog_segment::io::{Fault, FaultKind, IoOp, SimStorage, TornTail};
+use std::sync::Arc;
 
 fn tp() -> TopicPartition {
     TopicPartition {
@@ -41,7 +42,13 @@ fn append_durable(mgr: &LogManager, n: usize, tag: &str) {
 fn a_recreated_partition_keeps_its_durable_records_after_a_failed_removal_and_a_crash() {
     let d = tempfile::tempdir().unwrap();
     let sim = SimStorage::new();
-    let mgr = sim_manager(&sim, d.path());
+    // With a `file.delete.delay.ms` of 0 the renamed directory is removed within the delete.
+    let mut cfg = LogManagerConfig::new(d.path());
+    cfg.default_log_config = small_config();
+    cfg.default_log_config.file_delete_delay_ms = 0;
+    let mgr = LogManager::open(cfg, Arc::new(sim.clone()), clock())
+        .unwrap()
+        .0;
     mgr.create(&tp(), TopicId([7; 16]), small_config()).unwrap();
     append_durable(&mgr, 30, "old");
     {

@@ -27,7 +27,7 @@
 //! | `cleanup.policy` | `log.cleanup.policy` | `cleanup_policy` | `delete` | `delete`, or the empty list (infinite retention: `retention.*` ignored, as Kafka 4.2); `compact` is rejected as unsupported |
 //! | `flush.messages` | `log.flush.interval.messages` | `flush_messages` | 9223372036854775807 (never by count) | 1 ..= i64::MAX |
 //! | `flush.ms` | `log.flush.interval.ms`, `log.flush.scheduler.interval.ms` ³ | `flush_ms` | 9223372036854775807 (never by time) | 0 ..= i64::MAX |
-//! | `file.delete.delay.ms` | `log.segment.delete.delay.ms` | `file_delete_delay_ms` | 60000 (a deleted segment's files stay renamed `.deleted` this long) | 0 ..= i64::MAX |
+//! | `file.delete.delay.ms` | `log.segment.delete.delay.ms` | `file_delete_delay_ms` | 60000 (a deleted segment's files and producer snapshot stay renamed `.deleted` this long; the broker's value, a deleted partition's `-delete` directory) | 0 ..= i64::MAX |
 //! | — | `producer.id.expiration.ms` ⁵ | `producer_id_expiration_ms` | 86400000 (1 day) | 1 ..= 2147483647 |
 //! | — | — ⁶ | `read_only` | false | |
 //!
@@ -320,9 +320,11 @@ pub struct LogConfig {
     /// `flush.ms`: fsync when the oldest unflushed message is this old. Default i64::MAX (never
     /// by time); range 0 ..= i64::MAX.
     pub flush_ms: i64,
-    /// `file.delete.delay.ms`: how long a deleted segment's files (retention, a log-start
-    /// move, truncation) stay, renamed `.deleted`, before they are removed (at the log
-    /// manager's next upkeep after it; at once when 0). Default 60000; range 0 ..= i64::MAX.
+    /// `file.delete.delay.ms`: how long a deleted segment's files and producer snapshot
+    /// (retention, truncation) stay, renamed `.deleted`, before they are removed (at the log
+    /// manager's next upkeep after it; at once when 0); the broker default's value is also how
+    /// long a deleted partition's `-delete` directory stays. Default 60000; range
+    /// 0 ..= i64::MAX.
     pub file_delete_delay_ms: i64,
     /// `producer.id.expiration.ms` (a broker config): forget an idle producer after this long.
     /// Default 86400000 (1 day); range 1 ..= i32::MAX.

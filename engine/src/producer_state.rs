@@ -845,24 +845,25 @@ impl ProducerStateManager {
         Ok(log_start)
     }
 
-    /// Renames every snapshot below `offset`, the first remaining segment's base, with
-    /// `.deleted` when segments are deleted, and returns the new names, for the caller to
-    /// remove once `file.delete.delay.ms` has passed (Kafka's `deleteProducerSnapshots` with
-    /// `asyncDelete`: `removeAndMarkSnapshotForDeletion` of each deleted segment's base); an
-    /// open removes any left. The one at `offset`, taken when that segment was rolled, stays
-    /// for a reload. A snapshot already gone is skipped, as Kafka's. The renames are made
-    /// durable (one sync of the directory), as a segment's are.
-    pub fn mark_snapshots_deleted_before(
+    /// Renames the snapshots whose offset `which` picks with `.deleted` when segments are
+    /// deleted, and returns the new names, for the caller to remove once
+    /// `file.delete.delay.ms` has passed (Kafka's `deleteProducerSnapshots` with `asyncDelete`:
+    /// `removeAndMarkSnapshotForDeletion` of each deleted segment's base); an open removes any
+    /// left. Retention picks every one below the first remaining segment's base (the one at
+    /// that base, taken when that segment was rolled, stays for a reload), a truncation those
+    /// at the deleted segments' bases. A snapshot already gone is skipped, as Kafka's. The
+    /// renames are made durable (one sync of the directory), as a segment's are.
+    pub fn mark_snapshots_deleted(
         &mut self,
-        offset: Offset,
+        which: impl Fn(Offset) -> bool,
     ) -> Result<Vec<PathBuf>, mirrorlog_index::Error> {
         let Some(d) = &self.snapshots else {
             return Ok(vec![]);
         };
         let mut renamed = vec![];
         for s in d.list()? {
-            if s.offset >= offset {
-                break;
+            if !which(s.offset) {
+                continue;
             }
             let mut to = s.path.clone().into_os_string();
             to.push(mirrorlog_segment::segment::DELETED_SUFFIX);

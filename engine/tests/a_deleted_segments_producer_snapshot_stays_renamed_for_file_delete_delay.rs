@@ -1,8 +1,9 @@
 //! A deleted segment's producer snapshot: Kafka's `deleteSegments` calls
 //! `deleteProducerSnapshots(deletable, asyncDelete = true)`, which renames each deleted
 //! segment's snapshot `<base>.snapshot.deleted` (`removeAndMarkSnapshotForDeletion`) and removes
-//! it once `file.delete.delay.ms` has passed, with the segment's other files. The engine renamed
-//! the segment's files but removed the snapshot at once.
+//! it once `file.delete.delay.ms` has passed, with the segment's other files; `truncateTo` does
+//! the same for the segments a truncation deletes. The engine renamed the segment's files but
+//! removed the snapshot at once.
 
 mod common;
 
@@ -79,4 +80,29 @@ fn the_snapshot_is_renamed_deleted_and_removed_with_the_segment_after_the_delay(
         vec![format!("{:020}.snapshot", 8)],
         "removed with the segment's files once it passed"
     );
+}
+
+#[test]
+fn a_truncation_renames_the_snapshots_of_the_segments_it_deletes() {
+    let d = tempfile::tempdir().unwrap();
+    let clk = clock();
+    let mut log = open(d.path(), small_config(), clk.clone(), Shutdown::Clean);
+    append(&mut log, 0, 4);
+    log.roll(Offset(4)).unwrap();
+    append(&mut log, 4, 8);
+    log.roll(Offset(8)).unwrap();
+    append(&mut log, 8, 10);
+    log.truncate_to(Offset(2)).unwrap();
+    let renamed: Vec<String> = [4, 8]
+        .iter()
+        .map(|o| format!("{o:020}.snapshot.deleted"))
+        .collect();
+    assert_eq!(
+        snapshots(d.path()),
+        renamed,
+        "the deleted segments' snapshots stay renamed"
+    );
+    clk.advance(60_000);
+    log.remove_deleted_files().unwrap();
+    assert_eq!(snapshots(d.path()), Vec::<String>::new());
 }

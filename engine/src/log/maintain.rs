@@ -321,14 +321,18 @@ impl PartitionLog {
                 .skip(1)
                 .map(|(b, _)| *b)
                 .collect();
-            for b in later {
+            for &b in &later {
                 let renamed = self.sealed.remove(&b).expect("present").rename_deleted();
                 self.defer_removal(renamed)?;
             }
             let seg = self.sealed.remove(&holder).expect("present");
             let reopened = seg.reopen_active(now)?;
             let old = std::mem::replace(&mut self.active, reopened);
+            let old_base = old.base_offset();
             self.defer_removal(old.rename_deleted())?;
+            // As Kafka's `truncateTo`: the deleted segments' snapshots go as their files do
+            // (the others above the new end the producer-state rebuild removes at once).
+            self.defer_snapshot_removal_of(|o| o == old_base || later.contains(&o))?;
         }
         self.active.truncate_to(target)?;
         Ok(())
@@ -487,12 +491,18 @@ impl PartitionLog {
         self.schedule_removal(DeletedFiles::Segment(renamed?))
     }
 
-    /// Kafka's `deleteProducerSnapshots` with `asyncDelete`, after segments were deleted: the
-    /// producer snapshots below the first remaining segment are renamed `.deleted` and removed
-    /// with the segments' files, once `file.delete.delay.ms` has passed.
+    /// Kafka's `deleteProducerSnapshots` with `asyncDelete`, after retention deleted segments:
+    /// the producer snapshots below the first remaining segment are renamed `.deleted` and
+    /// removed with the segments' files, once `file.delete.delay.ms` has passed.
     fn defer_snapshot_removal(&mut self) -> EngineResult<()> {
         let first = self.segments().next().expect("active").base_offset();
-        let renamed = self.producers.mark_snapshots_deleted_before(first)?;
+        self.defer_snapshot_removal_of(|o| o < first)
+    }
+
+    /// As [`defer_snapshot_removal`](Self::defer_snapshot_removal), for the snapshots `which`
+    /// picks.
+    fn defer_snapshot_removal_of(&mut self, which: impl Fn(Offset) -> bool) -> EngineResult<()> {
+        let renamed = self.producers.mark_snapshots_deleted(which)?;
         if renamed.is_empty() {
             return Ok(());
         }

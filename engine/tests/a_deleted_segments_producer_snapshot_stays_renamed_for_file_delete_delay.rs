@@ -8,8 +8,8 @@
 mod common;
 
 use common::*;
-use mirrorlog_engine::log::{LeaderOrigin, PartitionLog, Shutdown};
-use mirrorlog_index::{LeaderEpoch, Offset};
+use mirrorlog_engine::log::Shutdown;
+use mirrorlog_index::Offset;
 use std::path::Path;
 
 fn snapshots(dir: &Path) -> Vec<String> {
@@ -22,18 +22,6 @@ fn snapshots(dir: &Path) -> Vec<String> {
     v
 }
 
-/// Producer 42's batches `from..to`, one record each.
-fn append(log: &mut PartitionLog, from: i32, to: i32) {
-    for seq in from..to {
-        log.append_as_leader(
-            producer_batch(42, 1, seq, 1, false, T0),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-    }
-}
-
 #[test]
 fn the_snapshot_is_renamed_deleted_and_removed_with_the_segment_after_the_delay() {
     let d = tempfile::tempdir().unwrap();
@@ -41,11 +29,11 @@ fn the_snapshot_is_renamed_deleted_and_removed_with_the_segment_after_the_delay(
     let c = small_config();
     assert_eq!(c.file_delete_delay_ms, 60_000, "Kafka's default");
     let mut log = open(d.path(), c, clk.clone(), Shutdown::Clean);
-    append(&mut log, 0, 4);
+    append_producer_42(&mut log, 0, 4);
     log.roll(Offset(4)).unwrap();
-    append(&mut log, 4, 8);
+    append_producer_42(&mut log, 4, 8);
     log.roll(Offset(8)).unwrap();
-    append(&mut log, 8, 10);
+    append_producer_42(&mut log, 8, 10);
     log.update_high_watermark(Offset(10));
     assert!(
         snapshots(d.path()).contains(&format!("{:020}.snapshot", 4)),
@@ -87,11 +75,11 @@ fn a_truncation_renames_the_snapshots_of_the_segments_it_deletes() {
     let d = tempfile::tempdir().unwrap();
     let clk = clock();
     let mut log = open(d.path(), small_config(), clk.clone(), Shutdown::Clean);
-    append(&mut log, 0, 4);
+    append_producer_42(&mut log, 0, 4);
     log.roll(Offset(4)).unwrap();
-    append(&mut log, 4, 8);
+    append_producer_42(&mut log, 4, 8);
     log.roll(Offset(8)).unwrap();
-    append(&mut log, 8, 10);
+    append_producer_42(&mut log, 8, 10);
     log.truncate_to(Offset(2)).unwrap();
     let renamed: Vec<String> = [4, 8]
         .iter()

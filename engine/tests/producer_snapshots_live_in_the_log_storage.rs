@@ -29,14 +29,7 @@ fn open_sim(sim: &SimStorage, dir: &Path, shutdown: Shutdown) -> PartitionLog {
 
 /// Appends producer 42's batches `from..to` (one record each) and flushes.
 fn append(log: &mut PartitionLog, from: i32, to: i32) {
-    for seq in from..to {
-        log.append_as_leader(
-            producer_batch(42, 1, seq, 1, false, T0),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-    }
+    append_producer_42(log, from, to);
     log.flush().unwrap();
 }
 

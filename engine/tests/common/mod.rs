@@ -134,6 +134,18 @@ pub fn marker(pid: i64, epoch: i16, commit: bool, ts: i64) -> Bytes {
     .into_bytes()
 }
 
+/// Appends producer 42's batches `from..to` (one record each, epoch 1, at `T0`).
+pub fn append_producer_42(log: &mut PartitionLog, from: i32, to: i32) {
+    for seq in from..to {
+        log.append_as_leader(
+            producer_batch(42, 1, seq, 1, false, T0),
+            LeaderEpoch(0),
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+    }
+}
+
 /// A log in `dir` (`small_config`, opened clean) of producer 42's 100 two-record batches,
 /// sequences 0..200, over several segments.
 pub fn producer_42_log(dir: &Path, clock: Arc<dyn Clock>) -> PartitionLog {

@@ -634,6 +634,12 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
         SessionContext::Incremental { parts, names, .. } => (parts.clone(), names),
     };
     let specs = resolve(b, to_read, names);
+    if !matches!(r.isolation_level, 0 | 1) && specs.iter().any(|s| known(b, s)) {
+        // Kafka's `FetchIsolation.of` reads the level (`IsolationLevel.forId` throws, whatever
+        // the replica) once the request has a partition its metadata holds; the handler then
+        // fails the whole request (`FetchRequest.getErrorResponse`).
+        return failed_whole(&r, version, ResponseError::UnknownServerError.code());
+    }
     let mut datas = read_with_wait(b, &r, &specs, isolation);
     if version <= 5 {
         // Kafka's `maybeDownConvertStorageError`: a client of Fetch v5 or older may not know
@@ -690,6 +696,35 @@ fn once_each(parts: impl Iterator<Item = (PartKey, FetchParams)>) -> Vec<(PartKe
         }
     }
     out
+}
+
+/// Whether the partition is one the topic registry holds (Kafka's `metadataCache.contains`),
+/// whatever its log's state.
+fn known(b: &Broker, spec: &ReadSpec) -> bool {
+    spec.name
+        .as_deref()
+        .and_then(|n| b.topics.get(n))
+        .is_some_and(|t| (0..t.partitions).contains(&spec.key.partition))
+}
+
+/// Kafka's `FetchRequest.getErrorResponse`: the top-level `code` and the request's session id;
+/// before v13 also every partition the request names, in its order, with `code` (offsets -1).
+fn failed_whole(r: &FetchRequest, version: i16, code: i16) -> FetchResponse {
+    let mut resp = error_response(code, r.session_id);
+    if version < 13 {
+        for t in &r.topics {
+            let mut out = FetchableTopicResponse::default();
+            out.topic = t.topic.clone();
+            out.topic_id = t.topic_id;
+            for p in &t.partitions {
+                let mut d = empty_partition(p.partition);
+                d.error_code = code;
+                out.partitions.push(d);
+            }
+            resp.responses.push(out);
+        }
+    }
+    resp
 }
 
 fn error_response(code: i16, session_id: i32) -> FetchResponse {

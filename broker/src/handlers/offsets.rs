@@ -93,17 +93,17 @@ fn check_epoch(requested: i32, ours: i32) -> Result<(), i16> {
 /// ≥ 0 the first record at or after that time. A time lookup that finds nothing, or only records
 /// a consumer may not yet read, answers offset -1 and timestamp -1. v4+ answers the leader epoch
 /// of the offset and fences on `current_leader_epoch`. A partition named twice is
-/// INVALID_REQUEST.
+/// INVALID_REQUEST. An isolation level other than 0 or 1 (from any replica id) fails the whole
+/// request with UNKNOWN_SERVER_ERROR in every partition, as Kafka's `IsolationLevel.forId`
+/// throws in `handleListOffsetRequest` and `ListOffsetsRequest.getErrorResponse` answers it.
 pub fn list_offsets(b: &Broker, r: ListOffsetsRequest, v: i16) -> ListOffsetsResponse {
     let consumer = r.replica_id.0 == CONSUMER_REPLICA_ID;
-    let isolation = if !consumer {
-        Some(FetchIsolation::LogEnd)
-    } else {
-        match r.isolation_level {
-            0 => Some(FetchIsolation::HighWatermark),
-            1 => Some(FetchIsolation::TxnCommitted),
-            _ => None,
-        }
+    let isolation = match r.isolation_level {
+        0 | 1 if !consumer => FetchIsolation::LogEnd,
+        0 => FetchIsolation::HighWatermark,
+        1 => FetchIsolation::TxnCommitted,
+        // An empty request fails no partition, as Kafka's never reads the level.
+        _ => return list_offsets_failed(&r, ResponseError::UnknownServerError.code()),
     };
     // Kafka answers every copy of a partition named twice with INVALID_REQUEST.
     let mut named: HashMap<(&str, i32), usize> = HashMap::new();
@@ -160,6 +160,24 @@ pub fn list_offsets(b: &Broker, r: ListOffsetsRequest, v: i16) -> ListOffsetsRes
     resp
 }
 
+/// Every partition of the request, in its order (duplicates too), with `code`, offset -1 and
+/// timestamp -1 (Kafka's `ListOffsetsRequest.getErrorResponse`).
+fn list_offsets_failed(r: &ListOffsetsRequest, code: i16) -> ListOffsetsResponse {
+    let mut resp = ListOffsetsResponse::default();
+    for t in &r.topics {
+        let mut out = ListOffsetsTopicResponse::default();
+        out.name = t.name.clone();
+        for p in &t.partitions {
+            let mut part = ListOffsetsPartitionResponse::default();
+            part.partition_index = p.partition_index;
+            part.error_code = code;
+            out.partitions.push(part);
+        }
+        resp.topics.push(out);
+    }
+    resp
+}
+
 /// One partition's lookup: `Ok(None)` when no offset matches.
 fn list_one(
     b: &Broker,
@@ -167,11 +185,8 @@ fn list_one(
     partition: i32,
     timestamp: i64,
     current_leader_epoch: i32,
-    isolation: Option<FetchIsolation>,
+    isolation: FetchIsolation,
 ) -> Result<Option<(i64, i64, i32)>, i16> {
-    let Some(isolation) = isolation else {
-        return Err(ResponseError::InvalidRequest.code());
-    };
     let h = b
         .partition(topic, partition)
         .ok_or_else(|| b.missing_partition_error(topic, partition).code())?;

@@ -701,9 +701,12 @@ impl Handler for Broker {
         request: RequestKind,
     ) -> Reply {
         match request {
-            RequestKind::Produce(r) => {
-                handlers::produce::handle_pipelined(self, r, ctx.api_version)
-            }
+            RequestKind::Produce(r) => handlers::produce::handle_pipelined(
+                self,
+                r,
+                ctx.api_version,
+                ctx.client_id.as_deref(),
+            ),
             other => self.handle(ctx, header, other).into(),
         }
     }
@@ -721,7 +724,8 @@ impl Handler for Broker {
                 ResponseKind::Metadata(handlers::admin::metadata(self, r, v))
             }
             RequestKind::Produce(r) => {
-                return handlers::produce::handle(self, r, v).map(ResponseKind::Produce);
+                return handlers::produce::handle_from(self, r, v, ctx.client_id.as_deref())
+                    .map(ResponseKind::Produce);
             }
             RequestKind::Fetch(r) => ResponseKind::Fetch(handlers::fetch::handle(self, r, v)),
             RequestKind::ListOffsets(r) => {

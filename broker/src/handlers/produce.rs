@@ -6,7 +6,7 @@
 //! a partial batch after it is dropped, as that iterator ends there and Kafka's log appends only
 //! the whole batches; ZStandard needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), `acks` must be 0, 1 or −1
 //! (`INVALID_REQUIRED_ACKS` for each partition that passed the checks before), internal topics
-//! are refused (`INVALID_TOPIC_EXCEPTION`), then the engine validates and appends the batch as
+//! are refused (`INVALID_TOPIC_EXCEPTION`) but to the client id [`ADMIN_CLIENT_ID`], then the engine validates and appends the batch as
 //! leader, stamped with the partition's leader epoch. A partition named twice is appended once,
 //! with its last entry's records, and answered once, as Kafka keys a request's partitions by
 //! topic-partition.
@@ -98,9 +98,23 @@ struct Job {
     transactional_id: Option<Arc<str>>,
 }
 
+/// Kafka's `AdminUtils.ADMIN_CLIENT_ID`: the client id whose Produce may append to an internal
+/// topic (`KafkaApis.handleProduceRequest`'s `internalTopicsAllowed`).
+pub const ADMIN_CLIENT_ID: &str = "__admin_client";
+
 /// Answers a Produce request; `None` for `acks = 0` (Kafka sends no response).
 pub fn handle(b: &Broker, r: ProduceRequest, version: i16) -> Option<ProduceResponse> {
-    let (acks, responses, jobs) = prepare(b, r, version);
+    handle_from(b, r, version, None)
+}
+
+/// As [`handle`], for a request whose header carries `client_id`.
+pub fn handle_from(
+    b: &Broker,
+    r: ProduceRequest,
+    version: i16,
+    client_id: Option<&str>,
+) -> Option<ProduceResponse> {
+    let (acks, responses, jobs) = prepare(b, r, version, client_id);
     if acks == -1 {
         return Some(durable(b, responses, jobs, version)());
     }
@@ -129,10 +143,15 @@ fn append_all(
 
 /// As [`handle`], but an `acks = -1` request answers with [`Reply::Later`]: appended now, in
 /// order, and waiting for its syncs on the connection's writer thread.
-pub fn handle_pipelined(b: &Broker, r: ProduceRequest, version: i16) -> Reply {
+pub fn handle_pipelined(
+    b: &Broker,
+    r: ProduceRequest,
+    version: i16,
+    client_id: Option<&str>,
+) -> Reply {
     if r.acks == 0 {
         // Kafka closes the connection when an acks=0 request fails in any partition.
-        let (_, responses, jobs) = prepare(b, r, version);
+        let (_, responses, jobs) = prepare(b, r, version, client_id);
         let responses = append_all(b, responses, jobs, version);
         let failed = responses
             .iter()
@@ -141,9 +160,11 @@ pub fn handle_pipelined(b: &Broker, r: ProduceRequest, version: i16) -> Reply {
         return if failed { Reply::Close } else { Reply::None };
     }
     if r.acks != -1 {
-        return handle(b, r, version).map(ResponseKind::Produce).into();
+        return handle_from(b, r, version, client_id)
+            .map(ResponseKind::Produce)
+            .into();
     }
-    let (_, responses, jobs) = prepare(b, r, version);
+    let (_, responses, jobs) = prepare(b, r, version, client_id);
     let finish = durable(b, responses, jobs, version);
     Reply::Later(Box::new(move || ResponseKind::Produce(finish())))
 }
@@ -161,8 +182,10 @@ fn prepare(
     b: &Broker,
     r: ProduceRequest,
     version: i16,
+    client_id: Option<&str>,
 ) -> (i16, Vec<TopicProduceResponse>, Vec<Job>) {
     let acks = r.acks;
+    let internal_topics_allowed = client_id == Some(ADMIN_CLIENT_ID);
     let transactional_id: Option<Arc<str>> = r.transactional_id.as_ref().map(|t| Arc::from(&*t.0));
     // Kafka's `handleProduceRequest`: transactional records without a transactional id fail the
     // whole request (nothing can verify them against a transaction).
@@ -231,16 +254,20 @@ fn prepare(
         }
     }
     // Then `ReplicaManager.appendRecords` (acks) and `appendToLocalLog` (internal topics).
-    jobs.retain(
-        |job| match appendable(&job.handle.topic_partition().topic, acks) {
+    jobs.retain(|job| {
+        match appendable(
+            &job.handle.topic_partition().topic,
+            acks,
+            internal_topics_allowed,
+        ) {
             Ok(()) => true,
             Err(refused) => {
                 let resp = &mut responses[job.topic].partition_responses[job.partition];
                 refuse(resp, refused, version);
                 false
             }
-        },
-    );
+        }
+    });
     (acks, responses, jobs)
 }
 
@@ -533,12 +560,13 @@ fn precheck(
 }
 
 /// The replica manager's checks before an append, in its order: `acks`
-/// (`ReplicaManager.appendRecords`), then no internal topic (`appendToLocalLog`).
-fn appendable(topic: &str, acks: i16) -> Result<(), Refusal> {
+/// (`ReplicaManager.appendRecords`), then no internal topic unless the request's client id is
+/// [`ADMIN_CLIENT_ID`] (`appendToLocalLog`).
+fn appendable(topic: &str, acks: i16, internal_topics_allowed: bool) -> Result<(), Refusal> {
     if !matches!(acks, -1..=1) {
         return Err(failure(ResponseError::InvalidRequiredAcks));
     }
-    if INTERNAL_TOPICS.contains(&topic) {
+    if INTERNAL_TOPICS.contains(&topic) && !internal_topics_allowed {
         return Err(failure(ResponseError::InvalidTopicException));
     }
     Ok(())

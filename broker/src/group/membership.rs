@@ -352,12 +352,17 @@ impl Env<'_> {
     }
 
     /// Kafka's `prepareRebalance`: parked SyncGroups get REBALANCE_IN_PROGRESS, the join timer
-    /// starts (the initial delay for an empty group), and the group goes PreparingRebalance.
+    /// starts (the initial delay for an empty group), and the group goes PreparingRebalance. An
+    /// empty group's initial delay of 0 ends the join phase at once with the members that have
+    /// joined: Kafka schedules its initial-delay timer at 0 ms too, which fires at once and,
+    /// no member having been added meanwhile (`tryCompleteInitialRebalanceElseSchedule`), ends
+    /// it whoever is still MEMBER_ID_REQUIRED.
     pub fn prepare_rebalance(&self, g: &mut Group, reason: &str) {
         if g.is(GroupState::CompletingRebalance) {
             self.reset_and_propagate_assignment_with_error(g, E::RebalanceInProgress.code());
         }
         g.sync_deadline = None;
+        let initial_at_once = g.is(GroupState::Empty) && self.initial_delay_ms() == 0;
         let delayed = g.is(GroupState::Empty) && self.initial_delay_ms() > 0;
         g.join_timer = Some(if delayed {
             let delay_ms = self.initial_delay_ms();
@@ -373,7 +378,9 @@ impl Env<'_> {
         });
         g.transition_to(GroupState::PreparingRebalance, self.now_ms);
         tracing::info!(group = %g.group_id, generation = g.generation_id, reason, "preparing to rebalance");
-        if !delayed {
+        if initial_at_once {
+            self.complete_join_phase(g);
+        } else if !delayed {
             self.maybe_complete_join_phase(g);
         }
     }

@@ -11,12 +11,9 @@
 
 mod common;
 
-use bytes::Bytes;
-use common::groups::{join, logs_with, recv, spawn_join, wait_for};
+use common::groups::{consumer_join_req, join, logs_with, recv, spawn_join, wait_for};
 use kafka_protocol::ResponseError as E;
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use mirrorlog_broker::group::{GroupConfig, GroupCoordinator};
 use mirrorlog_engine::clock::{Clock, ManualClock};
 use std::sync::Arc;
@@ -24,23 +21,8 @@ use std::sync::Arc;
 const T0: i64 = 1_700_000_000_000;
 const GROUP: &str = "delayed";
 
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
 fn join_req(member: &str, instance: Option<&str>, session_ms: i32) -> JoinGroupRequest {
-    JoinGroupRequest::default()
-        .with_group_id(GroupId(s(GROUP)))
-        .with_session_timeout_ms(session_ms)
-        .with_rebalance_timeout_ms(120_000)
-        .with_member_id(s(member))
-        .with_group_instance_id(instance.map(s))
-        .with_protocol_type(s("consumer"))
-        .with_protocols(vec![
-            JoinGroupRequestProtocol::default()
-                .with_name(s("range"))
-                .with_metadata(Bytes::from_static(b"sub")),
-        ])
+    consumer_join_req(GROUP, member, instance, session_ms)
 }
 
 fn coordinator(

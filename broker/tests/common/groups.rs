@@ -195,6 +195,29 @@ pub fn commit_as(
     }
 }
 
+/// A consumer's JoinGroup of `group` as `member` (empty: a new member), with `instance` as
+/// its group instance id, a `session_ms` session, a 120 s rebalance timeout and the one
+/// protocol `range`.
+pub fn consumer_join_req(
+    group: &str,
+    member: &str,
+    instance: Option<&str>,
+    session_ms: i32,
+) -> JoinGroupRequest {
+    JoinGroupRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_session_timeout_ms(session_ms)
+        .with_rebalance_timeout_ms(120_000)
+        .with_member_id(s(member))
+        .with_group_instance_id(instance.map(s))
+        .with_protocol_type(s("consumer"))
+        .with_protocols(vec![
+            join_group_request::JoinGroupRequestProtocol::default()
+                .with_name(s("range"))
+                .with_metadata(bytes::Bytes::from_static(b"sub")),
+        ])
+}
+
 /// JoinGroup v9.
 pub fn join(c: &GroupCoordinator, req: JoinGroupRequest) -> JoinGroupResponse {
     match c.handle(9, RequestKind::JoinGroup(req)) {

@@ -72,6 +72,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    mirrorlog_broker::alloc::limit_malloc_arenas();
     let cli = Cli::parse();
     // The demo prints its own progress; logs stay at warnings unless RUST_LOG says otherwise.
     let default_level = if matches!(cli.command, Command::Demo | Command::Mirrors(_)) {

@@ -73,6 +73,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
 const ALIASES: &[(&str, &str)] = &[("log-recovery", "recovery")];
 
 fn main() -> Result<()> {
+    // As the `mirrorlog` binary does: the brokers the scenarios start live in this process.
+    mirrorlog_broker::alloc::limit_malloc_arenas();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("compare") {
         let passed = mirrorlog_bench::compare::run(&args[1..])?;

@@ -12,6 +12,15 @@
 //! system allocator. A real use of ≥ 1 GiB behaves like ordinary overcommitted memory.
 //!
 //! The binary installs it (`#[global_allocator]` in `src/main.rs`).
+//!
+//! [`limit_malloc_arenas`] caps glibc's malloc arenas at the number of CPUs (glibc's own cap is
+//! 8 per CPU). Every thread that allocates while another holds its arena gets an arena of its
+//! own, and memory freed into an arena stays there for that arena's next allocations: the
+//! fetchers' and appliers' response buffers, freed in one arena and wanted in another, kept
+//! about 7 MiB more resident in the 10,000-partition mirror benchmark (67.4 → 59.5 MiB peak
+//! RSS growth with the cap, tmpfs, same build; README "Mirroring"). The broker's hot paths
+//! allocate little (an append nothing), so fewer arenas cost no measured throughput there.
+//! `MALLOC_ARENA_MAX` in the environment, when set, is glibc's and is left alone.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
@@ -97,9 +106,43 @@ unsafe impl GlobalAlloc for NoReserveForHuge {
     }
 }
 
+/// Caps glibc's malloc arenas at the number of CPUs this process may run on (module docs),
+/// unless `MALLOC_ARENA_MAX` is set. Returns the cap applied, `None` when none was (the variable
+/// is set, or this is not glibc). Call it first thing in `main`, before threads start.
+pub fn limit_malloc_arenas() -> Option<usize> {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+        return None;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    set_arena_max(cpus)
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn set_arena_max(n: usize) -> Option<usize> {
+    let n = n.min(libc::c_int::MAX as usize) as libc::c_int;
+    // SAFETY: `mallopt` takes plain integers; glibc applies M_ARENA_MAX to arenas made later.
+    (unsafe { libc::mallopt(libc::M_ARENA_MAX, n) } == 1).then_some(n as usize)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn set_arena_max(_: usize) -> Option<usize> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn the_arena_cap_is_the_cpu_count_unless_the_environment_sets_one() {
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        match std::env::var_os("MALLOC_ARENA_MAX") {
+            Some(_) => assert_eq!(limit_malloc_arenas(), None),
+            None => assert_eq!(limit_malloc_arenas(), Some(cpus)),
+        }
+        assert_eq!(set_arena_max(3), Some(3), "glibc takes M_ARENA_MAX");
+    }
 
     #[test]
     fn huge_and_small_blocks_round_trip_through_the_right_path() {

@@ -459,6 +459,10 @@ fn update_partition_configs(
         .ok_or_else(|| format!("no topic {name}"))?;
     crate::topics::check_no_partition_offline(&b.logs, name, t.partitions, "change the config of")
         .map_err(|e| e.message)?;
+    // The partitions of a topic normally share one config: `change` runs once per distinct
+    // current config, and its result is cloned, so the partitions share its override set
+    // (`TopicOverrides`) instead of holding one copy each.
+    let mut last: Option<(LogConfig, LogConfig)> = None;
     for p in 0..t.partitions {
         let tp = TopicPartition {
             topic: name.into(),
@@ -469,7 +473,14 @@ fn update_partition_configs(
             .get(&tp)
             .ok_or_else(|| format!("no partition {tp}"))?;
         let current = h.read().config().clone();
-        let next = change(&current)?;
+        let next = match &last {
+            Some((c, n)) if *c == current => n.clone(),
+            _ => {
+                let n = change(&current)?;
+                last = Some((current.clone(), n.clone()));
+                n
+            }
+        };
         if next != current {
             b.logs.update_config(&tp, next).map_err(|e| e.to_string())?;
         }

@@ -336,7 +336,61 @@ pub struct LogConfig {
     /// DescribeConfigs' `DYNAMIC_TOPIC_CONFIG`), whatever their value — an override equal to
     /// the broker default today stays when that default changes. Filled by
     /// [`LogConfig::with_topic_overrides`]; empty for broker defaults. Default empty.
-    pub overrides: std::collections::BTreeSet<&'static str>,
+    pub overrides: TopicOverrides,
+}
+
+/// The set of a topic's config names set explicitly ([`LogConfig::overrides`]), shared by the
+/// topic's partitions: every partition holds its own [`LogConfig`], and 10,000 partitions'
+/// copies of a set cost ~2 MiB where one shared copy costs nothing. Reads deref to the set;
+/// a change copies it first if another config still shares it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicOverrides(std::sync::Arc<std::collections::BTreeSet<&'static str>>);
+
+impl TopicOverrides {
+    /// Adds `name`; whether it was new.
+    pub fn insert(&mut self, name: &'static str) -> bool {
+        if self.0.contains(name) {
+            return false;
+        }
+        std::sync::Arc::make_mut(&mut self.0).insert(name)
+    }
+
+    /// Keeps the names `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&&'static str) -> bool) {
+        if self.0.iter().all(&mut keep) {
+            return;
+        }
+        std::sync::Arc::make_mut(&mut self.0).retain(keep);
+    }
+}
+
+impl std::ops::Deref for TopicOverrides {
+    type Target = std::collections::BTreeSet<&'static str>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Extend<&'static str> for TopicOverrides {
+    fn extend<I: IntoIterator<Item = &'static str>>(&mut self, names: I) {
+        for name in names {
+            self.insert(name);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a TopicOverrides {
+    type Item = &'a &'static str;
+    type IntoIter = std::collections::btree_set::Iter<'a, &'static str>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl FromIterator<&'static str> for TopicOverrides {
+    fn from_iter<I: IntoIterator<Item = &'static str>>(names: I) -> Self {
+        TopicOverrides(std::sync::Arc::new(names.into_iter().collect()))
+    }
 }
 
 impl Default for LogConfig {
@@ -364,7 +418,7 @@ impl Default for LogConfig {
             file_delete_delay_ms: DEFAULT_FILE_DELETE_DELAY_MS,
             producer_id_expiration_ms: DEFAULT_PRODUCER_ID_EXPIRATION_MS,
             read_only: false,
-            overrides: std::collections::BTreeSet::new(),
+            overrides: TopicOverrides::default(),
         }
     }
 }
@@ -954,6 +1008,32 @@ mod tests {
 
     fn over(pairs: &[(&str, &str)]) -> Result<LogConfig, ConfigError> {
         LogConfig::default().with_overrides(pairs.iter().copied())
+    }
+
+    #[test]
+    fn partitions_share_one_override_set_and_a_change_copies_it_first() {
+        let a = LogConfig::default()
+            .with_topic_overrides([("retention.ms", "1000"), ("segment.bytes", "1048576")])
+            .unwrap();
+        let mut b = a.clone();
+        assert!(
+            std::sync::Arc::ptr_eq(&a.overrides.0, &b.overrides.0),
+            "a clone shares the set"
+        );
+        // Changes that change nothing keep sharing it.
+        assert!(!b.overrides.insert("retention.ms"));
+        b.overrides.retain(|_| true);
+        b.overrides.extend(["segment.bytes"]);
+        assert!(std::sync::Arc::ptr_eq(&a.overrides.0, &b.overrides.0));
+        // A change copies: the other config keeps its own.
+        b.overrides.retain(|k| *k != "retention.ms");
+        assert!(b.overrides.insert("max.message.bytes"));
+        let names = |c: &LogConfig| c.overrides.iter().copied().collect::<Vec<_>>();
+        assert_eq!(names(&a), ["retention.ms", "segment.bytes"]);
+        assert_eq!(names(&b), ["max.message.bytes", "segment.bytes"]);
+        assert!(a.is_topic_override("retention.ms", &LogConfig::default()));
+        let c: TopicOverrides = ["segment.bytes", "max.message.bytes"].into_iter().collect();
+        assert_eq!(c, b.overrides, "equality is the names'");
     }
 
     fn err_text(pairs: &[(&str, &str)]) -> String {

@@ -57,7 +57,13 @@ pub fn offset_from_file_name(file_name: &str) -> Option<Offset> {
 
 /// `dir/<20-digit offset><suffix>`, e.g. `segment_file(dir, Offset(0), INDEX_FILE_SUFFIX)`.
 pub fn segment_file(dir: &Path, offset: Offset, suffix: &str) -> PathBuf {
-    dir.join(format!("{}{suffix}", filename_prefix_from_offset(offset)))
+    let name = format!("{}{suffix}", filename_prefix_from_offset(offset));
+    // Sized exactly: every open segment keeps its files' paths (`Path::join` would leave up to
+    // half of each allocation unused, ~30 bytes a path, 10,000 partitions × 4 paths).
+    let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+    path.push(dir);
+    path.push(name);
+    path
 }
 
 /// `path` with [`TMP_FILE_SUFFIX`] appended.

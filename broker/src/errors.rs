@@ -23,7 +23,9 @@ pub(crate) fn engine_error(e: &EngineError) -> ResponseError {
         EngineError::InvalidRecord(_) => ResponseError::InvalidRecord,
         EngineError::RecordTooLarge { .. } => ResponseError::MessageTooLarge,
         EngineError::RecordBatchTooLarge { .. } => ResponseError::RecordListTooLarge,
-        EngineError::InvalidTimestamp { .. } => ResponseError::InvalidTimestamp,
+        EngineError::InvalidTimestamp { .. } | EngineError::LogAppendTimeSet { .. } => {
+            ResponseError::InvalidTimestamp
+        }
         EngineError::ProducerState(p) => match p {
             ProducerStateError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
             ProducerStateError::OutOfOrderSequence { .. } => {

@@ -48,9 +48,26 @@ pub enum EngineError {
         /// now + message.timestamp.after.max.ms]`, each computed as Kafka's `LogValidator` does
         /// (Java `long` arithmetic, which wraps) for the record errors' messages.
         valid_range: (i64, i64),
-        /// Every record of the batch out of bounds, `(index, timestamp)`, the first included
-        /// (Kafka answers one record error each).
-        invalid: Vec<(u32, i64)>,
+        /// Every record of the batch out of bounds, the first included (Kafka answers one
+        /// record error each).
+        invalid: Vec<OutOfRangeRecord>,
+    },
+    /// A client batch flagged LogAppendTime where Kafka's `LogValidator.validateTimestamp`
+    /// refuses it (`INVALID_TIMESTAMP`): on a LogAppendTime topic, or on a CreateTime one when
+    /// its header has no max timestamp (−1). Every record is refused, one record error each.
+    #[error(
+        "producers may not set LogAppendTime on this topic ({} records refused)",
+        .records.len()
+    )]
+    LogAppendTimeSet {
+        /// The timestamp every record of the batch reads as (the header's max timestamp).
+        timestamp: i64,
+        /// Each record in order, as Kafka's record error names it.
+        records: Vec<FlaggedRecord>,
+        /// Kafka names the records as its key- and value-skipping iterator reads them
+        /// (`PartialDefaultRecord`, a null key or value of −1 bytes): a compressed batch whose
+        /// codec the topic keeps. Otherwise `DefaultRecord` (a null one of 0 bytes).
+        partial: bool,
     },
     /// A producer-state check failed (`INVALID_PRODUCER_EPOCH`, `OUT_OF_ORDER_SEQUENCE_NUMBER`,
     /// `INVALID_TXN_STATE`, `TRANSACTION_COORDINATOR_FENCED`).
@@ -139,4 +156,28 @@ impl From<mirrorlog_segment::io::IoError> for EngineError {
     fn from(e: mirrorlog_segment::io::IoError) -> Self {
         EngineError::Segment(SegmentError::Io(e))
     }
+}
+
+/// A record of a client batch whose timestamp is out of the topic's bounds
+/// ([`EngineError::InvalidTimestamp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfRangeRecord {
+    /// Its index in the batch.
+    pub index: u32,
+    /// Its offset delta (its offset in the client's batch, whose base offset is 0), which
+    /// Kafka's record error names: not always the index, as Kafka accepts any deltas.
+    pub offset_delta: i32,
+    /// Its timestamp.
+    pub timestamp: i64,
+}
+
+/// A record of a client batch flagged LogAppendTime ([`EngineError::LogAppendTimeSet`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlaggedRecord {
+    /// Its offset delta (its offset in the client's batch).
+    pub offset_delta: i32,
+    /// Its key's length, −1 when null.
+    pub key_bytes: i32,
+    /// Its value's length, −1 when null.
+    pub value_bytes: i32,
 }

@@ -795,33 +795,70 @@ fn fill(
                 false => h.read().log_start_offset().get(),
             };
             if version >= 8
-                && let EngineError::InvalidTimestamp {
-                    invalid,
-                    valid_range: (from, to),
-                    ..
-                } = &e
+                && let Some(errors) = timestamp_record_errors(&e)
             {
                 // Kafka's `LogValidator.processRecordErrors`: a `RecordValidationException`,
                 // the one engine error Kafka answers with an `error_message`, and one record
-                // error per record out of bounds (a client batch's base offset is 0 and its
-                // record offsets were checked to be their indexes).
+                // error per record refused.
                 resp.error_message = Some(sb(
                     "One or more records have been rejected due to invalid timestamp",
                 ));
-                resp.record_errors = invalid
-                    .iter()
-                    .map(|(index, ts)| {
+                resp.record_errors = errors
+                    .map(|(index, message)| {
                         let mut re = BatchIndexAndErrorMessage::default();
-                        re.batch_index = *index as i32;
-                        re.batch_index_error_message = Some(sb(&format!(
-                            "Timestamp {ts} of message with offset {index} is out of range. \
-                             The timestamp should be within [{from}, {to}]"
-                        )));
+                        re.batch_index = index;
+                        re.batch_index_error_message = Some(sb(&message));
                         re
                     })
                     .collect();
             }
         }
+    }
+}
+
+/// The record errors of a client batch refused for its records' timestamps, each
+/// `(batch_index, message)` in Kafka's `LogValidator.validateTimestamp` words (a client
+/// batch's base offset is 0, so a record's offset is its delta); `None` for other errors.
+fn timestamp_record_errors(
+    e: &EngineError,
+) -> Option<Box<dyn Iterator<Item = (i32, String)> + '_>> {
+    match e {
+        EngineError::InvalidTimestamp {
+            invalid,
+            valid_range: (from, to),
+            ..
+        } => Some(Box::new(invalid.iter().map(move |r| {
+            (
+                r.index as i32,
+                format!(
+                    "Timestamp {} of message with offset {} is out of range. The timestamp \
+                     should be within [{from}, {to}]",
+                    r.timestamp, r.offset_delta
+                ),
+            )
+        }))),
+        EngineError::LogAppendTimeSet {
+            timestamp,
+            records,
+            partial,
+        } => Some(Box::new(records.iter().enumerate().map(move |(i, r)| {
+            // Kafka's `Record.toString` of the iterator it walked: the skipping one counts a
+            // null key or value as −1 bytes, the full one as 0.
+            let (kind, key, value) = match partial {
+                true => ("PartialDefaultRecord", r.key_bytes, r.value_bytes),
+                false => ("DefaultRecord", r.key_bytes.max(0), r.value_bytes.max(0)),
+            };
+            (
+                i as i32,
+                format!(
+                    "Invalid timestamp type in message {kind}(offset={}, timestamp={timestamp}, \
+                     key={key} bytes, value={value} bytes). Producer should not set timestamp \
+                     type to LogAppendTime.",
+                    r.offset_delta
+                ),
+            )
+        }))),
+        _ => None,
     }
 }
 

@@ -1,10 +1,13 @@
 //! Appends by origin. See `spec/kafka-storage-format.md` §8 for Kafka's rules this follows.
 //!
 //! - **Leader** ([`PartitionLog::append_as_leader`]): one batch per call. For a client:
-//!   `baseOffset == 0`, record offsets sequential, no control batch, size ≤ `max.message.bytes`,
-//!   timestamps within `message.timestamp.before/after.max.ms`, producer checks (duplicates return
-//!   the original offsets, sequence, epoch, transaction state), recompression only when the
-//!   topic's `compression.type` differs; a read-only (mirror) partition refuses it. For the
+//!   `baseOffset == 0`, `lastOffsetDelta` = records − 1, no control batch, size ≤
+//!   `max.message.bytes`, timestamps within `message.timestamp.before/after.max.ms` (a batch
+//!   flagged LogAppendTime: its records at its max timestamp, the flag cleared, refused on a
+//!   LogAppendTime topic), producer checks (duplicates return the original offsets, sequence,
+//!   epoch, transaction state), a rebuild only when the topic's `compression.type` differs or a
+//!   compressed batch's record offset deltas are not 0, 1, 2, … (an uncompressed one keeps
+//!   them, as Kafka); a read-only (mirror) partition refuses it. For the
 //!   coordinator: epoch checks only. Then offsets are assigned from the log end and the leader
 //!   epoch (and for LogAppendTime topics the append time, with a new CRC) stamped in place.
 //! - **Follower / mirror** ([`PartitionLog::append_as_follower`]): any number of batches as the
@@ -14,7 +17,7 @@
 //!   rebuilt locally; MIRROR_PID_RESET forgets every producer; no timestamp bounds.
 
 use super::{PartitionLog, record_completed_txn};
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, FlaggedRecord, OutOfRangeRecord};
 use crate::producer_state::{AppendOrigin, BatchInfo, ProducerStateError, Transition};
 use bytes::{Bytes, BytesMut};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
@@ -121,12 +124,14 @@ impl PartitionLog {
         // `maxTimestamp` is set to it, as Kafka's LogValidator does, rather than trusted.
         let mut max_record_ts = None;
         if origin.is_client() {
-            max_record_ts = self.validate_client_batch(&batch, now)?;
-            let target = self.config.compression.codec();
+            let check = self.validate_client_batch(&batch, now)?;
+            max_record_ts = check.max_record_ts;
             let codec = batch.compression()?;
-            if let Some(target) = target
-                && target != codec
-            {
+            let target = self.config.compression.codec().unwrap_or(codec);
+            // Kafka's `LogValidator` rebuilds the batch when the topic's codec differs, and a
+            // compressed one whose offset deltas are not 0, 1, 2, … (in place there means
+            // keeping them); an uncompressed one keeps its deltas in place.
+            if target != codec || (!check.consecutive && codec != Compression::None) {
                 batch = recompress(&batch, target)?;
                 if batch.size_bytes() > self.config.max_message_bytes as usize {
                     return Err(EngineError::RecordTooLarge {
@@ -187,7 +192,7 @@ impl PartitionLog {
         pre_transition?;
         // Assign offsets and stamp the broker-owned header fields in place.
         let base = self.log_end_offset();
-        let header_max_ts = batch.max_timestamp();
+        let (header_max_ts, header_type) = (batch.max_timestamp(), batch.timestamp_type());
         let mut buf = into_mut(batch.into_bytes());
         let log_append_time = {
             let mut h = BatchHeaderMut::new(&mut buf)?;
@@ -198,10 +203,11 @@ impl PartitionLog {
                 Some(TimestampMs(now))
             } else {
                 if let Some(max) = max_record_ts
-                    && header_max_ts != max
+                    && (header_max_ts != max || header_type == TimestampType::LogAppendTime)
                 {
                     // A client's header disagreeing with its records (a forged maxTimestamp
-                    // would hold off time retention and rolls); a CRC pass only then.
+                    // would hold off time retention and rolls), or flagged LogAppendTime on a
+                    // CreateTime topic (Kafka clears the flag); a CRC pass only then.
                     h.set_max_timestamp(TimestampType::CreateTime, max);
                 }
                 None
@@ -276,14 +282,13 @@ impl PartitionLog {
     }
 
     /// The client-only checks of Kafka's `LogValidator`; the batch passed
-    /// [`precheck_client_batch`](Self::precheck_client_batch).
-    /// Returns the largest record timestamp on a CreateTime topic (`None` on a LogAppendTime
-    /// one, whose header the append stamps itself).
+    /// [`precheck_client_batch`](Self::precheck_client_batch). Records whose offset deltas are
+    /// not 0, 1, 2, … are accepted, as Kafka accepts them (see [`ClientBatchCheck`]).
     fn validate_client_batch(
         &self,
         batch: &RecordBatch,
         now: i64,
-    ) -> EngineResult<Option<TimestampMs>> {
+    ) -> EngineResult<ClientBatchCheck> {
         let invalid = |s: &str| Err(EngineError::InvalidRecord(s.to_string()));
         if batch.is_control() {
             return invalid("clients may not write control batches");
@@ -298,51 +303,60 @@ impl PartitionLog {
         if batch.producer_id().is_some() && batch.base_sequence().get() < 0 {
             return invalid("an idempotent batch must carry a base sequence");
         }
-        if batch.timestamp_type() == TimestampType::LogAppendTime {
-            return invalid("producers may not set LogAppendTime; the topic decides");
-        }
         let check_ts = self.config.timestamp_type == TimestampType::CreateTime;
+        // A batch the producer flagged LogAppendTime: each of its records reads as the header's
+        // max timestamp. Kafka's `validateTimestamp` checks that against the bounds on a
+        // CreateTime topic (and the append clears the flag); on a LogAppendTime topic, or with
+        // no max timestamp to check, it refuses every record.
+        if batch.timestamp_type() == TimestampType::LogAppendTime
+            && (!check_ts || batch.max_timestamp() == TimestampMs::NONE)
+        {
+            return Err(self.log_append_time_set(batch));
+        }
         let mut max_ts = TimestampMs::NONE;
         // Offsets and timestamps only: no key, value or header slices (Kafka's
         // skipKeyValueIterator), and a compressed batch streamed through a small buffer rather
         // than decompressed whole, so a batch that inflates to hundreds of MiB holds little.
         // The first out-of-bounds record's reason, and every such record (Kafka checks them all).
         let mut first_bad: Option<(u32, i64, String)> = None;
-        let mut invalid: Vec<(u32, i64)> = vec![];
+        let mut invalid: Vec<OutOfRangeRecord> = vec![];
+        let mut consecutive = true;
+        let base = batch.base_offset();
         let mut i = 0usize;
-        batch.record_metas()?.try_each(|r| {
-            if r.offset != batch.base_offset().plus(i as i64) {
-                return Err(EngineError::InvalidRecord(format!(
-                    "record {i} has offset delta {}, expected {i}",
-                    r.offset.get() - batch.base_offset().get()
-                )));
-            }
-            // A record without a timestamp (−1) is not checked against the bounds (Kafka).
-            if check_ts && r.timestamp != TimestampMs::NONE {
-                let ts = r.timestamp.get();
-                max_ts = max_ts.max(r.timestamp);
-                let broken = if now.saturating_sub(ts) > self.config.timestamp_before_max_ms {
-                    Some(format!(
-                        "more than message.timestamp.before.max.ms={} before the broker time {now}",
-                        self.config.timestamp_before_max_ms
-                    ))
-                } else if ts.saturating_sub(now) > self.config.timestamp_after_max_ms {
-                    Some(format!(
-                        "more than message.timestamp.after.max.ms={} after the broker time {now}",
-                        self.config.timestamp_after_max_ms
-                    ))
-                } else {
-                    None
-                };
-                if let Some(reason) = broken {
-                    invalid.push((i as u32, ts));
-                    first_bad.get_or_insert((i as u32, ts, reason));
+        batch
+            .record_metas()?
+            .try_each(|r| {
+                consecutive &= r.offset == base.plus(i as i64);
+                // A record without a timestamp (−1) is not checked against the bounds (Kafka).
+                if check_ts && r.timestamp != TimestampMs::NONE {
+                    let ts = r.timestamp.get();
+                    max_ts = max_ts.max(r.timestamp);
+                    let broken = if now.saturating_sub(ts) > self.config.timestamp_before_max_ms {
+                        Some(format!(
+                            "more than message.timestamp.before.max.ms={} before the broker time {now}",
+                            self.config.timestamp_before_max_ms
+                        ))
+                    } else if ts.saturating_sub(now) > self.config.timestamp_after_max_ms {
+                        Some(format!(
+                            "more than message.timestamp.after.max.ms={} after the broker time {now}",
+                            self.config.timestamp_after_max_ms
+                        ))
+                    } else {
+                        None
+                    };
+                    if let Some(reason) = broken {
+                        invalid.push(OutOfRangeRecord {
+                            index: i as u32,
+                            offset_delta: r.offset.get().wrapping_sub(base.get()) as i32,
+                            timestamp: ts,
+                        });
+                        first_bad.get_or_insert((i as u32, ts, reason));
+                    }
                 }
-            }
-            i += 1;
-            Ok(())
-        })
-        .map_err(client_batch_error)?;
+                i += 1;
+                Ok(())
+            })
+            .map_err(client_batch_error)?;
         if let Some((record_index, timestamp, reason)) = first_bad {
             return Err(EngineError::InvalidTimestamp {
                 record_index,
@@ -355,7 +369,45 @@ impl PartitionLog {
                 ),
             });
         }
-        Ok(check_ts.then_some(max_ts))
+        Ok(ClientBatchCheck {
+            max_record_ts: check_ts.then_some(max_ts),
+            consecutive,
+        })
+    }
+
+    /// [`EngineError::LogAppendTimeSet`] for a client batch flagged LogAppendTime, every record
+    /// named (a framing error first, as Kafka's record iterator throws it before the errors it
+    /// collected). Only this refusal walks keys and values.
+    fn log_append_time_set(&self, batch: &RecordBatch) -> EngineError {
+        let source = match batch.compression() {
+            Ok(c) => c,
+            Err(e) => return e.into(),
+        };
+        let len = |b: &Option<Bytes>| b.as_ref().map_or(-1, |b| b.len() as i32);
+        let walk = || -> EngineResult<Vec<FlaggedRecord>> {
+            // Grown as records are read: the header's count is the client's word.
+            let mut records = vec![];
+            for r in batch.records()? {
+                let r = r?;
+                records.push(FlaggedRecord {
+                    offset_delta: r.offset.get().wrapping_sub(batch.base_offset().get()) as i32,
+                    key_bytes: len(&r.key),
+                    value_bytes: len(&r.value),
+                });
+            }
+            Ok(records)
+        };
+        match walk().map_err(client_batch_error) {
+            Err(e) => e,
+            Ok(records) => EngineError::LogAppendTimeSet {
+                timestamp: batch.max_timestamp().get(),
+                records,
+                // Kafka's compressed path picks the skipping iterator when the topic keeps
+                // the batch's codec (`sourceCompression == targetCompression`).
+                partial: source != Compression::None
+                    && self.config.compression.codec().is_none_or(|t| t == source),
+            },
+        }
     }
 
     /// Appends batches as a replica (follower or mirror); see the module docs. A partial batch at
@@ -645,6 +697,18 @@ impl PartitionLog {
     }
 }
 
+/// What [`PartitionLog::validate_client_batch`] found of a client batch it accepts.
+struct ClientBatchCheck {
+    /// The largest record timestamp on a CreateTime topic (`None` on a LogAppendTime one,
+    /// whose header the append stamps itself).
+    max_record_ts: Option<TimestampMs>,
+    /// Whether the records' offset deltas are 0, 1, 2, …: Kafka keeps other deltas of an
+    /// uncompressed batch and rebuilds a compressed one with consecutive offsets (the
+    /// historical handling of clients that set inner offsets wrongly, kept by
+    /// `validateMessagesAndAssignOffsetsCompressed`).
+    consecutive: bool,
+}
+
 /// A client batch that passed its CRC but whose count or records do not add up —
 /// `recordsCount` or `lastOffsetDelta` out of range or disagreeing, more records than
 /// `recordsCount` declares or fewer (a compressed batch of none among them), a record its bytes
@@ -721,8 +785,11 @@ fn into_mut(b: Bytes) -> BytesMut {
     b.try_into_mut().unwrap_or_else(|b| BytesMut::from(&b[..]))
 }
 
-/// Re-encodes a batch with another codec, keeping producer fields, flags, timestamps, keys,
-/// values and headers.
+/// Re-encodes a client batch with `codec` as Kafka's `LogValidator.buildRecordsAndAssignOffsets`
+/// does: producer fields, the transactional flag, keys, values and headers kept, the records at
+/// consecutive offsets, each with its timestamp as read (a batch flagged LogAppendTime is
+/// rebuilt CreateTime with each record at its max timestamp, as Kafka's builder of the topic's
+/// CreateTime writes it).
 fn recompress(batch: &RecordBatch, codec: Compression) -> EngineResult<RecordBatch> {
     let mut b = BatchBuilder::new()
         .compression(codec)
@@ -741,13 +808,7 @@ fn recompress(batch: &RecordBatch, codec: Compression) -> EngineResult<RecordBat
             .iter()
             .map(|h| (&h.key[..], h.value.as_deref()))
             .collect();
-        b.append_at(
-            r.offset,
-            r.timestamp,
-            r.key.as_deref(),
-            r.value.as_deref(),
-            &headers,
-        );
+        b.append(r.timestamp, r.key.as_deref(), r.value.as_deref(), &headers);
     }
     Ok(b.build())
 }

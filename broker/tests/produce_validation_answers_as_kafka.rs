@@ -1,10 +1,12 @@
-//! Client batches mirrorlog answered otherwise than Kafka's `LogValidator` (Produce v9, over
-//! the wire):
+//! Three client batches mirrorlog answered otherwise than Kafka's `LogValidator` and
+//! `UnifiedLog.append` (Produce v9, over the wire):
 //! - records whose offset deltas are not 0, 1, 2, … under a consistent header were refused
 //!   `INVALID_RECORD`; Kafka takes them (in place uncompressed, rebuilt compressed);
 //! - a batch flagged LogAppendTime was refused `INVALID_RECORD`; on a LogAppendTime topic Kafka
 //!   answers `INVALID_TIMESTAMP` with one record error per record, in `validateTimestamp`'s
-//!   words naming the record as its iterator prints it.
+//!   words naming the record as its iterator prints it;
+//! - a duplicate on a CreateTime topic was answered `log_append_time_ms` −1; Kafka answers the
+//!   original batch's max timestamp, which the Java producer reports as each record's timestamp.
 
 mod common;
 
@@ -14,7 +16,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_index::{Offset, TimestampMs};
+use mirrorlog_index::{Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs};
 use mirrorlog_segment::batch::field;
 use mirrorlog_segment::{BatchBuilder, BatchHeaderMut, TimestampType};
 
@@ -113,4 +115,23 @@ fn a_batch_flagged_log_append_time_names_every_record_on_a_log_append_time_topic
         )
     };
     assert_eq!(errors, vec![(0, message(0, 3, 5)), (1, message(1, 0, 0))]);
+}
+
+#[test]
+fn a_duplicate_on_a_create_time_topic_answers_the_original_max_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = broker_with_topic(dir.path(), LogConfig::default());
+    let batch = || {
+        let mut b = BatchBuilder::new().producer(ProducerId(9), ProducerEpoch(0), Sequence(0));
+        b.append(TimestampMs(T - 7), None, Some(b"a"), &[]);
+        b.append(TimestampMs(T - 3), None, Some(b"b"), &[]);
+        b.build().into_bytes()
+    };
+    let first = produce(&running, batch());
+    assert_eq!((first.error_code, first.log_append_time_ms), (0, -1));
+    let dup = produce(&running, batch());
+    assert_eq!(
+        (dup.error_code, dup.base_offset, dup.log_append_time_ms),
+        (0, 0, T - 3)
+    );
 }

@@ -94,6 +94,33 @@ fn a_duplicate_on_a_log_append_time_topic_reports_the_append_time() {
     assert_eq!(dup.log_append_time, first.log_append_time);
 }
 
+/// Kafka's `UnifiedLog.append` answers a duplicate with `logAppendTime = duplicate.timestamp`
+/// on a CreateTime topic too: the original batch's max timestamp, which the Java producer then
+/// reports as each record's timestamp (`FutureRecordMetadata` takes a log append time other
+/// than −1 over the record's own). It answered none (−1).
+#[test]
+fn a_duplicate_on_a_create_time_topic_reports_the_original_max_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), small_config(), clock(), Shutdown::Clean);
+    let first = log
+        .append_as_leader(
+            producer_batch(7, 0, 0, 2, false, T0 - 5),
+            LeaderEpoch(0),
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+    let dup = log
+        .append_as_leader(
+            producer_batch(7, 0, 0, 2, false, T0 - 5),
+            LeaderEpoch(0),
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+    assert!(dup.duplicate);
+    assert_eq!(first.log_append_time, None);
+    assert_eq!(dup.log_append_time, Some(first.max_timestamp));
+}
+
 fn stored_batches(
     log: &mirrorlog_engine::log::PartitionLog,
     from: mirrorlog_index::Offset,

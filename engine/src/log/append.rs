@@ -79,7 +79,8 @@ pub struct LogAppendInfo {
     pub last_offset: Offset,
     /// Largest batch max timestamp appended.
     pub max_timestamp: TimestampMs,
-    /// The broker time stamped on a LogAppendTime topic.
+    /// The broker time stamped on a LogAppendTime topic; for a duplicate, the original batch's
+    /// max timestamp whatever the topic's type (as Kafka answers one).
     pub log_append_time: Option<TimestampMs>,
     /// The log start offset after the append.
     pub log_start_offset: Offset,
@@ -153,10 +154,10 @@ impl PartitionLog {
                 first_offset: meta.first_offset(),
                 last_offset: meta.last_offset,
                 max_timestamp: meta.timestamp,
-                // As Kafka answers a duplicate: the original append's time on a LogAppendTime
-                // topic (its batch was stamped with it).
-                log_append_time: (self.config.timestamp_type == TimestampType::LogAppendTime)
-                    .then_some(meta.timestamp),
+                // As Kafka's `UnifiedLog.append` answers a duplicate, whatever the topic's
+                // timestamp type: the original batch's max timestamp (its append time on a
+                // LogAppendTime topic), which the Java producer then reports as each record's.
+                log_append_time: Some(meta.timestamp),
                 log_start_offset: self.log_start_offset,
                 record_count: 0,
                 batch_count: 0,

@@ -8,7 +8,7 @@ mod common;
 
 use bytes::Bytes;
 use common::*;
-use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, Shutdown};
+use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, LogAppendInfo, Shutdown};
 use mirrorlog_index::{LeaderEpoch, TimestampMs};
 use mirrorlog_segment::{BatchBuilder, BatchHeaderMut, Batches, RecordBatch, TimestampType};
 
@@ -67,28 +67,27 @@ fn a_record_without_timestamp_passes_the_before_bound() {
     assert!(r.is_ok(), "{r:?}");
 }
 
+/// A producer's batch appended, then its retry: the two answers.
+fn first_and_retry(c: mirrorlog_engine::config::LogConfig) -> [LogAppendInfo; 2] {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), c, clock(), Shutdown::Clean);
+    [(); 2].map(|()| {
+        log.append_as_leader(
+            producer_batch(7, 0, 0, 2, false, T0 - 5),
+            LeaderEpoch(0),
+            LeaderOrigin::Client,
+        )
+        .unwrap()
+    })
+}
+
 /// Kafka answers a duplicate with `logAppendTime = duplicate.timestamp`; on a LogAppendTime
 /// topic the original answer carried the append time, the retried one must too.
 #[test]
 fn a_duplicate_on_a_log_append_time_topic_reports_the_append_time() {
-    let dir = tempfile::tempdir().unwrap();
     let mut c = small_config();
     c.timestamp_type = TimestampType::LogAppendTime;
-    let mut log = open(dir.path(), c, clock(), Shutdown::Clean);
-    let first = log
-        .append_as_leader(
-            producer_batch(7, 0, 0, 2, false, T0 - 5),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-    let dup = log
-        .append_as_leader(
-            producer_batch(7, 0, 0, 2, false, T0 - 5),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
+    let [first, dup] = first_and_retry(c);
     assert!(dup.duplicate);
     assert_eq!(first.log_append_time, Some(TimestampMs(T0)));
     assert_eq!(dup.log_append_time, first.log_append_time);
@@ -100,22 +99,7 @@ fn a_duplicate_on_a_log_append_time_topic_reports_the_append_time() {
 /// than −1 over the record's own). It answered none (−1).
 #[test]
 fn a_duplicate_on_a_create_time_topic_reports_the_original_max_timestamp() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut log = open(dir.path(), small_config(), clock(), Shutdown::Clean);
-    let first = log
-        .append_as_leader(
-            producer_batch(7, 0, 0, 2, false, T0 - 5),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
-    let dup = log
-        .append_as_leader(
-            producer_batch(7, 0, 0, 2, false, T0 - 5),
-            LeaderEpoch(0),
-            LeaderOrigin::Client,
-        )
-        .unwrap();
+    let [first, dup] = first_and_retry(small_config());
     assert!(dup.duplicate);
     assert_eq!(first.log_append_time, None);
     assert_eq!(dup.log_append_time, Some(first.max_timestamp));

@@ -4,28 +4,12 @@
 //! returns on the first failed commit instead, so one busy group leaves every later group
 //! unsynced — on every refresh, for as long as it stays busy — and the sync's report is lost.
 
-#[macro_use]
 mod common;
 
-use common::{RecordingSink, manager, orders, produce_to};
+use common::{FiveOnOrders, RecordingSink, manager, orders, produce_to};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::TopicId;
 use mirrorlog_mirror::group_sync::sync_group_offsets;
-use mirrorlog_mirror::source::*;
-
-/// A source whose groups `busy` and `billing` both committed offset 5 of orders-0.
-#[derive(Debug)]
-struct Groups;
-
-impl SourceCluster for Groups {
-    no_data_path!();
-    fn list_groups(&self) -> Result<Vec<GroupListing>, SourceError> {
-        Err(common::not_on_the_data_path())
-    }
-    fn committed_offsets(&self, _: &str) -> Result<Vec<CommittedOffset>, SourceError> {
-        Ok(common::committed_five_on_orders())
-    }
-}
 
 #[test]
 fn a_group_whose_commit_is_refused_does_not_stop_the_other_groups_sync() {
@@ -40,7 +24,7 @@ fn a_group_whose_commit_is_refused_does_not_stop_the_other_groups_sync() {
         ..RecordingSink::default()
     };
     let r = sync_group_offsets(
-        &Groups,
+        &FiveOnOrders,
         &dst,
         &sink,
         &["busy".to_string(), "billing".to_string()],

@@ -1,6 +1,8 @@
 //! Shared by the mirror's integration tests.
 #![allow(dead_code)]
 
+// `no_data_path!` names `common::`, also when used here.
+use crate::common;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{TopicId, TopicPartition};
@@ -406,6 +408,28 @@ macro_rules! no_data_path {
             Err(common::not_on_the_data_path())
         }
     };
+}
+
+/// A source whose every group committed offset 5 of orders-0 ([`committed_five_on_orders`]),
+/// for the offset-sync scenarios.
+#[derive(Debug)]
+pub struct FiveOnOrders;
+
+impl mirrorlog_mirror::source::SourceCluster for FiveOnOrders {
+    no_data_path!();
+    fn list_groups(
+        &self,
+    ) -> Result<Vec<mirrorlog_mirror::source::GroupListing>, mirrorlog_mirror::source::SourceError>
+    {
+        Err(not_on_the_data_path())
+    }
+    fn committed_offsets(
+        &self,
+        _: &str,
+    ) -> Result<Vec<mirrorlog_mirror::source::CommittedOffset>, mirrorlog_mirror::source::SourceError>
+    {
+        Ok(committed_five_on_orders())
+    }
 }
 
 /// What [`no_data_path`] answers.

@@ -6,6 +6,10 @@
 //! it keeps the source commit's metadata string, as the KIP-1279 prototype's sync and
 //! MirrorMaker 2's checkpoints do (an application's note, e.g. Kafka Streams' partition time);
 //! a clamped one is the mirror's own and carries none.
+//!
+//! A sync never moves a group's offset here backwards while that offset is inside the
+//! destination log and on its epoch history (MirrorMaker 2 skips such a partition too; the
+//! prototype rewinds): consumers that ran here ahead of the source's do not re-read.
 
 use crate::source::{SourceCluster, SourceError};
 use mirrorlog_engine::manager::LogManager;
@@ -61,6 +65,9 @@ pub struct GroupSyncReport {
     /// Offsets not committed because the destination holds them already (offset, epoch and
     /// metadata).
     pub unchanged: usize,
+    /// Offsets not committed because the group's offset here is ahead of the source's, inside
+    /// the destination log and on its history: a sync never rewinds a group's consumers.
+    pub kept_ahead: usize,
     /// Groups skipped because they are active on the destination.
     pub skipped_active: Vec<String>,
     /// Source share groups whose name a destination consumer group holds (KAFKA-20799's
@@ -156,16 +163,41 @@ pub fn sync_group_offsets_where(
                 continue;
             }
             let Some(h) = dest.get(&tp) else { continue };
-            let (offset, epoch) = {
+            let here = sink.committed(g, &tp);
+            let (offset, epoch, ahead_here) = {
                 let log = h.read();
                 let o = clamp_offset(c.offset, log.log_start_offset(), log.high_watermark());
+                let ahead_here = here
+                    .as_ref()
+                    .filter(|(d, e, _)| {
+                        *d > o && *d <= log.high_watermark() && {
+                            // A commit whose epoch ends below it in this log was made on a
+                            // history since truncated (a failback's LOG_ALIGNMENT): not kept.
+                            *e == LeaderEpoch::NONE || {
+                                let (_, end) =
+                                    log.epoch_cache().end_offset_for(*e, log.log_end_offset());
+                                end != Offset::UNKNOWN && end >= *d
+                            }
+                        }
+                    })
+                    .map(|(d, _, _)| *d);
                 (
                     o,
                     log.epoch_at(o)
                         .or(log.epoch_cache().latest_epoch())
                         .unwrap_or(LeaderEpoch::NONE),
+                    ahead_here,
                 )
             };
+            // Never a rewind (MirrorMaker 2's checkpoints skip a partition whose target offset
+            // is not below the translated one): the group's consumers here read further than
+            // the source's did, e.g. a failed-over group that came back idle. Kept only inside
+            // the destination log, so the double clamp holds for what stays committed.
+            if let Some(d) = ahead_here {
+                tracing::debug!(group = %g, partition = %tp, destination = d.get(), source = offset.get(), "offset sync keeps a destination offset ahead of the source's");
+                report.kept_ahead += 1;
+                continue;
+            }
             let clamped = offset != c.offset;
             if clamped {
                 report.clamped += 1;
@@ -176,10 +208,7 @@ pub fn sync_group_offsets_where(
             };
             // Committed again, an unchanged offset would add a record to `__consumer_offsets`
             // per group and partition on every refresh.
-            if sink
-                .committed(g, &tp)
-                .is_some_and(|(o, e, m)| o == offset && e == epoch && m == metadata)
-            {
+            if here.is_some_and(|(o, e, m)| o == offset && e == epoch && m == metadata) {
                 report.unchanged += 1;
                 continue;
             }

@@ -2705,8 +2705,8 @@ impl MirrorManager {
                 &|tp| mirrored.contains(tp),
             )?
         };
-        if report.clamped > 0 || !report.skipped_active.is_empty() {
-            tracing::debug!(mirror = %self.config.name, committed = report.committed, clamped = report.clamped, skipped_active = ?report.skipped_active, "group offsets synced");
+        if report.clamped > 0 || report.kept_ahead > 0 || !report.skipped_active.is_empty() {
+            tracing::debug!(mirror = %self.config.name, committed = report.committed, clamped = report.clamped, kept_ahead = report.kept_ahead, skipped_active = ?report.skipped_active, "group offsets synced");
         }
         *self.last_group_sync.lock() = Some(report.clone());
         Ok(Some(report))

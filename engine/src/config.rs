@@ -288,8 +288,8 @@ pub struct LogConfig {
     pub segment: SegmentConfig,
     /// `segment.jitter.ms`: the most a segment's time-based roll may come early, so that many
     /// partitions do not roll at once. Kafka draws a jitter at random for each segment
-    /// ([`LogConfig::segment_config_for_roll`] draws it that way); the partition log draws one
-    /// per log, from its name, kept across restarts. Default 0; range 0 ..= i64::MAX.
+    /// ([`LogConfig::segment_config_for_roll`] draws it that way), and so does the partition
+    /// log, for each segment it creates or opens. Default 0; range 0 ..= i64::MAX.
     pub segment_jitter_ms: i64,
     /// `retention.bytes`: delete the oldest segments while the log is larger than this. Default
     /// -1; any value, negative meaning unlimited.
@@ -910,7 +910,7 @@ impl LogConfig {
     /// The segment settings for a new segment, with its roll jitter drawn as Kafka draws it
     /// (`LogConfig.randomSegmentJitter`): 0 when `segment.jitter.ms` is 0, else
     /// `random % min(segment.jitter.ms, segment.ms)`, so always below `segment.ms`. `random` is
-    /// the caller's random draw (the engine's seeded RNG in simulation).
+    /// the caller's random draw (the partition log's, reseedable for tests).
     pub fn segment_config_for_roll(&self, random: u64) -> SegmentConfig {
         let jitter_ms = if self.segment_jitter_ms <= 0 {
             0

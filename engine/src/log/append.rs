@@ -661,11 +661,12 @@ impl PartitionLog {
             self.name
         );
         let now = self.clock.now_ms();
-        // The topic's current settings (an altered `segment.index.bytes` applies here).
-        let seg_config = super::segment_config(&self.config, &self.name);
         if self.active.size_bytes() == 0 && self.active.base_offset() == new_base {
             return Ok(());
         }
+        // The topic's current settings (an altered `segment.index.bytes` applies here) and,
+        // as Kafka's roll, a jitter drawn for this segment alone.
+        let seg_config = self.jitter.segment_config(&self.config);
         let fresh = mirrorlog_segment::segment::ActiveSegment::create(
             self.storage.clone(),
             &self.dir,

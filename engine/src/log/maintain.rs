@@ -461,13 +461,15 @@ impl PartitionLog {
     /// every segment goes, an empty active one starts at `new_offset`.
     fn remove_all_records_and_start_at(&mut self, new_offset: Offset) -> EngineResult<()> {
         let now = self.clock.now_ms();
-        let seg_config = super::segment_config(&self.config, &self.name);
+        // A new segment (Kafka's `truncateFullyAndStartAt` creates one), with its own jitter.
+        let seg_config = self.jitter.segment_config(&self.config);
         for (_, s) in std::mem::take(&mut self.sealed) {
             self.defer_removal(s.rename_deleted())?;
         }
         if self.active.base_offset() == new_offset {
-            // Same name: emptying it in place is the same as a new segment.
+            // Same name: emptying it in place is the same as a new segment (its jitter too).
             self.active.truncate_to(new_offset)?;
+            self.active.update_config(&seg_config);
         } else {
             let fresh = ActiveSegment::create(
                 self.storage.clone(),
@@ -635,9 +637,13 @@ impl PartitionLog {
         config.validate()?;
         self.config = config;
         // The active segment rolls by the new limits from now on (Kafka's roll decision reads
-        // the log's config), and the next segment is created with all of them.
-        self.active
-            .update_config(&super::segment_config(&self.config, &self.name));
+        // the log's config), and the next segment is created with all of them. Its jitter was
+        // drawn when it was created and stays (Kafka's `rollJitterMs` is fixed per segment),
+        // only kept below a `segment.ms` that went below it.
+        let mut seg_config = self.config.segment;
+        seg_config.roll_jitter_ms =
+            (self.active.config().roll_jitter_ms).min(seg_config.segment_ms - 1);
+        self.active.update_config(&seg_config);
         Ok(())
     }
 

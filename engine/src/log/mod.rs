@@ -161,20 +161,41 @@ pub struct PartitionLog {
     /// `file.delete.delay.ms` lets them be removed ([`PartitionLog::remove_deleted_files`]).
     /// In memory: an open removes the `.deleted` files it finds.
     deleted_files: DelayedRemovals<DeletedFiles>,
+    /// Each new segment's roll jitter (`segment.jitter.ms`), drawn at random per segment.
+    jitter: SegmentJitter,
 }
 
-/// The segment settings for this log: the topic's, plus this log's share of `segment.jitter.ms`
-/// (drawn once per log, deterministically from its name, so restarts keep it).
-fn segment_config(config: &LogConfig, name: &str) -> SegmentConfig {
-    let mut s = config.segment;
-    if config.segment_jitter_ms > 0 {
-        let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-        });
-        s.roll_jitter_ms =
-            (h % config.segment_jitter_ms.min(s.segment_ms - 1).max(1) as u64) as i64;
+/// Draws each new or opened segment's roll jitter, as Kafka's `LogConfig.randomSegmentJitter`
+/// does for every `LogSegment` it creates or loads (`ThreadLocalRandom`). Seeded from the OS's
+/// randomness at open, so that partitions created together do not roll together; a test
+/// reseeds it ([`PartitionLog::seed_segment_jitter`]) to make the draws reproducible. SplitMix64:
+/// the draws only spread rolls in time, nothing depends on their quality.
+#[derive(Debug, Clone)]
+struct SegmentJitter {
+    state: u64,
+}
+
+impl SegmentJitter {
+    fn from_entropy() -> Self {
+        // A v4 UUID is 122 bits from the OS's random source (`getrandom`).
+        let (hi, lo) = uuid::Uuid::new_v4().as_u64_pair();
+        SegmentJitter { state: hi ^ lo }
     }
-    s
+
+    /// A draw in `0..2^31`, as Kafka's `Utils.abs(nextInt())`: a jitter is at most
+    /// 2^31 - 1 ms however large `segment.jitter.ms` is, as in Kafka.
+    fn next_int(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) >> 33
+    }
+
+    /// The topic's segment settings with a fresh jitter for one segment.
+    fn segment_config(&mut self, config: &LogConfig) -> SegmentConfig {
+        config.segment_config_for_roll(self.next_int())
+    }
 }
 
 impl PartitionLog {
@@ -200,7 +221,7 @@ impl PartitionLog {
         // A new directory's name is durable only once its parent is synced: without that a
         // crash could lose the whole log, flushed segments included.
         create_dir_all_durably(&*storage, dir)?;
-        let seg_config = segment_config(&config, name);
+        let mut jitter = SegmentJitter::from_entropy();
         let now = clock.now_ms();
         let mut report = LoadReport::default();
 
@@ -298,6 +319,7 @@ impl PartitionLog {
 
         if bases.is_empty() {
             let start = offsets.log_start_offset.max(Offset(0));
+            let seg_config = jitter.segment_config(&config);
             let active = ActiveSegment::create(storage.clone(), dir, start, seg_config, now)?;
             // Entries without a segment (a crash lost them) go; an empty cache is left unwritten,
             // as Kafka writes the checkpoint only when the cache changes: a new partition pays
@@ -328,6 +350,7 @@ impl PartitionLog {
                 failed: None,
                 failure_listener: None,
                 deleted_files: DelayedRemovals::default(),
+                jitter,
             };
             report.segments = 1;
             return Ok((log, report));
@@ -354,6 +377,8 @@ impl PartitionLog {
         let mut active: Option<ActiveSegment> = None;
         let mut to_recover: Vec<Offset> = vec![];
         for &base in &bases {
+            // Each segment loaded draws its own jitter, as Kafka's `LogSegment.open`.
+            let seg_config = jitter.segment_config(&config);
             let indexes_present = segment_path(dir, base, INDEX_SUFFIX).exists()
                 && segment_path(dir, base, TIME_INDEX_SUFFIX).exists();
             let must = recover_from.is_some_and(|r| base >= r) || !indexes_present;
@@ -397,6 +422,7 @@ impl PartitionLog {
         let mut truncated_at: Option<Offset> = None;
         let mut replayed_to = first_recover.unwrap_or(Offset(i64::MAX));
         for &base in &to_recover {
+            let seg_config = jitter.segment_config(&config);
             if truncated_at.is_none() {
                 // Sealed segments kept between the recovered ones were not replayed above
                 // (producer state only went up to the first recovered segment): replay them
@@ -547,6 +573,7 @@ impl PartitionLog {
             failed: None,
             failure_listener: None,
             deleted_files: DelayedRemovals::default(),
+            jitter,
         };
         if let Some(start) = restart_at {
             tracing::warn!(
@@ -569,6 +596,12 @@ impl PartitionLog {
             );
         }
         Ok((log, report))
+    }
+
+    /// Reseeds the draws of the next segments' roll jitters (`segment.jitter.ms`), which are
+    /// random otherwise, so that a test or a simulation gets the same jitters for one seed.
+    pub fn seed_segment_jitter(&mut self, seed: u64) {
+        self.jitter = SegmentJitter { state: seed };
     }
 
     /// `topic-partition`.
@@ -778,4 +811,55 @@ fn record_completed_txn(
     }
     producers.complete_txn(c);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use mirrorlog_segment::io::PwriteStorage;
+
+    /// The roll jitters of the segments after five rolls of a log seeded with `seed`.
+    fn jitters_of_rolls(seed: u64) -> Vec<i64> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = LogConfig::default();
+        config.segment.segment_ms = 1_000_000;
+        config.segment_jitter_ms = 500_000;
+        let (mut log, _) = PartitionLog::open(
+            Arc::new(PwriteStorage::new()),
+            dir.path(),
+            "t-0",
+            config,
+            ManualClock::new(1_700_000_000_000),
+            Shutdown::Clean,
+            OpenOffsets::default(),
+        )
+        .unwrap();
+        log.seed_segment_jitter(seed);
+        (1..=5)
+            .map(|base| {
+                log.roll(Offset(base)).unwrap();
+                log.active.config().roll_jitter_ms
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_rolled_segment_draws_its_own_jitter_reproducibly_per_seed() {
+        let jitters = jitters_of_rolls(7);
+        assert!(
+            jitters.iter().all(|j| (0..500_000).contains(j)),
+            "{jitters:?}"
+        );
+        assert!(
+            jitters.windows(2).any(|w| w[0] != w[1]),
+            "one jitter for every segment: {jitters:?}"
+        );
+        assert_eq!(
+            jitters,
+            jitters_of_rolls(7),
+            "the same seed draws the same jitters"
+        );
+        assert_ne!(jitters, jitters_of_rolls(8));
+    }
 }

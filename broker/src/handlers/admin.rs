@@ -88,6 +88,19 @@ pub const RESOURCE_TOPIC: i8 = 2;
 /// Config resource type `BROKER`.
 pub const RESOURCE_BROKER: i8 = 4;
 
+/// Whether Kafka's `ConfigResource.Type.forId` knows a config resource type: TOPIC (2), BROKER
+/// (4), BROKER_LOGGER (8), CLIENT_METRICS (16), GROUP (32). Any other id is its `UNKNOWN`, which
+/// fails a whole DescribeConfigs and is UNSUPPORTED_VERSION in the alter requests.
+fn is_known_config_resource_type(t: i8) -> bool {
+    matches!(t, 2 | 4 | 8 | 16 | 32)
+}
+
+/// Kafka's `Errors.INVALID_REQUEST` message, which a request failed whole carries
+/// (`AbstractRequest.getErrorResponse` answers each entry with the error's own message).
+const INVALID_REQUEST_MESSAGE: &str = "This most likely occurs because of a request being \
+    malformed by the client library or the message was sent to an incompatible broker. See the \
+    broker logs for more details.";
+
 /// Config source `DYNAMIC_TOPIC_CONFIG`: a topic override.
 pub const SOURCE_DYNAMIC_TOPIC_CONFIG: i8 = 1;
 /// Config source `STATIC_BROKER_CONFIG`: the broker's configuration sets it.
@@ -1698,9 +1711,29 @@ fn grow_one(
 /// DescribeConfigs v1–4: TOPIC resources list every topic config with its value and source
 /// (override, broker setting or default); BROKER resources (this node's id) list this node's
 /// settings, read-only; the empty broker name (cluster-wide dynamic defaults) lists nothing, as
-/// there are none.
+/// there are none. A resource of a type Kafka does not know fails the whole request: every
+/// resource is answered INVALID_REQUEST with no configs, as Kafka's `ConfigHelper` throws before
+/// describing any (its `KafkaApis` then answers `DescribeConfigsRequest.getErrorResponse`).
 pub fn describe_configs(b: &Broker, r: DescribeConfigsRequest, v: i16) -> DescribeConfigsResponse {
     let mut resp = DescribeConfigsResponse::default();
+    if r.resources
+        .iter()
+        .any(|res| !is_known_config_resource_type(res.resource_type))
+    {
+        resp.results = r
+            .resources
+            .into_iter()
+            .map(|res| {
+                let mut out = DescribeConfigsResult::default();
+                out.resource_type = res.resource_type;
+                out.resource_name = res.resource_name;
+                out.error_code = ResponseError::InvalidRequest.code();
+                out.error_message = Some(sb(INVALID_REQUEST_MESSAGE));
+                out
+            })
+            .collect();
+        return resp;
+    }
     for res in r.resources {
         let mut out = DescribeConfigsResult::default();
         out.resource_type = res.resource_type;
@@ -1918,6 +1951,14 @@ fn alter_one(
             return Err(error(
                 ResponseError::InvalidRequest,
                 "mirrorlog has no dynamic broker configs: change the broker's configuration and restart it.",
+            ));
+        }
+        // Kafka's controller (`ControllerApis.handleIncrementalAlterConfigs` and
+        // `handleLegacyAlterConfigs`): a type `ConfigResource.Type.forId` does not know.
+        t if !is_known_config_resource_type(t) => {
+            return Err(error(
+                ResponseError::UnsupportedVersion,
+                format!("Unknown resource type {t}."),
             ));
         }
         t => {

@@ -369,6 +369,9 @@ pub struct Broker {
     /// The listener serving this broker, for DescribeConfigs; set by
     /// [`record_listener`](Broker::record_listener).
     listener: std::sync::OnceLock<crate::server::ServerConfig>,
+    /// The process's log levels as Kafka's BROKER_LOGGER resource; set by
+    /// [`install_loggers`](Broker::install_loggers).
+    loggers: std::sync::OnceLock<Arc<crate::loggers::Loggers>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -432,6 +435,7 @@ impl Broker {
             clock,
             this: std::sync::OnceLock::new(),
             listener: std::sync::OnceLock::new(),
+            loggers: std::sync::OnceLock::new(),
         })
     }
 
@@ -454,6 +458,18 @@ impl Broker {
     /// The listener settings [`record_listener`](Self::record_listener) recorded.
     pub fn listener(&self) -> Option<&crate::server::ServerConfig> {
         self.listener.get()
+    }
+
+    /// Lets DescribeConfigs and IncrementalAlterConfigs serve the BROKER_LOGGER resource
+    /// through `loggers`, the process's log levels (`mirrorlog serve` installs its own; a
+    /// broker without one refuses the resource type). Later calls do nothing.
+    pub fn install_loggers(&self, loggers: Arc<crate::loggers::Loggers>) {
+        let _ = self.loggers.set(loggers);
+    }
+
+    /// The log levels [`install_loggers`](Self::install_loggers) installed.
+    pub fn loggers(&self) -> Option<&crate::loggers::Loggers> {
+        self.loggers.get().map(|l| &**l)
     }
 
     /// This broker's `Arc`, once [`register_arc`](Self::register_arc) ran.

@@ -5,7 +5,8 @@
 //!
 //! Owns: the listener and request framing (`server`), the codec (the `kafka-protocol` crate, and
 //! `mirror_rpc` written by hand for the KIP-1279 RPCs that crate lacks), the request handlers
-//! (the mirror admin RPCs among them), the group coordinator (`group`), the transaction
+//! (the mirror admin RPCs among them), the dynamic broker loggers over the process's log
+//! levels (`loggers`), the group coordinator (`group`), the transaction
 //! coordinator (`txn`), the hosted mirrors and their durable configs (`mirrors`), the mirror's
 //! wire client to a source (`source_client`), and the one place where engine errors become Kafka
 //! error codes (`errors`).
@@ -20,6 +21,7 @@ pub mod coordinators;
 pub mod errors;
 pub mod group;
 pub mod handlers;
+pub mod loggers;
 pub mod mirror_rpc;
 pub mod mirrors;
 pub mod running;

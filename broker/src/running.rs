@@ -45,9 +45,25 @@ impl RunningBroker {
     /// # Errors
     /// Invalid settings, storage failure, or the address cannot be bound.
     pub fn start(config: BrokerConfig, server: ServerConfig) -> anyhow::Result<RunningBroker> {
+        RunningBroker::start_with_loggers(config, server, None)
+    }
+
+    /// As [`start`](Self::start), serving the BROKER_LOGGER config resource through `loggers`
+    /// (the process's log levels) when given, from the first request on.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_with_loggers(
+        config: BrokerConfig,
+        server: ServerConfig,
+        loggers: Option<Arc<crate::loggers::Loggers>>,
+    ) -> anyhow::Result<RunningBroker> {
         let storage = mirrorlog_segment::io::default_storage();
         let broker = Arc::new(Broker::open(config, storage, Arc::new(SystemClock))?);
         broker.register_arc();
+        if let Some(l) = loggers {
+            broker.install_loggers(l);
+        }
         crate::coordinators::install(&broker)?;
         broker.mirrors.restore(&broker)?;
         let srv = Server::bind(server.clone(), broker.clone())?;

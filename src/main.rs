@@ -2,6 +2,7 @@
 
 mod demo;
 mod dump;
+mod logging;
 mod mirrors;
 mod serve;
 
@@ -80,14 +81,8 @@ fn main() -> ExitCode {
     } else {
         "info"
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match run(cli) {
+    let loggers = logging::init(default_level);
+    match run(cli, loggers) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -96,14 +91,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+/// Runs the command; `loggers` is the handle on the process's log levels, which `serve` hands
+/// its broker.
+fn run(cli: Cli, loggers: std::sync::Arc<mirrorlog_broker::loggers::Loggers>) -> Result<ExitCode> {
     match cli.command {
         Command::Demo => {
             demo::run()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {
-            serve::run(args)?;
+            serve::run(args, loggers)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Mirrors(args) => mirrors::run(args),

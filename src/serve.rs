@@ -35,11 +35,13 @@
 use anyhow::{Context, Result, bail};
 use mirrorlog_broker::broker::BrokerConfig;
 use mirrorlog_broker::group::GroupConfig;
+use mirrorlog_broker::loggers::Loggers;
 use mirrorlog_broker::running::RunningBroker;
 use mirrorlog_broker::server::{ServerConfig, shutdown_on_signals};
 use mirrorlog_broker::txn::TxnConfig;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// `mirrorlog serve` flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -371,10 +373,11 @@ pub fn settings(args: &ServeArgs) -> Result<(BrokerConfig, ServerConfig)> {
     Ok((cfg, server))
 }
 
-/// Runs the broker until SIGTERM or SIGINT, then shuts down cleanly.
-pub fn run(args: ServeArgs) -> Result<()> {
+/// Runs the broker until SIGTERM or SIGINT, then shuts down cleanly; its BROKER_LOGGER
+/// resource reads and changes the process's log levels through `loggers`.
+pub fn run(args: ServeArgs, loggers: Arc<Loggers>) -> Result<()> {
     let (cfg, server_cfg) = settings(&args)?;
-    let running = RunningBroker::start(cfg, server_cfg)?;
+    let running = RunningBroker::start_with_loggers(cfg, server_cfg, Some(loggers))?;
     tracing::info!(
         addr = %running.addr,
         cluster_id = %running.broker.cluster_id,

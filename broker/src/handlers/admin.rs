@@ -87,6 +87,8 @@ pub const MAX_PARTITIONS_PER_TOPIC: i32 = 100_000;
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Config resource type `BROKER`.
 pub const RESOURCE_BROKER: i8 = 4;
+/// Config resource type `BROKER_LOGGER`: this broker's log levels (see [`crate::loggers`]).
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
 
 /// Whether Kafka's `ConfigResource.Type.forId` knows a config resource type: TOPIC (2), BROKER
 /// (4), BROKER_LOGGER (8), CLIENT_METRICS (16), GROUP (32). Any other id is its `UNKNOWN`, which
@@ -107,6 +109,8 @@ pub const SOURCE_DYNAMIC_TOPIC_CONFIG: i8 = 1;
 pub const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
 /// Config source `DEFAULT_CONFIG`: Kafka's default.
 pub const SOURCE_DEFAULT_CONFIG: i8 = 5;
+/// Config source `DYNAMIC_BROKER_LOGGER_CONFIG`: a logger's current level.
+pub const SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG: i8 = 6;
 
 /// IncrementalAlterConfigs operation `SET`.
 pub const OP_SET: i8 = 0;
@@ -1711,7 +1715,9 @@ fn grow_one(
 /// DescribeConfigs v1–4: TOPIC resources list every topic config with its value and source
 /// (override, broker setting or default); BROKER resources (this node's id) list this node's
 /// settings, read-only; the empty broker name (cluster-wide dynamic defaults) lists nothing, as
-/// there are none. A resource of a type Kafka does not know fails the whole request: every
+/// there are none. BROKER_LOGGER resources (this node's id) list every logger with its level
+/// when the broker has the process's log levels ([`Broker::install_loggers`]), and are refused
+/// as a type it does not serve otherwise. A resource of a type Kafka does not know fails the whole request: every
 /// resource is answered INVALID_REQUEST with no configs, as Kafka's `ConfigHelper` throws before
 /// describing any (its `KafkaApis` then answers `DescribeConfigsRequest.getErrorResponse`).
 pub fn describe_configs(b: &Broker, r: DescribeConfigsRequest, v: i16) -> DescribeConfigsResponse {
@@ -1744,6 +1750,7 @@ pub fn describe_configs(b: &Broker, r: DescribeConfigsRequest, v: i16) -> Descri
         let entries = match res.resource_type {
             RESOURCE_TOPIC => describe_topic_configs(b, &name),
             RESOURCE_BROKER => describe_broker_configs(b, &name),
+            RESOURCE_BROKER_LOGGER if b.loggers().is_some() => describe_broker_loggers(b, &name),
             t => Err(error(
                 ResponseError::InvalidRequest,
                 format!("Unsupported resource type {t}."),
@@ -1789,6 +1796,14 @@ fn describe_broker_configs(b: &Broker, name: &str) -> Result<Vec<ConfigView>, To
     if name.is_empty() {
         return Ok(vec![]);
     }
+    names_this_node(b, name, " or empty string,")?;
+    Ok(broker_config_entries(b))
+}
+
+/// Whether a DescribeConfigs resource `name` is this node's id, as Kafka's `ConfigHelper`
+/// checks it (`resourceNameToBrokerId`): INVALID_REQUEST with its message if not, `or_empty`
+/// saying what else the type takes.
+fn names_this_node(b: &Broker, name: &str, or_empty: &str) -> Result<(), TopicError> {
     let id: i32 = name.parse().map_err(|_| {
         error(
             ResponseError::InvalidRequest,
@@ -1799,12 +1814,41 @@ fn describe_broker_configs(b: &Broker, name: &str) -> Result<Vec<ConfigView>, To
         return Err(error(
             ResponseError::InvalidRequest,
             format!(
-                "Unexpected broker id, expected {} or empty string, but received {name}",
+                "Unexpected broker id, expected {}{or_empty} but received {name}",
                 b.config.node_id
             ),
         ));
     }
-    Ok(broker_config_entries(b))
+    Ok(())
+}
+
+/// Every logger with its effective level, as Kafka's `ConfigHelper` lists `LoggingController`'s
+/// loggers: source DYNAMIC_BROKER_LOGGER_CONFIG, not read-only, no synonyms, no type. The name
+/// must be this node's id (INVALID_REQUEST with Kafka's message otherwise).
+fn describe_broker_loggers(b: &Broker, name: &str) -> Result<Vec<ConfigView>, TopicError> {
+    let Some(loggers) = b.loggers() else {
+        return Ok(vec![]);
+    };
+    if name.is_empty() {
+        return Err(error(
+            ResponseError::InvalidRequest,
+            "Broker id must not be empty",
+        ));
+    }
+    names_this_node(b, name, "")?;
+    Ok(loggers
+        .loggers()
+        .into_iter()
+        .map(|(name, level)| ConfigView {
+            name,
+            value: crate::loggers::level_name(level).to_string(),
+            source: SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+            read_only: false,
+            config_type: 0,
+            doc: "",
+            synonyms: vec![],
+        })
+        .collect())
 }
 
 fn config_result(
@@ -1847,7 +1891,8 @@ fn config_result(
 /// IncrementalAlterConfigs v0–1: TOPIC resources only. SET a topic config, DELETE it (back to the
 /// broker default), APPEND/SUBTRACT list items (`cleanup.policy` is the only list); the result
 /// is validated as a whole and, unless `validate_only`, stored for every partition. BROKER
-/// resources are refused: this broker has no dynamic broker configs. On a mirror topic the keys
+/// resources are refused: this broker has no dynamic broker configs. BROKER_LOGGER resources
+/// set or reset log levels (see `alter_broker_loggers`) when the broker has them. On a mirror topic the keys
 /// its cluster mirror copies cannot change (`INVALID_CONFIG`, see `mirrored_keys`).
 pub fn incremental_alter_configs(
     b: &Broker,
@@ -1870,6 +1915,108 @@ pub fn incremental_alter_configs(
     resp
 }
 
+/// IncrementalAlterConfigs of BROKER_LOGGER `name`, as Kafka's `RuntimeLoggerManager`: the
+/// name must be this node's id; every operation is checked before any is made (SET of an
+/// existing logger to one of Kafka's levels, DELETE of an existing logger but root; APPEND and
+/// SUBTRACT refused), then, unless `validate_only`, all are made at once. Each refusal is
+/// Kafka's code and message.
+fn alter_broker_loggers(
+    b: &Broker,
+    loggers: &crate::loggers::Loggers,
+    name: &str,
+    configs: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
+    validate_only: bool,
+) -> Result<(), TopicError> {
+    use crate::loggers::{LoggerChange, ROOT_LOGGER, VALID_LOG_LEVELS, parse_kafka_level};
+    let id: i32 = name.parse().map_err(|_| {
+        error(
+            ResponseError::InvalidRequest,
+            format!("Node id must be an integer, but it is: {name}"),
+        )
+    })?;
+    if id != b.config.node_id {
+        return Err(error(
+            ResponseError::InvalidRequest,
+            format!(
+                "Unexpected node id. Expected {}, but received {id}",
+                b.config.node_id
+            ),
+        ));
+    }
+    let exists = |logger: &str| {
+        if loggers.exists(logger) {
+            Ok(())
+        } else {
+            Err(error(
+                ResponseError::InvalidConfig,
+                format!("Logger {logger} does not exist!"),
+            ))
+        }
+    };
+    let not_allowed = |what: String| {
+        error(
+            ResponseError::InvalidRequest,
+            format!("{what} is not allowed for the BROKER_LOGGER resource"),
+        )
+    };
+    let mut changes = Vec::with_capacity(configs.len());
+    for c in configs {
+        let logger = name_of(&c.name);
+        match c.config_operation {
+            OP_SET => {
+                exists(&logger)?;
+                // Not null: refused before, as Kafka's preprocessing does.
+                let value = c.value.as_ref().map(name_of).unwrap_or_default();
+                let level = parse_kafka_level(&value).ok_or_else(|| {
+                    error(
+                        ResponseError::InvalidConfig,
+                        format!(
+                            "Cannot set the log level of {logger} to {value} as it is not a \
+                             supported log level. Valid log levels are {VALID_LOG_LEVELS}"
+                        ),
+                    )
+                })?;
+                changes.push(LoggerChange::Set(logger, level));
+            }
+            OP_DELETE => {
+                exists(&logger)?;
+                if logger == ROOT_LOGGER {
+                    return Err(error(
+                        ResponseError::InvalidRequest,
+                        format!(
+                            "Removing the log level of the {ROOT_LOGGER} logger is not allowed"
+                        ),
+                    ));
+                }
+                changes.push(LoggerChange::Unset(logger));
+            }
+            OP_APPEND => return Err(not_allowed("APPEND operation".into())),
+            OP_SUBTRACT => return Err(not_allowed("SUBTRACT operation".into())),
+            op => return Err(not_allowed(format!("Unknown operation type {op}"))),
+        }
+    }
+    if validate_only {
+        return Ok(());
+    }
+    loggers.change(&changes).map_err(|e| {
+        error(
+            ResponseError::UnknownServerError,
+            format!("The log levels could not be changed: {e}"),
+        )
+    })?;
+    // As Kafka's `RuntimeLoggerManager`, at WARN: an operator's change shows in the log.
+    for c in &changes {
+        match c {
+            LoggerChange::Set(logger, level) => tracing::warn!(
+                "Updated the log level of {logger} to {}",
+                crate::loggers::level_name(*level)
+            ),
+            LoggerChange::Unset(logger) => tracing::warn!("Unset the log level of {logger}"),
+        }
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // AlterConfigs (the legacy, non-incremental form)
 
@@ -1877,7 +2024,7 @@ pub fn incremental_alter_configs(
 /// the topic's whole set of overrides: each is SET, and every override the request leaves out
 /// goes back to the broker default, as Kafka's controller does for this request
 /// (`legacyAlterConfigResource`). A null value is INVALID_REQUEST, a key named twice too; BROKER
-/// resources are refused. Clients without IncrementalAlterConfigs (kafkajs 2.2, aiokafka 0.14)
+/// resources are refused, BROKER_LOGGER ones as a type Kafka's broker does not know here. Clients without IncrementalAlterConfigs (kafkajs 2.2, aiokafka 0.14)
 /// alter topic configs only through this request. On a mirror topic the keys its cluster mirror
 /// copies are not the client's: left out they are kept, named they must keep their value
 /// (else `INVALID_CONFIG`, as IncrementalAlterConfigs; see `mirrored_keys`).
@@ -1945,8 +2092,22 @@ fn alter_one(
         ));
     }
     let name = name_of(&res.resource_name);
+    if res.resource_type == RESOURCE_BROKER_LOGGER
+        && !replace
+        && let Some(loggers) = b.loggers()
+    {
+        return alter_broker_loggers(b, loggers, &name, &res.configs, validate_only);
+    }
     match res.resource_type {
         RESOURCE_TOPIC => {}
+        // Kafka's broker answers the legacy request's BROKER_LOGGER as a type it does not know
+        // (`ConfigAdminManager.preprocess`): log levels change only incrementally.
+        RESOURCE_BROKER_LOGGER if replace => {
+            return Err(error(
+                ResponseError::InvalidRequest,
+                format!("Unknown resource type {RESOURCE_BROKER_LOGGER}"),
+            ));
+        }
         RESOURCE_BROKER => {
             return Err(error(
                 ResponseError::InvalidRequest,

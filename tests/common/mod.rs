@@ -17,6 +17,8 @@ pub struct Serve {
     pub addr: String,
     /// The data directory.
     pub dir: PathBuf,
+    /// What reads the broker's stderr to its end, when captured.
+    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 /// A free local port for a broker this test starts (bound then released; the broker binds it
@@ -54,6 +56,16 @@ impl Serve {
 
     /// As [`start_logging`](Self::start_logging), with more `mirrorlog serve` arguments.
     pub fn start_with(dir: &Path, port: u16, level: &str, args: &[&str]) -> Serve {
+        Serve::spawn(dir, port, level, args, false)
+    }
+
+    /// As [`start_logging`](Self::start_logging), keeping the broker's stderr (its log) for
+    /// [`stop_reading_stderr`](Self::stop_reading_stderr).
+    pub fn start_capturing_stderr(dir: &Path, port: u16, level: &str) -> Serve {
+        Serve::spawn(dir, port, level, &[], true)
+    }
+
+    fn spawn(dir: &Path, port: u16, level: &str, args: &[&str], capture: bool) -> Serve {
         let addr = format!("127.0.0.1:{port}");
         let mut child = Command::new(env!("CARGO_BIN_EXE_mirrorlog"))
             .args(["serve", "--data-dir"])
@@ -62,9 +74,20 @@ impl Serve {
             .args(args)
             .env("RUST_LOG", level)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if capture {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .spawn()
             .expect("start mirrorlog serve");
+        let stderr = child.stderr.take().map(|mut from| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = std::io::Read::read_to_string(&mut from, &mut text);
+                text
+            })
+        });
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -81,7 +104,16 @@ impl Serve {
             child: Some(child),
             addr,
             dir: dir.to_path_buf(),
+            stderr,
         }
+    }
+
+    /// [`stop`](Self::stop), then the whole stderr of a broker started by
+    /// [`start_capturing_stderr`](Self::start_capturing_stderr).
+    pub fn stop_reading_stderr(&mut self) -> (Option<i32>, String) {
+        let code = self.stop();
+        let reader = self.stderr.take().expect("stderr was not captured");
+        (code, reader.join().expect("stderr reader"))
     }
 
     /// SIGTERM and wait: a clean shutdown. Returns the exit status code.

@@ -70,7 +70,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * shows up as a wrong value, not as a crash.
  *
  * <p>Usage: AdminScenarios SCENARIO BOOTSTRAP, SCENARIO one of topics, configs, offsets, cluster,
- * groups, transactions.
+ * groups, transactions; AdminScenarios loggers BOOTSTRAP PHASE, PHASE set or delete.
  */
 public final class AdminScenarios {
   private static String bootstrap;
@@ -93,6 +93,7 @@ public final class AdminScenarios {
         case "transactions" -> transactions(admin);
         case "unsupported" -> unsupported(admin);
         case "internal" -> internal(admin);
+        case "loggers" -> loggers(admin, args[2]);
         default -> throw new IllegalArgumentException("unknown scenario " + args[0]);
       }
     }
@@ -257,6 +258,59 @@ public final class AdminScenarios {
         + (e.documentation() != null && !e.documentation().isEmpty())
         + " synonyms="
         + syn;
+  }
+
+  /** "ok", or the simple class name and the message of the exception the future failed with. */
+  static String outcomeWithMessage(KafkaFuture<?> f) {
+    try {
+      f.get();
+      return "ok";
+    } catch (ExecutionException e) {
+      return e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage();
+    } catch (InterruptedException e) {
+      throw new RuntimeException(e);
+    }
+  }
+
+  static String alterLogger(
+      Admin admin, ConfigResource node, String logger, String level, AlterConfigOp.OpType op, boolean validateOnly) {
+    return outcomeWithMessage(
+        admin
+            .incrementalAlterConfigs(
+                Map.of(node, List.of(new AlterConfigOp(new ConfigEntry(logger, level), op))),
+                new AlterConfigsOptions().validateOnly(validateOnly))
+            .all());
+  }
+
+  /**
+   * The broker's loggers (BROKER_LOGGER of node 1, as kafka-configs.sh --entity-type
+   * broker-loggers): phase "set" describes them, is refused a bad level, an unknown logger, a
+   * DELETE of root and an APPEND, validates a SET only, then sets mirrorlog_broker to DEBUG;
+   * phase "delete" deletes that level again.
+   */
+  static void loggers(Admin admin, String phase) throws Exception {
+    ConfigResource node = new ConfigResource(ConfigResource.Type.BROKER_LOGGER, "1");
+    AlterConfigOp.OpType set = AlterConfigOp.OpType.SET;
+    if (phase.equals("set")) {
+      Config before = admin.describeConfigs(List.of(node)).all().get().get(node);
+      out("before.root", entry(before, "root"));
+      out("before.mirrorlog_broker", entry(before, "mirrorlog_broker"));
+      out("before.mirrorlog_engine", before.get("mirrorlog_engine").value());
+      out("set.bad_level", alterLogger(admin, node, "mirrorlog_broker", "VERBOSE", set, false));
+      out("set.lower_case", alterLogger(admin, node, "mirrorlog_broker", "debug", set, false));
+      out("set.unknown_logger", alterLogger(admin, node, "kafka.server", "DEBUG", set, false));
+      out("delete.root", alterLogger(admin, node, "root", "", AlterConfigOp.OpType.DELETE, false));
+      out("append", alterLogger(admin, node, "mirrorlog_broker", "DEBUG", AlterConfigOp.OpType.APPEND, false));
+      out("validate_only", alterLogger(admin, node, "root", "TRACE", set, true));
+      out("set", alterLogger(admin, node, "mirrorlog_broker", "DEBUG", set, false));
+      Config after = admin.describeConfigs(List.of(node)).all().get().get(node);
+      out("after.set.root", after.get("root").value());
+      out("after.set.mirrorlog_broker", after.get("mirrorlog_broker").value());
+    } else {
+      out("delete", alterLogger(admin, node, "mirrorlog_broker", "", AlterConfigOp.OpType.DELETE, false));
+      Config after = admin.describeConfigs(List.of(node)).all().get().get(node);
+      out("after.delete.mirrorlog_broker", after.get("mirrorlog_broker").value());
+    }
   }
 
   static void configs(Admin admin) throws Exception {

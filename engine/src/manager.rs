@@ -1370,11 +1370,27 @@ impl LogManager {
         self.checkpoint()?;
         let delay = self.config.default_log_config.file_delete_delay_ms;
         if delay == 0 {
-            return remove_dir(&*self.storage, &gone);
+            return self.remove_deleted_dir(&dir, &gone);
         }
         let now = self.clock.now_ms();
         self.deleted_dirs.lock().schedule(now, delay, (dir, gone));
         Ok(())
+    }
+
+    /// Removes a deleted partition's renamed `-delete` directory, as Kafka's `UnifiedLog.delete`:
+    /// under `maybeHandleIOException`, so a failure takes the data directory offline (the next
+    /// start finds the directory and queues it again), and nothing is removed from a data
+    /// directory already offline.
+    fn remove_deleted_dir(&self, dir: &LogDir, path: &Path) -> EngineResult<()> {
+        if dir.offline_reason().is_some() {
+            return Ok(());
+        }
+        remove_dir(&*self.storage, path).inspect_err(|e| {
+            dir.take_offline(format!(
+                "removing the deleted partition {}: {e}",
+                path.display()
+            ));
+        })
     }
 
     /// The data directories that went offline, with why.
@@ -1471,19 +1487,22 @@ impl LogManager {
         }
     }
 
-    /// Removes the `-delete` directories whose delay has passed (Kafka's `deleteLogs`). One in
-    /// a data directory gone offline is dropped (the next start finds it again); a failed
-    /// removal leaves the data directory online (nothing served is at stake) and is tried
-    /// again at the next upkeep.
-    fn remove_deleted_dirs(&self, now: i64) -> EngineResult<usize> {
-        self.deleted_dirs
-            .lock()
-            .remove_due(now, |(dir, path)| match dir.offline_reason() {
-                Some(_) => Ok(()),
-                None => remove_dir(&*self.storage, path).inspect_err(|e| {
-                    tracing::error!(dir = %path.display(), "removing a deleted partition: {e}");
-                }),
-            })
+    /// Removes the `-delete` directories whose delay has passed (Kafka's `deleteLogs`), each
+    /// dropped from the queue whatever happens, as Kafka's `take()`: one in a data directory
+    /// gone offline is left (the next start finds it again), and a failed removal takes its
+    /// data directory offline and is not tried again until then.
+    ///
+    /// # Errors
+    /// The first failed removal (the due ones after it are still removed).
+    fn remove_deleted_dirs(&self, now: i64) -> EngineResult<()> {
+        let mut first_err = None;
+        self.deleted_dirs.lock().remove_due(now, |(dir, path)| {
+            if let Err(e) = self.remove_deleted_dir(dir, path) {
+                first_err.get_or_insert(e);
+            }
+            Ok::<(), EngineError>(())
+        })?;
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Clean shutdown: every log flushed and closed with a producer snapshot, checkpoints

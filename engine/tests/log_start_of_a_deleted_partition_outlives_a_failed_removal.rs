@@ -2,13 +2,14 @@
 //! log's log start from the data dir's `log-start-offset-checkpoint`.
 //!
 //! `LogManager::delete` rewrote the checkpoints only after the renamed directory was removed:
-//! when a removal failed (an I/O error, which leaves the data dir online), the checkpoint kept
-//! the deleted log's entry. A new partition of that name (placed in the same dir, its offsets
-//! from 0) then had, until the next periodic checkpoint, a checkpointed log start far above its
-//! records: a crash in that window restarted it empty at the stale log start (a checkpointed log
-//! start above the recovered end is read as a lost tail), losing records acknowledged as durable.
-//! As Kafka's `asyncDelete`, the checkpoints are written once the directory is renamed, before
-//! anything is removed.
+//! when a removal failed, the checkpoint kept the deleted log's entry. A new partition of that
+//! name (placed in the same dir, its offsets from 0) then had, until the next periodic
+//! checkpoint, a checkpointed log start far above its records: a crash in that window restarted
+//! it empty at the stale log start (a checkpointed log start above the recovered end is read as
+//! a lost tail), losing records acknowledged as durable. As Kafka's `asyncDelete`, the
+//! checkpoints are written once the directory is renamed, before anything is removed. (A failed
+//! removal now takes the dir offline, as Kafka's `UnifiedLog.delete`; the partition is created
+//! again after a restart brings it back.)
 
 mod common;
 
@@ -65,9 +66,10 @@ fn a_recreated_partition_keeps_its_durable_records_after_a_failed_removal_and_a_
         ..Fault::new(IoOp::Remove, FaultKind::Eio)
     });
     assert!(mgr.delete(&tp()).is_err());
-    assert!(
-        mgr.offline_dirs().is_empty(),
-        "a failed removal is not a lost dir"
+    assert_eq!(
+        mgr.offline_dirs().len(),
+        1,
+        "as Kafka's `UnifiedLog.delete`"
     );
     let stale = checkpointed_log_start(&sim, d.path(), &tp());
     assert_eq!(
@@ -75,6 +77,10 @@ fn a_recreated_partition_keeps_its_durable_records_after_a_failed_removal_and_a_
         "the deleted log's log start is still checkpointed"
     );
 
+    // A crash; the restart brings the dir back (its `-delete` directory queued again).
+    let sim = sim.crash(TornTail::None);
+    drop(mgr);
+    let mgr = sim_manager(&sim, d.path());
     mgr.create(&tp(), TopicId([8; 16]), small_config()).unwrap();
     append_durable(&mgr, 5, "new");
     let crashed = sim.crash(TornTail::None);

@@ -27,7 +27,7 @@
 //! Invariant (DESIGN.md §3, invariant 9): epochs and start offsets both strictly increase from
 //! one entry to the next. Every change asserts it where the new entry meets the old ones (in
 //! release builds too; the whole-list check is a `debug_assert!`), and [`LeaderEpochCache::open`]
-//! rejects a file that breaks it.
+//! restores it as Kafka's constructor does, assigning a file's entries one by one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,14 +72,17 @@ impl LeaderEpochCache {
     /// when the storage says so. A missing (or empty) file is an empty cache, and nothing is
     /// written.
     ///
+    /// The entries are assigned one by one, as Kafka's constructor does: one that does not follow
+    /// those before it removes them as its assignment would (the file keeps them until the
+    /// cache's next change writes it).
+    ///
     /// Fails with [`Error::Io`] when the file cannot be read, and with [`Error::Corrupt`] naming
-    /// the file and the line when it does not parse, or when its entries hold a negative epoch
-    /// or start offset, or do not strictly increase in both. (Kafka re-assigns the entries one by
-    /// one, which would silently drop the out-of-order ones; a file Kafka wrote never has any.)
+    /// the file and the line when it does not parse (Kafka's `CheckpointFile` errors), or when an
+    /// entry holds a negative epoch or start offset.
     pub fn with_storage(storage: Arc<dyn Storage>, dir: &Path) -> Result<Self, Error> {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
-        // The text is decoded here rather than through `LeaderEpochCheckpoint::read` so that an
-        // order violation, which only this layer knows about, can name its line's position.
+        // The text is decoded here rather than through `LeaderEpochCheckpoint::read` so that a
+        // negative entry, which only this layer refuses, can name its line's position.
         let text = match read_if_exists(&*storage, &path).map_err(index_io)? {
             Some(bytes) => String::from_utf8(bytes).map_err(|e| Error::Corrupt {
                 path: path.clone(),
@@ -88,8 +91,8 @@ impl LeaderEpochCache {
             })?,
             None => String::new(),
         };
-        let entries = decode_checkpoint::<EpochEntry>(&path, CHECKPOINT_VERSION, &text)?;
-        validate(&path, &text, &entries)?;
+        let decoded = decode_checkpoint::<EpochEntry>(&path, CHECKPOINT_VERSION, &text)?;
+        let entries = load_entries(&path, &text, &decoded)?;
         Ok(LeaderEpochCache {
             entries,
             checkpoint: Some(EpochCheckpoint { storage, path }),
@@ -134,44 +137,19 @@ impl LeaderEpochCache {
             tracing::debug!(%epoch, %start_offset, "ignoring an undefined leader epoch entry");
             return Ok(false);
         }
-        if let Some(latest) = self.latest_entry()
-            && latest.epoch == epoch
-            && start_offset >= latest.start_offset
-        {
-            return Ok(false);
-        }
-        // Both fields increase along the entries, so the entries to remove are a suffix.
-        let keep = self
-            .entries
-            .partition_point(|e| e.epoch < epoch && e.start_offset < start_offset);
         let new_entry = EpochEntry {
             epoch,
             start_offset,
         };
-        if let Some(previous) = keep.checked_sub(1).map(|i| self.entries[i]) {
-            assert!(
-                previous.epoch < epoch && previous.start_offset < start_offset,
-                "epoch entry {new_entry:?} does not follow {previous:?}"
-            );
+        if !update_needed(&self.entries, new_entry) {
+            return Ok(false);
         }
-        let removed = &self.entries[keep..];
-        // Replacing only the latest entry at the same offset is expected (a leader that wrote
-        // nothing in its epoch); anything more means data of those epochs was truncated.
-        if removed.len() > 1
-            || removed
-                .first()
-                .is_some_and(|r| r.start_offset != start_offset)
-        {
-            tracing::warn!(
-                checkpoint = ?self.checkpoint.as_ref().map(|c| &c.path),
-                ?new_entry,
-                ?removed,
-                "new leader epoch entry removed conflicting entries"
-            );
-        }
-        let mut entries = Vec::with_capacity(keep + 1);
-        entries.extend_from_slice(&self.entries[..keep]);
-        entries.push(new_entry);
+        let mut entries = self.entries.clone();
+        assign_to(
+            &mut entries,
+            new_entry,
+            self.checkpoint.as_ref().map(|c| &*c.path),
+        );
         self.replace(entries)?;
         Ok(true)
     }
@@ -341,43 +319,76 @@ impl LeaderEpochCache {
     }
 }
 
-/// Checks that decoded `entries` are non-negative and strictly increasing in epoch and start
-/// offset; `text` is the file's text, to name the bad line's position.
-fn validate(path: &Path, text: &str, entries: &[EpochEntry]) -> Result<(), Error> {
-    let corrupt = |index: usize, reason: String| {
-        // Entry lines follow the version and count lines.
-        let line = index + 2;
-        let position: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-        Error::Corrupt {
-            path: path.to_path_buf(),
-            position: position as u64,
-            reason: format!("line {}: {reason}", line + 1),
-        }
-    };
-    for (index, entry) in entries.iter().enumerate() {
+/// Whether Kafka's `assign` of `new_entry` changes `entries`: not when its epoch is the latest
+/// and it starts at or after the latest entry's start (every batch of the current epoch).
+fn update_needed(entries: &[EpochEntry], new_entry: EpochEntry) -> bool {
+    entries.last().is_none_or(|latest| {
+        latest.epoch != new_entry.epoch || new_entry.start_offset < latest.start_offset
+    })
+}
+
+/// Kafka's `assign` of a non-negative `new_entry` that [`update_needed`]: the trailing entries
+/// whose epoch is `>=` its epoch or whose start is `>=` its start are removed (they belong to a
+/// history the log no longer has, or break the order), with Kafka's warning when that removed
+/// more than an entry starting where the new one does, and the new entry becomes the latest.
+/// `checkpoint` names the file in the warning.
+fn assign_to(entries: &mut Vec<EpochEntry>, new_entry: EpochEntry, checkpoint: Option<&Path>) {
+    // Both fields increase along the entries, so the entries to remove are a suffix.
+    let keep = entries
+        .partition_point(|e| e.epoch < new_entry.epoch && e.start_offset < new_entry.start_offset);
+    if let Some(previous) = keep.checked_sub(1).map(|i| entries[i]) {
+        assert!(
+            previous.epoch < new_entry.epoch && previous.start_offset < new_entry.start_offset,
+            "epoch entry {new_entry:?} does not follow {previous:?}"
+        );
+    }
+    let removed = &entries[keep..];
+    // Replacing only the latest entry at the same offset is expected (a leader that wrote
+    // nothing in its epoch); anything more means data of those epochs was truncated.
+    if removed.len() > 1
+        || removed
+            .first()
+            .is_some_and(|r| r.start_offset != new_entry.start_offset)
+    {
+        tracing::warn!(
+            ?checkpoint,
+            ?new_entry,
+            ?removed,
+            "new leader epoch entry removed conflicting entries"
+        );
+    }
+    entries.truncate(keep);
+    entries.push(new_entry);
+}
+
+/// The cache Kafka's `LeaderEpochFileCache` constructor builds from decoded `entries`: each
+/// assigned in turn, so an entry that does not follow the ones before (not written by a Kafka
+/// since 2.1, whose `assign` keeps both fields increasing) removes them as a later assignment
+/// would, with the same warning. A negative epoch or start offset, which Kafka's `assign` throws
+/// on, is [`Error::Corrupt`] naming its line (`text` is the file's text).
+fn load_entries(path: &Path, text: &str, entries: &[EpochEntry]) -> Result<Vec<EpochEntry>, Error> {
+    let mut loaded = Vec::with_capacity(entries.len());
+    for (index, &entry) in entries.iter().enumerate() {
         if entry.epoch.get() < 0 || entry.start_offset.get() < 0 {
-            return Err(corrupt(
-                index,
-                format!(
-                    "negative epoch or start offset in entry {} {}",
-                    entry.epoch, entry.start_offset
+            // Entry lines follow the version and count lines.
+            let line = index + 2;
+            let position: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+            return Err(Error::Corrupt {
+                path: path.to_path_buf(),
+                position: position as u64,
+                reason: format!(
+                    "line {}: negative epoch or start offset in entry {} {}",
+                    line + 1,
+                    entry.epoch,
+                    entry.start_offset
                 ),
-            ));
+            });
         }
-        if let Some(previous) = index.checked_sub(1).map(|i| entries[i])
-            && (entry.epoch <= previous.epoch || entry.start_offset <= previous.start_offset)
-        {
-            return Err(corrupt(
-                index,
-                format!(
-                    "entry {} {} does not follow {} {}: epochs and start offsets must strictly \
-                     increase",
-                    entry.epoch, entry.start_offset, previous.epoch, previous.start_offset
-                ),
-            ));
+        if update_needed(&loaded, entry) {
+            assign_to(&mut loaded, entry, Some(path));
         }
     }
-    Ok(())
+    Ok(loaded)
 }
 
 /// What a follower (or a mirror, following its source) does with its leader's answer about an
@@ -986,34 +997,25 @@ mod tests {
     }
 
     #[test]
-    fn a_checkpoint_whose_entries_do_not_increase_is_corrupt_naming_the_line() {
-        let cases: &[(&str, u64, &str)] = &[
-            (
-                "0\n2\n3 10\n2 20\n",
-                9,
-                "line 4: entry 2 20 does not follow 3 10",
-            ),
-            (
-                "0\n2\n3 10\n3 20\n",
-                9,
-                "line 4: entry 3 20 does not follow 3 10",
-            ),
-            (
-                "0\n2\n3 10\n4 5\n",
-                9,
-                "line 4: entry 4 5 does not follow 3 10",
-            ),
-            (
-                "0\n2\n3 10\n4 10\n",
-                9,
-                "line 4: entry 4 10 does not follow",
-            ),
-            ("0\r\n3\r\n0 0\r\n1 5\r\n1 6\r\n", 16, "line 5"),
+    fn a_checkpoint_whose_entries_do_not_increase_opens_as_kafka_assigns_them_in_turn() {
+        // Kafka's constructor assigns each entry: one that does not follow the ones before
+        // removes those its assignment conflicts with; the file is left as it is.
+        let cases: &[(&str, &[(i32, i64)])] = &[
+            ("0\n2\n3 10\n2 20\n", &[(2, 20)]),
+            ("0\n2\n3 10\n3 20\n", &[(3, 10)]),
+            ("0\n2\n3 10\n3 5\n", &[(3, 5)]),
+            ("0\n2\n3 10\n4 5\n", &[(4, 5)]),
+            ("0\n2\n3 10\n4 10\n", &[(4, 10)]),
+            ("0\n3\n1 0\n3 10\n2 20\n", &[(1, 0), (2, 20)]),
+            ("0\r\n3\r\n0 0\r\n1 5\r\n1 6\r\n", &[(0, 0), (1, 5)]),
         ];
-        for &(text, position, needle) in cases {
-            let (p, reason) = open_corrupt(text);
-            assert_eq!(p, position, "{text:?}: {reason}");
-            assert!(reason.contains(needle), "{text:?}: {reason}");
+        for &(text, expected) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            fs::write(dir.path().join("leader-epoch-checkpoint"), text).unwrap();
+            let cache =
+                LeaderEpochCache::open(dir.path()).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(cache.entries(), entries(expected), "{text:?}");
+            assert_eq!(checkpoint_text(dir.path()), text, "not written at the open");
         }
     }
 

@@ -5,7 +5,7 @@
 //! ```text
 //! <version>\n
 //! <entry count>\n
-//! <entry>\n        × count, fields separated by whitespace
+//! <entry>\n        × count, fields separated by whitespace (none before the first)
 //! ```
 //!
 //! Written atomically (`<file>.tmp`, fsync, rename, fsync the directory); no checksum — a torn
@@ -62,7 +62,8 @@ pub fn decode_checkpoint<E: CheckpointEntry>(
     let Some((at, line)) = lines.next() else {
         return Ok(Vec::new());
     };
-    match line.trim().parse::<i32>() {
+    // Kafka's `Integer.parseInt` of the whole line: no whitespace around the number.
+    match line.parse::<i32>() {
         Ok(v) if v == version => {}
         Ok(v) => return Err(lines.error(path, at, format!("unsupported version {v}"))),
         Err(_) => return Err(lines.error(path, at, format!("malformed version {line:?}"))),
@@ -71,7 +72,7 @@ pub fn decode_checkpoint<E: CheckpointEntry>(
     let Some((at, line)) = lines.next() else {
         return Ok(Vec::new());
     };
-    let Ok(expected) = line.trim().parse::<usize>() else {
+    let Ok(expected) = line.parse::<usize>() else {
         return Err(lines.error(path, at, format!("malformed entry count {line:?}")));
     };
     // The count comes from the file: do not trust it for an allocation.
@@ -90,6 +91,22 @@ pub fn decode_checkpoint<E: CheckpointEntry>(
         ));
     }
     Ok(entries)
+}
+
+/// Whether `c` separates fields for Kafka's formatters (`\s` in their Java pattern `\s+`:
+/// space, tab, line feed, vertical tab, form feed, carriage return).
+fn is_kafka_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\u{b}' | '\u{c}' | '\r')
+}
+
+/// An entry line's fields as Kafka's formatters split it (`line.split("\\s+")`): `None` when the
+/// line starts with whitespace, where Java's split gives an empty first field that no entry
+/// parses; whitespace at the end is ignored, as the split drops trailing empty fields.
+fn kafka_fields(line: &str) -> Option<impl Iterator<Item = &str>> {
+    if line.starts_with(is_kafka_space) {
+        return None;
+    }
+    Some(line.split(is_kafka_space).filter(|f| !f.is_empty()))
 }
 
 /// Lines of a checkpoint with their byte positions and 1-based numbers, for error messages.
@@ -185,7 +202,7 @@ impl CheckpointEntry for EpochEntry {
     }
 
     fn parse(line: &str) -> Option<Self> {
-        let mut fields = line.split_whitespace();
+        let mut fields = kafka_fields(line)?;
         let epoch = fields.next()?.parse().ok()?;
         let start_offset = fields.next()?.parse().ok()?;
         fields.next().is_none().then_some(EpochEntry {
@@ -257,7 +274,7 @@ impl CheckpointEntry for PartitionOffset {
     }
 
     fn parse(line: &str) -> Option<Self> {
-        let mut fields = line.split_whitespace();
+        let mut fields = kafka_fields(line)?;
         let topic = fields.next()?.to_owned();
         let partition = fields.next()?.parse().ok()?;
         let offset = fields.next()?.parse().ok()?;
@@ -418,14 +435,42 @@ mod tests {
     }
 
     #[test]
-    fn fields_may_be_separated_by_any_whitespace() {
+    fn fields_may_be_separated_and_followed_by_any_whitespace() {
         assert_eq!(
-            decode_epochs("0\n2\n1\t\t5\n  2   7  \r\n").unwrap(),
+            decode_epochs("0\n2\n1\t\t5\n2   7 \u{b}\u{c} \r\n").unwrap(),
             epochs(&[(1, 5), (2, 7)])
         );
+        assert_eq!(decode_epochs("0\r\n1\r\n3 9").unwrap(), epochs(&[(3, 9)]));
+    }
+
+    #[test]
+    fn whitespace_kafka_does_not_take_is_corrupt() {
+        // Kafka's `Integer.parseInt` of the version and count lines takes no whitespace, and its
+        // formatters' `split("\\s+")` gives a line starting with whitespace an empty first field.
+        for text in [
+            " 0\n1\n3 9\n",
+            "0 \n1\n3 9\n",
+            "0\n1 \n3 9\n",
+            "0\n\t1\n3 9\n",
+            "0\n1\n 3 9\n",
+            "0\n1\n3\u{a0}9\n",
+        ] {
+            assert!(
+                matches!(decode_epochs(text), Err(Error::Corrupt { .. })),
+                "{text:?}"
+            );
+        }
+        let path = Path::new("log-start-offset-checkpoint");
+        assert!(matches!(
+            decode_offset_checkpoint(path, b"0\n1\n t 0 5\n"),
+            Err(Error::Corrupt { .. })
+        ));
         assert_eq!(
-            decode_epochs(" 0 \r\n 1 \r\n3 9").unwrap(),
-            epochs(&[(3, 9)])
+            decode_offset_checkpoint(path, b"0\n1\nt\t0  5 \n").unwrap()[&TopicPartition {
+                topic: "t".into(),
+                partition: 0
+            }],
+            Offset(5)
         );
     }
 

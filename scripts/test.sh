@@ -31,6 +31,9 @@ tests/kafka-java/generate.sh "$oracle"
 cmp "$oracle/00000000000000000000.log" tests/fixtures/kafka-java/00000000000000000000.log
 cmp "$oracle/expected.jsonl" tests/fixtures/kafka-java/expected.jsonl
 export MIRRORLOG_KAFKA_JAVA_DIR="$oracle"
+# The legacy (magic 0/1) segment generate.sh wrote beside it must be the committed one too.
+cmp "$oracle/legacy/00000000000000000000.log" tests/fixtures/kafka-java-legacy/00000000000000000000.log
+cmp "$oracle/legacy/expected.txt" tests/fixtures/kafka-java-legacy/expected.txt
 
 # 2. Real Kafka clients for the broker tests: kcat (Debian's, on an old librdkafka), and in a
 #    virtualenv confluent-kafka (PyPI, librdkafka 2.16), kafka-python 3.0 (pure Python) and

@@ -5,11 +5,15 @@
 //! zero-copy slices, and a batch that straddles a chunk boundary triggers a read starting at that
 //! batch. A batch bigger than a chunk is read whole. A partial batch at the end of the scanned
 //! range is a torn tail (iteration ends, [`FileBatches::truncated_tail`] says where); a batch that
-//! cannot be framed or, when verifying, fails `validate()`, is an error after which the iterator
-//! stops.
+//! cannot be framed or, when verifying, fails `validate_stored()`, is an error after which the
+//! iterator stops.
+//!
+//! As Kafka's `FileLogInputStream`, it frames every magic by the byte at position 16: v2 batches
+//! and the legacy entries (magic 0 and 1) of a segment an older Kafka wrote, checked by their
+//! own CRC-32.
 
 use crate::batch::{
-    BatchError, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TruncatedTail,
+    BatchError, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, TruncatedTail, legacy,
 };
 use crate::io::{IoError, StorageFile};
 use bytes::Bytes;
@@ -60,7 +64,8 @@ impl<'a> FileBatches<'a> {
         }
     }
 
-    /// Validate each batch (CRC32C and header sanity; the default) or only frame it.
+    /// Validate each batch (CRC32C, or a legacy entry's CRC-32, and header sanity; the default)
+    /// or only frame it.
     pub fn verify(mut self, verify: bool) -> Self {
         self.verify = verify;
         self
@@ -138,22 +143,22 @@ impl<'a> FileBatches<'a> {
         }
         let h = self.available();
         let batch_length = i32::from_be_bytes(h[8..12].try_into().expect("4 bytes"));
-        let min = (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32;
-        if batch_length < min {
+        let magic = h[16] as i8;
+        let Some(min) = legacy::min_entry_length(magic) else {
+            return Err(BatchError::InvalidField {
+                position: self.pos,
+                field: "magic",
+                expected: "0, 1 or 2".into(),
+                found: magic.to_string(),
+            }
+            .into());
+        };
+        if batch_length < min as i32 {
             return Err(BatchError::InvalidField {
                 position: self.pos,
                 field: "batchLength",
                 expected: format!(">= {min}"),
                 found: batch_length.to_string(),
-            }
-            .into());
-        }
-        if h[16] as i8 != MAGIC_V2 {
-            return Err(BatchError::InvalidField {
-                position: self.pos,
-                field: "magic",
-                expected: "2".into(),
-                found: (h[16] as i8).to_string(),
             }
             .into());
         }
@@ -172,7 +177,7 @@ impl<'a> FileBatches<'a> {
         let at = (self.pos - self.buf_start) as usize;
         let batch = RecordBatch::at(self.buf.slice(at..at + size), self.pos)?;
         if self.verify {
-            batch.validate()?;
+            batch.validate_stored()?;
         }
         self.pos += size as u64;
         Ok(Some(batch))

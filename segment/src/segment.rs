@@ -16,7 +16,7 @@
 //! simulated); the indexes are memory-mapped regular files (`mirrorlog-index`). Indexes carry no
 //! checksum: after an unclean shutdown they are rebuilt by [`ActiveSegment::recover`].
 
-use crate::batch::{BatchError, RECORD_BATCH_OVERHEAD, RecordBatch, field};
+use crate::batch::{BatchError, RECORD_BATCH_OVERHEAD, RecordBatch, field, legacy};
 use crate::io::{IoError, IoOp, OpenMode, Storage, StorageFile};
 use crate::scan::{FileBatches, ScanError};
 use bytes::Bytes;
@@ -27,6 +27,11 @@ use mirrorlog_index::{
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The bytes of a legacy entry's header that a header read needs, up to the end of a v1
+/// timestamp: the smallest entry (v0) is this long, so fewer bytes left are no whole entry.
+const LEGACY_HEADER: usize = 12 + legacy::RECORD_OVERHEAD_V0;
+const _: () = assert!(LEGACY_HEADER >= legacy::field::TIMESTAMP + 8);
 
 /// `.log`
 pub const LOG_SUFFIX: &str = ".log";
@@ -404,13 +409,23 @@ impl SegmentReader {
         }
     }
 
-    /// Reads the 61-byte header at `position` (None when fewer bytes remain: a partial batch).
+    /// Reads the 61-byte header at `position` (None when fewer bytes remain: a partial batch),
+    /// or a legacy entry's shorter one (magic 0 or 1: its offset is its last and base offset,
+    /// see [`RecordBatch::base_offset`], its timestamp the max, −1 for v0).
     fn header_at(&self, position: u64) -> SegmentResult<Option<BatchLocation>> {
-        if position + RECORD_BATCH_OVERHEAD as u64 > self.size as u64 {
+        let left = (self.size as u64).saturating_sub(position);
+        if left < LEGACY_HEADER as u64 {
             return Ok(None);
         }
         let mut h = [0u8; RECORD_BATCH_OVERHEAD];
-        self.log.read_exact_at(&mut h, position)?;
+        let have = left.min(RECORD_BATCH_OVERHEAD as u64) as usize;
+        self.log.read_exact_at(&mut h[..have], position)?;
+        if matches!(h[field::MAGIC] as i8, legacy::MAGIC_V0 | legacy::MAGIC_V1) {
+            return self.legacy_header(&h, position);
+        }
+        if have < RECORD_BATCH_OVERHEAD {
+            return Ok(None);
+        }
         let rd = |at: usize, n: usize| -> i64 {
             h[at..at + n]
                 .iter()
@@ -437,7 +452,7 @@ impl SegmentReader {
             return Err(self.corrupt(BatchError::InvalidField {
                 position,
                 field: "magic",
-                expected: "2".into(),
+                expected: "0, 1 or 2".into(),
                 found: (h[field::MAGIC] as i8).to_string(),
             }));
         }
@@ -451,6 +466,43 @@ impl SegmentReader {
             position: FilePosition(position as u32),
             size: size as u32,
             max_timestamp: TimestampMs(max_ts),
+        }))
+    }
+
+    /// [`header_at`](Self::header_at) for a legacy entry, whose first [`LEGACY_HEADER`] bytes
+    /// (or more) are in `h`.
+    fn legacy_header(&self, h: &[u8], position: u64) -> SegmentResult<Option<BatchLocation>> {
+        let magic = h[legacy::field::MAGIC] as i8;
+        let min = legacy::min_entry_length(magic).expect("a legacy magic");
+        let offset = i64::from_be_bytes(h[0..8].try_into().expect("8 bytes"));
+        let length = i32::from_be_bytes(h[8..12].try_into().expect("4 bytes"));
+        if length < min as i32 {
+            return Err(self.corrupt(BatchError::InvalidField {
+                position,
+                field: "size",
+                expected: format!(">= {min}"),
+                found: length.to_string(),
+            }));
+        }
+        let size = 12 + length as u64;
+        if position + size > self.size as u64 {
+            return Ok(None);
+        }
+        let max_timestamp = if magic == legacy::MAGIC_V1 {
+            TimestampMs(i64::from_be_bytes(
+                h[legacy::field::TIMESTAMP..legacy::field::TIMESTAMP + 8]
+                    .try_into()
+                    .expect("8 bytes"),
+            ))
+        } else {
+            TimestampMs::NONE
+        };
+        Ok(Some(BatchLocation {
+            base_offset: Offset(offset),
+            last_offset: Offset(offset),
+            position: FilePosition(position as u32),
+            size: size as u32,
+            max_timestamp,
         }))
     }
 

@@ -1,6 +1,12 @@
 //! Kafka's RecordBatch v2 (magic 2): a zero-copy view, validation, record iteration, a builder
 //! and in-place header stamping. The byte layout is in `segment/FORMAT.md`.
 //!
+//! The same view reads the legacy entries (magic 0 and 1, [`legacy`]) that a segment written by
+//! an older Kafka holds, as Kafka's `RecordBatch` interface covers both: their header fields
+//! read as Kafka's `AbstractLegacyRecordBatch` gives them (no producer, no leader epoch). Only
+//! segments are read so; [`Batches`], which frames what clients and sources send, takes magic 2
+//! only, and nothing here writes a legacy entry.
+//!
 //! A [`RecordBatch`] is a cheap handle on one batch's bytes (a `bytes::Bytes` slice of a request
 //! or a segment): reading a header field is a big-endian load at a fixed offset, validating is one
 //! CRC32C pass, and iterating an uncompressed batch hands out key and value slices of the same
@@ -11,6 +17,7 @@ mod builder;
 mod compression;
 mod control;
 mod error;
+pub mod legacy;
 mod record;
 mod stamp;
 pub mod varint;
@@ -31,7 +38,7 @@ use std::fmt;
 pub const LOG_OVERHEAD: usize = 12;
 /// The fixed header of a v2 batch. Kafka's `RECORD_BATCH_OVERHEAD`.
 pub const RECORD_BATCH_OVERHEAD: usize = 61;
-/// The only magic this crate reads and writes.
+/// The only magic this crate writes, and the only one [`Batches`] frames.
 pub const MAGIC_V2: i8 = 2;
 
 /// Byte offsets of the header fields (see `FORMAT.md`).
@@ -102,6 +109,12 @@ impl TimestampType {
     }
 }
 
+/// Magic 0 or 1.
+#[inline]
+fn is_legacy_magic(magic: i8) -> bool {
+    magic == legacy::MAGIC_V0 || magic == legacy::MAGIC_V1
+}
+
 #[inline]
 pub(crate) fn be_i16(b: &[u8], at: usize) -> i16 {
     i16::from_be_bytes([b[at], b[at + 1]])
@@ -141,6 +154,9 @@ impl RecordBatch {
     /// Wraps one batch's bytes that sit at `position` of some larger buffer or file; errors name
     /// that position.
     pub fn at(buf: Bytes, position: u64) -> Result<RecordBatch, BatchError> {
+        if buf.len() > field::MAGIC && is_legacy_magic(buf[field::MAGIC] as i8) {
+            return RecordBatch::legacy_at(buf, position);
+        }
         if buf.len() < RECORD_BATCH_OVERHEAD {
             return Err(BatchError::Truncated {
                 position,
@@ -177,6 +193,39 @@ impl RecordBatch {
         Ok(RecordBatch { buf, position })
     }
 
+    /// [`at`](Self::at) for a legacy entry: at least its magic's overhead, exactly its size.
+    fn legacy_at(buf: Bytes, position: u64) -> Result<RecordBatch, BatchError> {
+        let magic = buf[field::MAGIC] as i8;
+        let min = legacy::min_entry_length(magic).expect("a legacy magic");
+        if buf.len() < LOG_OVERHEAD + min {
+            return Err(BatchError::Truncated {
+                position,
+                needed: LOG_OVERHEAD + min,
+                available: buf.len(),
+            });
+        }
+        let size_field = be_i32(&buf, field::BATCH_LENGTH);
+        if size_field < min as i32 || buf.len() != LOG_OVERHEAD + size_field as usize {
+            return Err(BatchError::invalid(
+                position,
+                "size",
+                format!(
+                    ">= {min} and {} (the buffer's length - 12)",
+                    buf.len() - LOG_OVERHEAD
+                ),
+                size_field,
+            ));
+        }
+        Ok(RecordBatch { buf, position })
+    }
+
+    /// Whether this is a legacy entry (magic 0 or 1), read as Kafka's
+    /// `AbstractLegacyRecordBatch` reads it.
+    #[inline]
+    pub fn is_legacy(&self) -> bool {
+        is_legacy_magic(self.magic())
+    }
+
     /// The batch's bytes.
     #[inline]
     pub fn as_bytes(&self) -> &Bytes {
@@ -195,7 +244,10 @@ impl RecordBatch {
         self.position
     }
 
-    /// `baseOffset`.
+    /// `baseOffset`. For a legacy entry, its offset: the one record's offset, or for a
+    /// compressed wrapper the offset of its *last* inner message — the wrapper's base offset
+    /// (Kafka's `AbstractLegacyRecordBatch.baseOffset`) takes decompressing it and is the first
+    /// offset [`records`](Self::records) yields.
     #[inline]
     pub fn base_offset(&self) -> Offset {
         Offset(be_i64(&self.buf, field::BASE_OFFSET))
@@ -213,6 +265,9 @@ impl RecordBatch {
     /// `partitionLeaderEpoch`.
     #[inline]
     pub fn partition_leader_epoch(&self) -> LeaderEpoch {
+        if self.is_legacy() {
+            return LeaderEpoch(-1);
+        }
         LeaderEpoch(be_i32(&self.buf, field::PARTITION_LEADER_EPOCH))
     }
     /// `magic`.
@@ -220,37 +275,49 @@ impl RecordBatch {
     pub fn magic(&self) -> i8 {
         self.buf[field::MAGIC] as i8
     }
-    /// The stored `crc`.
+    /// The stored `crc` (a legacy entry's CRC-32 sits at its own place).
     #[inline]
     pub fn crc(&self) -> u32 {
-        u32::from_be_bytes(
-            self.buf[field::CRC..field::CRC + 4]
-                .try_into()
-                .expect("4 bytes"),
-        )
+        let at = if self.is_legacy() {
+            legacy::field::CRC
+        } else {
+            field::CRC
+        };
+        u32::from_be_bytes(self.buf[at..at + 4].try_into().expect("4 bytes"))
     }
-    /// The CRC32C of the bytes the stored CRC covers.
+    /// The CRC32C of the bytes the stored CRC covers (a legacy entry's CRC-32, IEEE, over
+    /// magic..end).
     #[inline]
     pub fn computed_crc(&self) -> u32 {
+        if self.is_legacy() {
+            return legacy::compute_crc(&self.buf);
+        }
         compute_crc(&self.buf)
     }
-    /// `attributes`, all 16 bits.
+    /// `attributes`, all 16 bits (a legacy entry's one byte).
     #[inline]
     pub fn attributes(&self) -> i16 {
+        if self.is_legacy() {
+            return self.buf[legacy::field::ATTRIBUTES] as i16;
+        }
         be_i16(&self.buf, field::ATTRIBUTES)
     }
-    /// The compression codec; an id above 4 is an error.
+    /// The compression codec; an id above 4 (above 3 in a legacy entry) is an error.
     #[inline]
     pub fn compression(&self) -> Result<Compression, BatchError> {
+        if self.is_legacy() {
+            return legacy::compression(self.buf[legacy::field::ATTRIBUTES], self.position);
+        }
         let id = (self.attributes() & attr::COMPRESSION_MASK) as u8;
         Compression::from_id(id).ok_or_else(|| {
             BatchError::invalid(self.position, "attributes.compression", "0..=4", id)
         })
     }
-    /// The timestamp type (attribute bit 3).
+    /// The timestamp type (attribute bit 3; a v0 entry, which has no timestamp, reads as
+    /// CreateTime).
     #[inline]
     pub fn timestamp_type(&self) -> TimestampType {
-        if self.attributes() & attr::TIMESTAMP_TYPE != 0 {
+        if self.magic() != legacy::MAGIC_V0 && self.attributes() & attr::TIMESTAMP_TYPE != 0 {
             TimestampType::LogAppendTime
         } else {
             TimestampType::CreateTime
@@ -259,21 +326,24 @@ impl RecordBatch {
     /// Attribute bit 4.
     #[inline]
     pub fn is_transactional(&self) -> bool {
-        self.attributes() & attr::TRANSACTIONAL != 0
+        !self.is_legacy() && self.attributes() & attr::TRANSACTIONAL != 0
     }
     /// Attribute bit 5.
     #[inline]
     pub fn is_control(&self) -> bool {
-        self.attributes() & attr::CONTROL != 0
+        !self.is_legacy() && self.attributes() & attr::CONTROL != 0
     }
     /// Attribute bit 6: `baseTimestamp` is the delete horizon set by compaction.
     #[inline]
     pub fn has_delete_horizon(&self) -> bool {
-        self.attributes() & attr::DELETE_HORIZON != 0
+        !self.is_legacy() && self.attributes() & attr::DELETE_HORIZON != 0
     }
-    /// `lastOffsetDelta`.
+    /// `lastOffsetDelta` (0 for a legacy entry, whose base offset reads as its last).
     #[inline]
     pub fn last_offset_delta(&self) -> i32 {
+        if self.is_legacy() {
+            return 0;
+        }
         be_i32(&self.buf, field::LAST_OFFSET_DELTA)
     }
     /// `baseOffset + lastOffsetDelta` (saturating: [`validate`](Self::validate) rejects
@@ -294,6 +364,9 @@ impl RecordBatch {
     /// `baseTimestamp` (the first record's timestamp, or the delete horizon).
     #[inline]
     pub fn base_timestamp(&self) -> TimestampMs {
+        if self.is_legacy() {
+            return legacy::timestamp(&self.buf);
+        }
         TimestampMs(be_i64(&self.buf, field::BASE_TIMESTAMP))
     }
     /// The delete horizon, when attribute bit 6 is set.
@@ -301,24 +374,37 @@ impl RecordBatch {
     pub fn delete_horizon(&self) -> Option<TimestampMs> {
         self.has_delete_horizon().then(|| self.base_timestamp())
     }
-    /// `maxTimestamp` (the broker's append time for LogAppendTime batches).
+    /// `maxTimestamp` (the broker's append time for LogAppendTime batches). A legacy entry's
+    /// timestamp (a wrapper's is its inner messages' largest, or the append time), −1 for v0.
     #[inline]
     pub fn max_timestamp(&self) -> TimestampMs {
+        if self.is_legacy() {
+            return legacy::timestamp(&self.buf);
+        }
         TimestampMs(be_i64(&self.buf, field::MAX_TIMESTAMP))
     }
     /// `producerId`.
     #[inline]
     pub fn producer_id(&self) -> ProducerId {
+        if self.is_legacy() {
+            return ProducerId(-1);
+        }
         ProducerId(be_i64(&self.buf, field::PRODUCER_ID))
     }
     /// `producerEpoch`.
     #[inline]
     pub fn producer_epoch(&self) -> ProducerEpoch {
+        if self.is_legacy() {
+            return ProducerEpoch(-1);
+        }
         ProducerEpoch(be_i16(&self.buf, field::PRODUCER_EPOCH))
     }
     /// `baseSequence`.
     #[inline]
     pub fn base_sequence(&self) -> Sequence {
+        if self.is_legacy() {
+            return Sequence::NONE;
+        }
         Sequence(be_i32(&self.buf, field::BASE_SEQUENCE))
     }
     /// Kafka's `lastSequence`: `baseSequence + lastOffsetDelta` with wrap-around, or none.
@@ -331,9 +417,17 @@ impl RecordBatch {
             base.increment(self.last_offset_delta())
         }
     }
-    /// `recordsCount`.
+    /// `recordsCount`. A legacy entry: 1 uncompressed, −1 for a compressed wrapper (unknown
+    /// until decompressed; Kafka's `countOrNull` is null).
     #[inline]
     pub fn records_count(&self) -> i32 {
+        if self.is_legacy() {
+            return if self.attributes() as u8 & legacy::attr::COMPRESSION_MASK == 0 {
+                1
+            } else {
+                -1
+            };
+        }
         be_i32(&self.buf, field::RECORDS_COUNT)
     }
     /// Whether the stored CRC matches (Kafka's `isValid`).
@@ -346,11 +440,24 @@ impl RecordBatch {
     /// the header sanity a broker relies on: magic 2, known attribute bits and codec,
     /// `lastOffsetDelta`/`recordsCount` consistent, no offset overflow, and for a control batch
     /// the absence of compression. The first problem found is returned.
+    ///
+    /// A legacy entry is refused here: what a client or a source sends must be v2 (Produce v3+
+    /// carries magic 2 only). A segment's entries are checked by
+    /// [`validate_stored`](Self::validate_stored).
     pub fn validate(&self) -> Result<(), BatchError> {
         let p = self.position;
         if self.magic() != MAGIC_V2 {
             return Err(BatchError::invalid(p, "magic", "2", self.magic()));
         }
+        self.validate_stored()
+    }
+
+    /// [`validate`](Self::validate) for bytes read from a segment, which may also hold legacy
+    /// entries (magic 0 or 1) an older Kafka wrote: such an entry is checked as Kafka's
+    /// `LegacyRecord.ensureValid` checks it (its CRC-32 over magic..end) plus a codec legacy
+    /// messages may use, a non-negative offset and a key and value that fit it.
+    pub fn validate_stored(&self) -> Result<(), BatchError> {
+        let p = self.position;
         let stored = self.crc();
         let computed = self.computed_crc();
         if stored != computed {
@@ -367,6 +474,9 @@ impl RecordBatch {
     /// just computed it, such as the builder's own assertion).
     pub fn validate_header(&self) -> Result<(), BatchError> {
         let p = self.position;
+        if self.is_legacy() {
+            return legacy::validate_header(self);
+        }
         if self.magic() != MAGIC_V2 {
             return Err(BatchError::invalid(p, "magic", "2", self.magic()));
         }
@@ -438,6 +548,9 @@ impl RecordBatch {
     /// buffer; compressed ones decompress the records area once into a new buffer (bounded by
     /// [`MAX_DECOMPRESSED_BYTES`]) and slice that.
     pub fn records(&self) -> Result<Records, BatchError> {
+        if self.is_legacy() {
+            return Ok(Records::legacy(self, legacy::records(self)?));
+        }
         let (codec, area) = self.records_area()?;
         let data = if codec == Compression::None {
             area
@@ -462,6 +575,10 @@ impl RecordBatch {
         limit: usize,
         buffer_bytes: usize,
     ) -> Result<RecordMetas, BatchError> {
+        if self.is_legacy() {
+            // Legacy wrappers are decompressed whole, as Kafka's deep iterator does.
+            return Ok(RecordMetas::in_place(self.records()?));
+        }
         let (codec, area) = self.records_area()?;
         if codec == Compression::None {
             return Ok(RecordMetas::in_place(Records::new(self, area)));

@@ -122,6 +122,8 @@ pub struct Records {
     index: u32,
     bases: BatchBases,
     failed: bool,
+    /// A legacy entry's records (see `legacy::records`).
+    legacy: Option<super::legacy::LegacyRecords>,
 }
 
 impl Records {
@@ -132,11 +134,23 @@ impl Records {
             index: 0,
             bases: BatchBases::of(batch),
             failed: false,
+            legacy: None,
+        }
+    }
+
+    /// A legacy entry's records.
+    pub(crate) fn legacy(batch: &RecordBatch, records: super::legacy::LegacyRecords) -> Records {
+        Records {
+            legacy: Some(records),
+            ..Records::new(batch, Bytes::new())
         }
     }
 
     /// How many records are left to read.
     pub fn remaining(&self) -> u32 {
+        if let Some(l) = &self.legacy {
+            return l.remaining();
+        }
         if self.failed {
             0
         } else {
@@ -275,6 +289,14 @@ impl Records {
     /// batch, [`RecordBatch::record_metas`] gives the same without inflating it whole.
     #[inline]
     pub fn next_meta(&mut self) -> Option<Result<RecordMeta, BatchError>> {
+        if let Some(l) = &mut self.legacy {
+            return l.next().map(|r| {
+                r.map(|r| RecordMeta {
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                })
+            });
+        }
         self.advance(Self::read_meta)
     }
 }
@@ -283,6 +305,9 @@ impl Iterator for Records {
     type Item = Result<Record, BatchError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(l) = &mut self.legacy {
+            return l.next();
+        }
         self.advance(Self::read_one)
     }
 }

@@ -761,6 +761,10 @@ fn replay_segment(
         if b.base_offset() >= to {
             break;
         }
+        if b.is_legacy() {
+            // No producer in a legacy entry (Kafka's `rebuildProducerState` skips them).
+            continue;
+        }
         if let Some(c) = producers.replay(&BatchInfo::from_batch(&b)?, AppendOrigin::Replication) {
             // Its transaction-index entry was written when the marker was first appended.
             producers.complete_txn(&c);
@@ -776,6 +780,11 @@ fn recover_batch(
     seg: &mut ActiveSegment,
     batch: &RecordBatch,
 ) -> EngineResult<()> {
+    if batch.is_legacy() {
+        // An older Kafka's entry (magic 0 or 1) has no leader epoch and no producer: as
+        // Kafka's `LogSegment.recover`, only v2 batches reach the epoch cache and producer state.
+        return Ok(());
+    }
     let epoch = batch.partition_leader_epoch();
     if epoch.get() >= 0 && epochs.latest_epoch().is_none_or(|l| epoch > l) {
         epochs.assign(epoch, batch.base_offset())?;

@@ -249,7 +249,8 @@ impl Printer<'_> {
         log: &Path,
         problems: &mut DumpProblems,
     ) -> Result<()> {
-        let validity = batch.validate();
+        // A segment may hold an older Kafka's legacy entries (magic 0/1), checked by their CRC-32.
+        let validity = batch.validate_stored();
         let (records, record_error) = if self.opts.records {
             decode_records(batch)
         } else {
@@ -1695,6 +1696,9 @@ impl Decoded {
 }
 
 fn ts_label(batch: &RecordBatch) -> &'static str {
+    if batch.magic() == mirrorlog_segment::batch::legacy::MAGIC_V0 {
+        return "NoTimestampType";
+    }
     match batch.timestamp_type() {
         mirrorlog_segment::TimestampType::CreateTime => "CreateTime",
         mirrorlog_segment::TimestampType::LogAppendTime => "LogAppendTime",
@@ -1705,7 +1709,10 @@ fn ts_label(batch: &RecordBatch) -> &'static str {
 fn batch_json(b: &RecordBatch) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("position".into(), json!(b.position()));
-    m.insert("base_offset".into(), json!(b.base_offset().get()));
+    m.insert(
+        "base_offset".into(),
+        json!(legacy_aware_base_offset(b).get()),
+    );
     m.insert("last_offset".into(), json!(b.last_offset().get()));
     m.insert("size_bytes".into(), json!(b.size_bytes()));
     m.insert(
@@ -1721,22 +1728,63 @@ fn batch_json(b: &RecordBatch) -> Map<String, Value> {
                 .map_or_else(|_| "unknown".to_string(), |c| c.name().to_string())
         ),
     );
-    m.insert("timestamp_type".into(), json!(b.timestamp_type().name()));
+    let ts_type = if b.magic() == mirrorlog_segment::batch::legacy::MAGIC_V0 {
+        "no_timestamp_type"
+    } else {
+        b.timestamp_type().name()
+    };
+    m.insert("timestamp_type".into(), json!(ts_type));
     m.insert("transactional".into(), json!(b.is_transactional()));
     m.insert("control".into(), json!(b.is_control()));
     m.insert("producer_id".into(), json!(b.producer_id().get()));
     m.insert("producer_epoch".into(), json!(b.producer_epoch().get()));
     m.insert("base_sequence".into(), json!(b.base_sequence().get()));
-    m.insert("record_count".into(), json!(b.records_count()));
+    let count = if b.is_legacy() {
+        // Known once decompressed (Kafka's `countOrNull` is null for a legacy wrapper).
+        b.records()
+            .map_or(b.records_count(), |r| r.remaining() as i32)
+    } else {
+        b.records_count()
+    };
+    m.insert("record_count".into(), json!(count));
     m.insert("max_timestamp".into(), json!(b.max_timestamp().get()));
     m
 }
 
+/// The batch's base offset; a compressed legacy wrapper's is its first inner record's (Kafka's
+/// `AbstractLegacyRecordBatch.baseOffset` decompresses it too), the wrapper's own offset when it
+/// does not decompress.
+fn legacy_aware_base_offset(b: &RecordBatch) -> mirrorlog_index::Offset {
+    if !b.is_legacy() {
+        return b.base_offset();
+    }
+    b.records()
+        .ok()
+        .and_then(|mut r| r.next())
+        .and_then(|r| r.ok())
+        .map_or(b.base_offset(), |r| r.offset)
+}
+
 fn batch_text(b: &RecordBatch, valid: bool) -> String {
+    let tail = format!(
+        "position: {} {}: {} size: {} magic: {} compresscodec: {} crc: {} isvalid: {}",
+        b.position(),
+        ts_label(b),
+        b.max_timestamp(),
+        b.size_bytes(),
+        b.magic(),
+        b.compression().map_or("unknown", |c| c.name()),
+        b.crc(),
+        valid,
+    );
+    if b.is_legacy() {
+        // Kafka's `DumpLogSegments` prints a legacy entry by its (last) offset alone.
+        return format!("offset: {} {tail}", b.last_offset());
+    }
     format!(
         "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} producerId: {} \
          producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} isControl: {} \
-         deleteHorizonMs: {} position: {} {}: {} size: {} magic: {} compresscodec: {} crc: {} isvalid: {}",
+         deleteHorizonMs: {} {tail}",
         b.base_offset(),
         b.last_offset(),
         b.records_count(),
@@ -1749,14 +1797,6 @@ fn batch_text(b: &RecordBatch, valid: bool) -> String {
         b.is_control(),
         b.delete_horizon()
             .map_or("none".to_string(), |t| t.to_string()),
-        b.position(),
-        ts_label(b),
-        b.max_timestamp(),
-        b.size_bytes(),
-        b.magic(),
-        b.compression().map_or("unknown", |c| c.name()),
-        b.crc(),
-        valid,
     )
 }
 

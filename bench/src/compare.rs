@@ -4,10 +4,15 @@
 //! run and each of its same-run ratios is compared:
 //!
 //! - higher is better: `ratio` and every other numeric field named `ratio_…` (ours ÷ a baseline);
-//!   a regression when `current < baseline × (1 − tolerance)`;
+//!   a regression when `current < baseline − tolerance × |baseline|`;
 //! - lower is better: every numeric field named `…_vs_…_p99` (a latency ÷ a baseline latency:
-//!   `p99_vs_baseline_p99`, `p99_vs_fdatasync_p99`); a regression when
-//!   `current > baseline × (1 + tolerance)`.
+//!   `p99_vs_baseline_p99`, `p99_vs_fdatasync_p99`) and every one named `…_ratio_to_bound` (a
+//!   measurement over its bound: the mirror's RSS); a regression when
+//!   `current > baseline + tolerance × |baseline|`.
+//!
+//! The tolerance is a share of the baseline's magnitude, so a metric that can be negative (the
+//! mirror's `overhead_ratio_to_bound`: its RSS growth below a local broker's) is judged by
+//! which way it moved, not by its sign.
 //!
 //! Absolute figures (MB/s, µs) are never compared: on a shared machine only ratios measured in
 //! one run are stable. A variant of the baseline missing from the current run fails the gate
@@ -69,10 +74,12 @@ pub struct Delta {
 
 impl fmt::Display for Delta {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Relative to the baseline's magnitude, so a negative baseline keeps the sign of the
+        // move.
         let change = if self.baseline == 0.0 {
             0.0
         } else {
-            (self.current / self.baseline - 1.0) * 100.0
+            (self.current - self.baseline) / self.baseline.abs() * 100.0
         };
         write!(
             f,
@@ -167,9 +174,12 @@ pub fn compare(
                 cmp.missing.push(format!("{key} {metric}"));
                 continue;
             };
+            // The allowed move is a share of the baseline's magnitude: `b × (1 ± tolerance)`
+            // would flip direction for a negative baseline and fail an unchanged value.
+            let allowed = b.abs() * tolerance;
             let regressed = match better {
-                Better::Higher => c < b * (1.0 - tolerance),
-                Better::Lower => c > b * (1.0 + tolerance),
+                Better::Higher => c < b - allowed,
+                Better::Lower => c > b + allowed,
             };
             cmp.deltas.push(Delta {
                 key: key.clone(),
@@ -296,6 +306,33 @@ mod tests {
                 ("rss_ratio_to_bound".to_string(), 0.4, Better::Lower),
             ]
         );
+    }
+
+    /// The mirror's `overhead_ratio_to_bound` is negative when its RSS growth is below the
+    /// local broker's: an unchanged value must pass, and a move is judged by its direction.
+    #[test]
+    fn a_negative_metric_is_judged_by_the_way_it_moved_not_by_its_sign() {
+        const NEG: &str = r#"{"scenario":"mirror","variant":"many","ratio":-0.5,"overhead_ratio_to_bound":-0.172}"#;
+        let b = lines(NEG);
+        assert!(compare(&b, &b, 0.1).unwrap().passed(), "an identical run");
+        let with = |ratio: &str, overhead: &str| {
+            lines(&NEG.replace("-0.5", ratio).replace("-0.172", overhead))
+        };
+        // Lower is better: further below zero passes, a rise beyond 10% of 0.172 fails.
+        assert!(compare(&b, &with("-0.5", "-0.3"), 0.1).unwrap().passed());
+        assert!(compare(&b, &with("-0.5", "-0.16"), 0.1).unwrap().passed());
+        assert!(!compare(&b, &with("-0.5", "-0.1"), 0.1).unwrap().passed());
+        // Higher is better: a rise passes, a fall beyond 10% of 0.5 fails.
+        assert!(compare(&b, &with("-0.2", "-0.172"), 0.1).unwrap().passed());
+        assert!(!compare(&b, &with("-0.6", "-0.172"), 0.1).unwrap().passed());
+        let cmp = compare(&b, &with("-0.6", "-0.172"), 0.1).unwrap();
+        let shown = cmp
+            .deltas
+            .iter()
+            .find(|d| d.metric == "ratio")
+            .unwrap()
+            .to_string();
+        assert!(shown.contains("-20.0%"), "a fall shows as a fall: {shown}");
     }
 
     #[test]

@@ -46,13 +46,15 @@ use std::sync::Arc;
 /// `mirrorlog serve` flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Data directory (Kafka's `log.dirs`).
+    /// Data directory (Kafka's `log.dirs`). Required unless the `--config` file sets `log.dirs`
+    /// or `log.dir` (this flag wins over both).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Address to listen on (default: the file's `listeners`, else 127.0.0.1:9092).
     #[arg(long)]
     pub listen: Option<String>,
-    /// `node.id`.
+    /// `node.id` (default: the file's `node.id` or `broker.id`, else 1; 0..=2147483647; must
+    /// match the data directory's `meta.properties`).
     #[arg(long)]
     pub node_id: Option<i32>,
     /// Cluster id (default: generated once and kept in `meta.properties`).
@@ -61,7 +63,8 @@ pub struct ServeArgs {
     /// `host:port` advertised to clients (default: the listen address).
     #[arg(long)]
     pub advertised_listener: Option<String>,
-    /// A `server.properties`-style file.
+    /// A file in Kafka's `server.properties` format (default: none; the keys it takes, with
+    /// their defaults and ranges, are in README "Running the broker"; flags win over it).
     #[arg(long)]
     pub config: Option<PathBuf>,
 }

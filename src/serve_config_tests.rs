@@ -385,3 +385,26 @@ fn the_connection_limits_are_taken_with_kafkas_checks() {
         assert!(e.contains(says), "{bad}: {e}");
     }
 }
+
+/// As every config field: each `serve` flag's help says what happens without it (its default,
+/// or that it is required), so `mirrorlog serve --help` agrees with README "Running the broker".
+#[test]
+fn every_serve_flag_says_its_default_in_its_help() {
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+    let cmd = <Cli as clap::CommandFactory>::command();
+    for arg in cmd.get_arguments() {
+        if arg.get_id() == "help" {
+            continue;
+        }
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        assert!(
+            help.contains("default") || help.contains("Required"),
+            "--{}'s help says neither its default nor that it is required: {help:?}",
+            arg.get_id()
+        );
+    }
+}

@@ -601,7 +601,10 @@ impl LogConfig {
         "unclean.leader.election.enable",
     ];
 
-    /// Checks every field against its valid range (module docs). The error names the Kafka topic
+    /// Checks every field against its valid range (module docs).
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidValue`] for the first field out of its range, naming the Kafka topic
     /// key, the value and the range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let s = &self.segment;
@@ -680,7 +683,8 @@ impl LogConfig {
     /// `producer.id.expiration.ms` (module docs: table and precedence rules). A key given twice
     /// keeps its last value.
     ///
-    /// Errors: [`ConfigError::UnknownKey`] for a key mirrorlog does not know,
+    /// # Errors
+    /// [`ConfigError::UnknownKey`] for a key mirrorlog does not know,
     /// [`ConfigError::Unsupported`] for a Kafka topic config or value it does not implement
     /// (`cleanup.policy=compact`), [`ConfigError::InvalidValue`] for a malformed or out-of-range
     /// value (naming the key as given). `self` is unchanged either way.

@@ -112,7 +112,11 @@ const MAX_BATCH_FILES_LIMIT: usize = 1 << 16;
 const MAX_WAIT_US_LIMIT: u64 = 1_000_000;
 
 impl GroupCommitConfig {
-    /// Rejects out-of-range settings, naming the setting, the value and the range.
+    /// Rejects out-of-range settings.
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidValue`] for the first setting out of its range, naming the setting,
+    /// the value and the range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=MAX_BATCH_FILES_LIMIT).contains(&self.max_batch_files) {
             return Err(ConfigError::InvalidValue {

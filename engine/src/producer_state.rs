@@ -287,7 +287,9 @@ pub struct BatchInfo {
 
 impl BatchInfo {
     /// Reads the facts from a batch; a control batch's record is decoded (one small record).
-    /// A control batch whose record cannot be decoded is an error (the batch is corrupt).
+    ///
+    /// # Errors
+    /// A control batch whose record cannot be decoded (the batch is corrupt).
     pub fn from_batch(b: &RecordBatch) -> Result<BatchInfo, mirrorlog_segment::BatchError> {
         let control = if b.is_control() {
             Some(match b.control_record()? {
@@ -476,8 +478,11 @@ impl ProducerStateManager {
     }
 
     /// Computes what `batch` would change, without changing anything. For [`AppendOrigin::Client`]
-    /// a retried batch comes back as [`Transition::Duplicate`]; the leader's checks may reject
-    /// the batch. Replica origins never fail.
+    /// a retried batch comes back as [`Transition::Duplicate`].
+    ///
+    /// # Errors
+    /// A client or coordinator batch the leader's checks refuse (its producer epoch, sequence or
+    /// transaction state). Replica origins never fail.
     pub fn transition(
         &self,
         b: &BatchInfo,
@@ -719,6 +724,9 @@ impl ProducerStateManager {
 
     /// Forget everything and start at `offset` (Kafka's `truncateFullyAndStartAt`): snapshots are
     /// deleted. The state in memory starts at `offset` even when a deletion fails.
+    ///
+    /// # Errors
+    /// Listing or removing a snapshot file failed.
     pub fn truncate_fully_and_start_at(
         &mut self,
         offset: Offset,
@@ -735,6 +743,9 @@ impl ProducerStateManager {
     }
 
     /// The snapshot files, oldest first.
+    ///
+    /// # Errors
+    /// The directory cannot be listed.
     pub fn snapshots(&self) -> Result<Vec<SnapshotFile>, mirrorlog_index::Error> {
         match &self.snapshots {
             Some(d) => d.list(),
@@ -750,6 +761,9 @@ impl ProducerStateManager {
     }
 
     /// Writes `<map end offset>.snapshot` if anything was applied since the last one.
+    ///
+    /// # Errors
+    /// Writing or syncing the snapshot failed.
     pub fn take_snapshot(&mut self) -> Result<Option<PathBuf>, mirrorlog_index::Error> {
         let Some(snapshots) = &self.snapshots else {
             return Ok(None);
@@ -778,6 +792,9 @@ impl ProducerStateManager {
     /// the state already ends at `log_end`, reloads from the newest snapshot ≤ `log_end`
     /// (a corrupt one is deleted and an older one tried). Returns the offset the caller must
     /// replay the log from (to `log_end`) with [`replay`](Self::replay).
+    ///
+    /// # Errors
+    /// Listing, reading (other than a corrupt snapshot) or removing a snapshot file failed.
     pub fn truncate_and_reload(
         &mut self,
         log_start: Offset,
@@ -853,6 +870,9 @@ impl ProducerStateManager {
     /// that base, taken when that segment was rolled, stays for a reload), a truncation those
     /// at the deleted segments' bases. A snapshot already gone is skipped, as Kafka's. The
     /// renames are made durable (one sync of the directory), as a segment's are.
+    ///
+    /// # Errors
+    /// Listing, renaming or the directory's sync failed.
     pub fn mark_snapshots_deleted(
         &mut self,
         which: impl Fn(Offset) -> bool,

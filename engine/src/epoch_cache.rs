@@ -63,6 +63,10 @@ struct EpochCheckpoint {
 impl LeaderEpochCache {
     /// Loads the `leader-epoch-checkpoint` file of the partition in `dir` as a plain file
     /// (through [`PwriteStorage`]); see [`LeaderEpochCache::with_storage`].
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderEpochCache::with_storage`].
     pub fn open(dir: &Path) -> Result<Self, Error> {
         Self::with_storage(Arc::new(PwriteStorage::new()), dir)
     }
@@ -79,6 +83,10 @@ impl LeaderEpochCache {
     /// Fails with [`Error::Io`] when the file cannot be read, and with [`Error::Corrupt`] naming
     /// the file and the line when it does not parse (Kafka's `CheckpointFile` errors), or when an
     /// entry holds a negative epoch or start offset.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the file cannot be read; [`Error::Corrupt`] as above.
     pub fn with_storage(storage: Arc<dyn Storage>, dir: &Path) -> Result<Self, Error> {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
         // The text is decoded here rather than through `LeaderEpochCheckpoint::read` so that a
@@ -105,6 +113,10 @@ impl LeaderEpochCache {
     /// and its name is durable at the next sync of `dir` (the create's `partition.metadata`
     /// replacement, which follows). Only a create calls it, so an open never writes the
     /// checkpoint it has not changed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the file cannot be created.
     pub fn create_empty_checkpoint(storage: &dyn Storage, dir: &Path) -> Result<(), Error> {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
         storage
@@ -132,6 +144,10 @@ impl LeaderEpochCache {
     ///
     /// A negative epoch or start offset (Kafka's UNDEFINED, `-1`) is ignored and returns
     /// `Ok(false)`: batches from old message formats carry no epoch.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the checkpoint cannot be written; the cache is then left as it was.
     pub fn assign(&mut self, epoch: LeaderEpoch, start_offset: Offset) -> Result<bool, Error> {
         if epoch.get() < 0 || start_offset.get() < 0 {
             tracing::debug!(%epoch, %start_offset, "ignoring an undefined leader epoch entry");
@@ -230,6 +246,10 @@ impl LeaderEpochCache {
     /// Removes the entries starting at or after `end_offset` (the log was truncated to it), and
     /// persists the change. A negative `end_offset` (UNDEFINED) changes nothing, as in Kafka.
     /// The entries are gone from memory even when the write fails (see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the checkpoint cannot be written (the entries are removed anyway).
     pub fn truncate_from_end(&mut self, end_offset: Offset) -> Result<(), Error> {
         if end_offset.get() < 0 {
             return Ok(());
@@ -248,6 +268,10 @@ impl LeaderEpochCache {
     /// start was written in survives; persists the change. Nothing changes when every entry starts
     /// after `start_offset`. The entries are gone from memory even when the write fails (see the
     /// module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the checkpoint cannot be written (the entries are removed anyway).
     pub fn truncate_from_start(&mut self, start_offset: Offset) -> Result<(), Error> {
         let removed = self
             .entries
@@ -276,6 +300,10 @@ impl LeaderEpochCache {
 
     /// Removes every entry and persists an empty checkpoint (the log was truncated fully). The
     /// entries are gone from memory even when the write fails (see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the checkpoint cannot be written (the entries are removed anyway).
     pub fn clear(&mut self) -> Result<(), Error> {
         self.remove(Vec::new())
     }

@@ -131,7 +131,10 @@ impl PartitionLog {
                             .find(|&b| b > seg_base)
                     })
                     .unwrap_or(leo);
-                txn_upper = upper.min(bound);
+                // Not capped at the LSO: Kafka's bound (`addAbortedTransactions`) is the index
+                // entry after the bytes read, which may lie past the LSO, and the aborts it
+                // lists up to there are part of the response.
+                txn_upper = bound;
                 // A limit of 0 (a partition after others filled the response) reads nothing,
                 // and ends the read at the first segment holding `start`, as Kafka's.
                 info.records = (d.slice.length > 0).then_some(d);

@@ -696,14 +696,12 @@ impl PartitionLog {
     /// Storage failures.
     pub fn close(mut self) -> EngineResult<()> {
         self.flush()?;
-        // The indexes too: the clean-shutdown marker makes the reopen trust them.
-        self.active.flush()?;
-        // The direct-I/O mode preallocates `.log` files: cut the zeros before a clean shutdown
-        // vouches for the files (a reopen after it trusts their length).
-        self.active
-            .log_file()
-            .finish_appends()
-            .map_err(mirrorlog_segment::segment::SegmentError::Io)?;
+        // The active segment's files end as Kafka's `LogSegment.close` leaves them, since the
+        // clean-shutdown marker makes the reopen (ours or Kafka's) trust them: the largest
+        // timestamp appended to the time index and both indexes trimmed to their entries (Kafka
+        // counts a file's length over the entry size as its entries), everything synced, and
+        // the zeros of a preallocated direct-I/O `.log` cut. The segment takes no more appends.
+        self.active.prepare_seal()?;
         self.producers.take_snapshot()?;
         Ok(())
     }

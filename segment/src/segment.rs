@@ -1396,6 +1396,13 @@ impl ActiveSegment {
             self.r.log.sync_data()?;
             self.r.size = report.valid_bytes as u32;
         }
+        // As Kafka's `recover` ends: the entry a clean close writes, the largest timestamp of
+        // the valid batches (absorbed when an interval entry already holds it).
+        self.r.time_index.maybe_append(
+            self.max_timestamp_so_far,
+            self.offset_of_max_timestamp_so_far,
+            true,
+        )?;
         if let Some(reason) = &report.stopped_by {
             tracing::warn!(
                 log = %self.r.log.path().display(),

@@ -124,7 +124,8 @@ pub fn encode_producer_snapshot(entries: &[ProducerSnapshotEntry]) -> Vec<u8> {
 
 /// Decodes the snapshot `bytes` read from `path` (named in errors). Fails with
 /// [`Error::Corrupt`] when the file is shorter than its header, the version is not 1, the crc
-/// does not match, or the count disagrees with the length.
+/// does not match, or the count is negative or needs more bytes than follow (bytes after the
+/// counted entries are ignored, as Kafka's reader does).
 pub fn decode_producer_snapshot(path: &Path, bytes: &[u8]) -> Result<Vec<ProducerSnapshotEntry>> {
     if bytes.len() < PRODUCER_SNAPSHOT_HEADER_SIZE {
         return Err(Error::corrupt(
@@ -159,18 +160,20 @@ pub fn decode_producer_snapshot(path: &Path, bytes: &[u8]) -> Result<Vec<Produce
     }
     let count = i32::from_be_bytes(bytes[6..10].try_into().expect("4 bytes"));
     let body = &bytes[PRODUCER_SNAPSHOT_HEADER_SIZE..];
-    let expected = u64::try_from(count).map(|c| c * PRODUCER_SNAPSHOT_ENTRY_SIZE as u64);
-    if expected != Ok(body.len() as u64) {
+    // Kafka's schema reader takes `count` entries and ignores any bytes after them (the crc
+    // covers those too); a negative count, or more entries than there are bytes, it rejects.
+    let needed = u64::try_from(count).map(|c| c * PRODUCER_SNAPSHOT_ENTRY_SIZE as u64);
+    let Some(needed) = needed.ok().filter(|&n| n <= body.len() as u64) else {
         return Err(Error::corrupt(
             path,
             CRC_COVERAGE_START as u64,
             format!(
-                "count {count} does not match the {} bytes of entries",
+                "count {count} does not fit the {} bytes of entries",
                 body.len()
             ),
         ));
-    }
-    Ok(body
+    };
+    Ok(body[..needed as usize]
         .chunks_exact(PRODUCER_SNAPSHOT_ENTRY_SIZE)
         .map(ProducerSnapshotEntry::decode)
         .collect())
@@ -328,8 +331,27 @@ mod tests {
     }
 
     #[test]
-    fn a_count_that_disagrees_with_the_length_is_corrupt_even_with_a_good_crc() {
-        for count in [0i32, 2, -1, i32::MAX] {
+    fn bytes_after_the_counted_entries_are_ignored_as_kafkas_reader_does() {
+        // Count 0 with foo-0's entry left behind it, and the entry with 3 bytes more: Kafka's
+        // schema reader takes the counted entries and never looks at the rest.
+        let mut empty = KAFKA_FOO_0_SNAPSHOT.to_vec();
+        empty[6..10].copy_from_slice(&0i32.to_be_bytes());
+        let mut longer = KAFKA_FOO_0_SNAPSHOT.to_vec();
+        longer.extend_from_slice(&[1, 2, 3]);
+        for (bytes, expected) in [(empty, vec![]), (longer, vec![foo_0_entry()])] {
+            let mut bytes = bytes;
+            let crc = crate::crc::crc32c(&bytes[6..]);
+            bytes[2..6].copy_from_slice(&crc.to_be_bytes());
+            assert_eq!(
+                decode_producer_snapshot(Path::new("s"), &bytes).unwrap(),
+                expected
+            );
+        }
+    }
+
+    #[test]
+    fn a_count_beyond_the_length_or_negative_is_corrupt_even_with_a_good_crc() {
+        for count in [2i32, -1, i32::MAX] {
             let mut bytes = KAFKA_FOO_0_SNAPSHOT.to_vec();
             bytes[6..10].copy_from_slice(&count.to_be_bytes());
             let crc = crate::crc::crc32c(&bytes[6..]);

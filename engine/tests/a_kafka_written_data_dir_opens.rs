@@ -82,3 +82,30 @@ fn a_data_dir_kafka_wrote_opens_and_reopens_after_our_shutdown() {
     check(&mgr);
     mgr.shutdown().unwrap();
 }
+
+/// Kafka's foo-0 is a one-batch segment that Kafka closed cleanly: its `.index` is empty and
+/// trimmed (0 bytes) and its `.timeindex` holds only the entry its close wrote (the batch's max
+/// timestamp at offset 0 — the first batch never gets an interval entry). Recovered and closed
+/// by us, the same segment must end with the same bytes, so the directory goes back to Kafka as
+/// Kafka left it. It ended with both indexes at their preallocated length, the time index
+/// without that entry.
+#[test]
+fn a_kafka_segment_we_recover_and_close_keeps_kafkas_index_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("kraft-combined-logs");
+    copy_tree(Path::new(KAFKA_LOGS), &dir);
+    let kafka = Path::new(KAFKA_LOGS).join("foo-0");
+    let ours = dir.join("foo-0");
+    // No clean-shutdown marker in the fixture: the open recovers foo-0's only segment.
+    open(&dir).shutdown().unwrap();
+    for name in [
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+    ] {
+        assert_eq!(
+            fs::read(ours.join(name)).unwrap(),
+            fs::read(kafka.join(name)).unwrap(),
+            "{name}: our bytes, then Kafka's"
+        );
+    }
+}

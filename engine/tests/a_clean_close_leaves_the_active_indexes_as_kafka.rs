@@ -31,12 +31,12 @@ fn a_clean_close_trims_the_active_indexes_and_records_the_largest_timestamp() {
     let index = std::fs::read(dir.path().join("00000000000000000000.index")).unwrap();
     let time_index = std::fs::read(dir.path().join("00000000000000000000.timeindex")).unwrap();
     assert!(
-        (index.len() as u64) < preallocated && index.len() % 8 == 0,
+        (index.len() as u64) < preallocated && index.len().is_multiple_of(8),
         ".index left at {} bytes (preallocated {preallocated})",
         index.len()
     );
     assert!(
-        (time_index.len() as u64) < preallocated && time_index.len() % 12 == 0,
+        (time_index.len() as u64) < preallocated && time_index.len().is_multiple_of(12),
         ".timeindex left at {} bytes (preallocated {preallocated})",
         time_index.len()
     );

@@ -21,8 +21,7 @@ fn recovery_appends_the_largest_timestamp_to_the_time_index() {
         index_bytes_max: 4096,
         ..SegmentConfig::default()
     };
-    let mut seg =
-        ActiveSegment::create(storage.clone(), dir.path(), Offset(0), config.clone(), 0).unwrap();
+    let mut seg = ActiveSegment::create(storage.clone(), dir.path(), Offset(0), config, 0).unwrap();
     // 5 batches of 2 records, timestamps rising: the largest, 1_041, is in the batch 8..=9.
     for b in batches(0, 5, 2, 20, 1_000) {
         seg.append(b).unwrap();

@@ -16,6 +16,10 @@
 //! and after truncation alike; the transaction index and producer snapshots are always built
 //! locally; an append acknowledged after `flush` survives a crash.
 
+// Every fallible public function says how it fails: the embedding API promises it (README,
+// "Embedding the engine"), and CI's `clippy -D warnings` keeps it so.
+#![warn(clippy::missing_errors_doc)]
+
 mod checkpoint_io;
 pub mod clock;
 pub mod config;

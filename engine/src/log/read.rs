@@ -162,6 +162,10 @@ impl PartitionLog {
 
     /// Kafka's `collectAbortedTransactions`: every aborted transaction with a marker at or after
     /// `start` and a first offset below `upper`, from the segments holding `start` on.
+    ///
+    /// # Errors
+    /// A segment's transaction index cannot be read (an I/O error, or an entry that does not
+    /// parse).
     pub fn collect_aborted_txns(
         &self,
         start: Offset,
@@ -180,6 +184,10 @@ impl PartitionLog {
 
     /// ListOffsets: the offset, its timestamp (−1 when not by time) and the leader epoch of that
     /// offset. `None` when no record matches (a timestamp after every record).
+    ///
+    /// # Errors
+    /// A segment's index or `.log` cannot be read while looking for the offset (an I/O error, or
+    /// a batch header that does not parse).
     pub fn fetch_offset(
         &self,
         lookup: OffsetLookup,

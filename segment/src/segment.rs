@@ -700,8 +700,9 @@ impl SegmentReader {
         self.load_largest_timestamp()
     }
 
-    /// Checks the indexes against their own rules and against the log: sizes, order, and that
-    /// the last offset-index entry points at a batch whose last offset it names.
+    /// Checks the indexes against their own rules and against the log: sizes, order, that the
+    /// last offset-index entry points at a batch whose last offset it names, and that the last
+    /// time-index and transaction-index entries name offsets the log holds.
     pub fn sanity_check(&self) -> SegmentResult<()> {
         self.offset_index.sanity_check()?;
         self.time_index.sanity_check()?;
@@ -715,6 +716,19 @@ impl SegmentReader {
                     path: self.time_index.path().to_path_buf(),
                     reason: format!(
                         "last entry names offset {offset}, which the log does not hold"
+                    ),
+                });
+            }
+        }
+        if let Some(offset) = self.txn_index.last_offset() {
+            // Its last entry names an ABORT marker: the log must hold it. One past the log (a
+            // damaged file, or one a crash left ahead of its `.log`) would make the next abort's
+            // entry go backwards. Kafka's check looks only below the segment's start.
+            if self.find_batch(offset)?.is_none() {
+                return Err(SegmentError::Inconsistent {
+                    path: self.txn_index.path().to_path_buf(),
+                    reason: format!(
+                        "last entry names marker offset {offset}, which the log does not hold"
                     ),
                 });
             }

@@ -1055,6 +1055,8 @@ impl ActiveSegment {
     /// is — no copy — then the sparse indexes are updated batch by batch. Batches must already
     /// be validated by the caller; here they are framed and their header checked (cheap), and
     /// their offsets must start at or after [`next_offset`](Self::next_offset) and increase.
+    /// Legacy entries (magic 0 and 1, a replica's copy of an older Kafka's) are taken too,
+    /// indexed by their offset as recovery indexes them.
     /// Not durable until [`flush`](Self::flush) (or use [`append_durable`](Self::append_durable)).
     pub fn append(&mut self, batches: Bytes) -> SegmentResult<()> {
         self.append_inner(batches, false)
@@ -1124,7 +1126,8 @@ impl ActiveSegment {
         }
         // Frame and check every batch before a byte is written.
         let mut expected = self.next_offset;
-        for b in crate::batch::Batches::at(batches.clone(), self.r.size as u64).verify(false) {
+        let framed = crate::batch::Batches::at(batches.clone(), self.r.size as u64);
+        for b in framed.verify(false).legacy(true) {
             let b = b.map_err(|source| SegmentError::Corrupt {
                 path: path(),
                 source,
@@ -1134,7 +1137,11 @@ impl ActiveSegment {
                     path: path(),
                     source,
                 })?;
-            debug_assert_eq!(b.validate(), Ok(()), "append of an unvalidated batch");
+            debug_assert_eq!(
+                b.validate_stored(),
+                Ok(()),
+                "append of an unvalidated batch"
+            );
             assert!(
                 b.base_offset() >= expected,
                 "{}: batch at offset {} appended after offset {}",

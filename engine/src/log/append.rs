@@ -14,7 +14,11 @@
 //!   leader or source wrote them — offsets, producer ids, sequences, epochs and CRCs kept; only
 //!   CRC and offset continuity are checked (first offset ≥ log end, increasing); the epoch cache
 //!   follows each batch's partition leader epoch; producer state and the transaction index are
-//!   rebuilt locally; MIRROR_PID_RESET forgets every producer; no timestamp bounds.
+//!   rebuilt locally; MIRROR_PID_RESET forgets every producer; no timestamp bounds. Legacy
+//!   entries (magic 0 and 1, an older Kafka's that a Kafka 4 leader or source still serves)
+//!   are taken as Kafka's replica append takes them: CRC-32 and offsets checked (a compressed
+//!   wrapper by its last offset, the only one its header holds), no producer state, and a
+//!   non-empty epoch cache cleared (`clearAndFlush`, Kafka's answer to a format regression).
 
 use super::{PartitionLog, record_completed_txn};
 use crate::error::{EngineError, EngineResult, FlaggedRecord, OutOfRangeRecord};
@@ -434,7 +438,7 @@ impl PartitionLog {
         let mut batches = vec![];
         let mut next = leo;
         let seg_max = self.config.segment.segment_bytes_max as usize;
-        let mut it = Batches::new(records.clone());
+        let mut it = Batches::new(records.clone()).legacy(true);
         for b in it.by_ref() {
             let b = b?;
             if batches.is_empty() && b.base_offset() < leo {
@@ -456,7 +460,11 @@ impl PartitionLog {
                 });
             }
             next = b.next_offset();
-            let info = BatchInfo::from_batch(&b)?;
+            // A legacy entry has no producer: Kafka's producer state skips magic < 2.
+            let info = match b.is_legacy() {
+                true => None,
+                false => Some(BatchInfo::from_batch(&b)?),
+            };
             batches.push((b, info));
         }
         if let Some(t) = it.truncated_tail() {
@@ -486,10 +494,17 @@ impl PartitionLog {
             // A run holds batches of one leader epoch, recorded before the run is written (see
             // `assign_epoch_before_write`).
             let run_epoch = batches[i].0.partition_leader_epoch();
-            self.assign_epoch_before_write(run_epoch, batches[i].0.base_offset())?;
+            let run_legacy = batches[i].0.is_legacy();
+            let roll_at = if run_legacy {
+                self.clear_epochs_for_legacy(batches[i].0.magic())?;
+                legacy_roll_offset(&batches[i].0, self.log_end_offset())
+            } else {
+                self.assign_epoch_before_write(run_epoch, batches[i].0.base_offset())?;
+                batches[i].0.base_offset()
+            };
             self.maybe_roll(
                 batches[i].0.size_bytes() as u32,
-                batches[i].0.base_offset(),
+                roll_at,
                 batches[i].0.last_offset(),
                 batches[i].0.max_timestamp(),
             )?;
@@ -511,6 +526,7 @@ impl PartitionLog {
                 if !fits
                     || j + 1 - i > self.active.index_room()
                     || b.partition_leader_epoch() != run_epoch
+                    || b.is_legacy() != run_legacy
                 {
                     break;
                 }
@@ -520,12 +536,18 @@ impl PartitionLog {
             let run_end = run_start + run_bytes as usize;
             self.active.append(records.slice(run_start..run_end))?;
             for (b, info) in &batches[i..j] {
+                // A compressed legacy wrapper's record count is unknown until decompressed: it
+                // counts as one (Kafka's shallow count).
+                total_records += match b.is_legacy() {
+                    true => b.records_count().max(1),
+                    false => b.records_count().max(0),
+                } as u64;
+                let Some(info) = info else { continue };
                 let t = self
                     .producers
                     .transition(info, producer_origin)
                     .expect("replica transitions never fail");
                 self.after_batch_written(b, info, t)?;
-                total_records += b.records_count().max(0) as u64;
                 max_ts = max_ts.max(b.max_timestamp());
             }
             total_bytes += run_bytes as u64;
@@ -565,6 +587,18 @@ impl PartitionLog {
     ) -> EngineResult<()> {
         if epoch.get() >= 0 {
             self.epochs.assign(epoch, base_offset)?;
+        }
+        Ok(())
+    }
+
+    /// Kafka's `UnifiedLog.append` before a legacy entry (magic 0 or 1, no leader epoch) is
+    /// written: a non-empty epoch cache is cleared and its checkpoint written empty, so that a
+    /// later election falls back to truncating by the high watermark ("a temporary regression to
+    /// the message format" in a partial upgrade).
+    fn clear_epochs_for_legacy(&mut self, magic: i8) -> EngineResult<()> {
+        if !self.epochs.is_empty() {
+            tracing::warn!(log = %self.name, "clearing the leader epoch cache after an append with message format v{magic}");
+            self.epochs.clear()?;
         }
         Ok(())
     }
@@ -697,6 +731,14 @@ impl PartitionLog {
         self.recovery_point = self.recovery_point.max(leo);
         Ok(())
     }
+}
+
+/// Where a run starting with the legacy entry `b` rolls to, given the log end: Kafka's
+/// `maybeRoll` without a first offset (a compressed wrapper's header holds only its last):
+/// `lastOffset - Integer.MAX_VALUE`, at or below the real first offset since one entry's offsets
+/// span less than that, and never below the log end.
+fn legacy_roll_offset(b: &RecordBatch, log_end_offset: Offset) -> Offset {
+    Offset(b.last_offset().get() - i32::MAX as i64).max(log_end_offset)
 }
 
 /// What [`PartitionLog::validate_client_batch`] found of a client batch it accepts.

@@ -2,8 +2,15 @@
 //! response's records), the way Kafka's `FileLogInputStream` does: a partial batch at the end is a
 //! truncated tail — iteration stops cleanly and says where — while a malformed or corrupt batch is
 //! an error that names its position, after which the iterator yields nothing more.
+//!
+//! It frames magic 2 only, unless told [`legacy`](Batches::legacy) entries are welcome: what a
+//! client produces must be v2, while a follower or a mirror copies whatever its leader or source
+//! serves, the legacy entries (magic 0 and 1) of an older Kafka's segments included.
 
-use super::{BatchError, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, be_i32, field};
+use super::{
+    BatchError, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, be_i32, field, is_legacy_magic,
+    legacy,
+};
 use bytes::Bytes;
 
 /// Bytes up to and including `magic`: Kafka's `HEADER_SIZE_UP_TO_MAGIC`. A tail shorter than
@@ -28,6 +35,7 @@ pub struct Batches {
     pos: usize,
     base_position: u64,
     verify: bool,
+    legacy: bool,
     done: bool,
     truncated: Option<TruncatedTail>,
     corrupt_at: Option<u64>,
@@ -47,6 +55,7 @@ impl Batches {
             pos: 0,
             base_position,
             verify: true,
+            legacy: false,
             done: false,
             truncated: None,
             corrupt_at: None,
@@ -57,6 +66,16 @@ impl Batches {
     /// framed (length and magic) — for callers that validate later or trust the bytes.
     pub fn verify(mut self, verify: bool) -> Batches {
         self.verify = verify;
+        self
+    }
+
+    /// Whether legacy entries (magic 0 and 1) are framed too, each validated as a stored one
+    /// ([`RecordBatch::validate_stored`]: its CRC-32), as Kafka's replica append takes them
+    /// from a leader's or a source's Fetch answer. Off by default: a client's produce is v2 only.
+    /// A legacy entry's size field sits where a v2 batch's length does, so a partial one at the
+    /// end is a truncated tail the same way.
+    pub fn legacy(mut self, legacy: bool) -> Batches {
+        self.legacy = legacy;
         self
     }
 
@@ -106,7 +125,12 @@ impl Iterator for Batches {
             return None;
         }
         let batch_length = be_i32(&self.buf[self.pos..], field::BATCH_LENGTH);
-        let min = (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32;
+        let magic = self.buf[self.pos + field::MAGIC] as i8;
+        let is_legacy = self.legacy && is_legacy_magic(magic);
+        let min = match is_legacy {
+            true => legacy::min_entry_length(magic).expect("a legacy magic") as i32,
+            false => (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD) as i32,
+        };
         if batch_length < min {
             return self.fail(BatchError::invalid(
                 position,
@@ -115,8 +139,7 @@ impl Iterator for Batches {
                 batch_length,
             ));
         }
-        let magic = self.buf[self.pos + field::MAGIC] as i8;
-        if magic != super::MAGIC_V2 {
+        if magic != super::MAGIC_V2 && !is_legacy {
             return self.fail(BatchError::invalid(position, "magic", "2", magic));
         }
         let size = LOG_OVERHEAD + batch_length as usize;
@@ -134,7 +157,10 @@ impl Iterator for Batches {
             Err(e) => return self.fail(e),
         };
         if self.verify
-            && let Err(e) = batch.validate()
+            && let Err(e) = match is_legacy {
+                true => batch.validate_stored(),
+                false => batch.validate(),
+            }
         {
             return self.fail(e);
         }

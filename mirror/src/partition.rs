@@ -99,7 +99,10 @@ pub fn next_fetch_position(data: &PartitionData, fetch_offset: Offset) -> NextFe
         return NextFetch::FromLog;
     }
     let mut next = NextFetch::Same;
-    for b in Batches::new(data.records.clone()).verify(false) {
+    for b in Batches::new(data.records.clone())
+        .verify(false)
+        .legacy(true)
+    {
         let Ok(b) = b else {
             return NextFetch::FromLog;
         };
@@ -185,7 +188,9 @@ pub enum FetchOutcome {
 
 /// Applies one partition of a fetch response to the destination partition, as a follower of the
 /// source: batches are appended byte for byte (offsets, producer ids, epochs and CRCs kept) with
-/// the engine's mirror append; a partial batch at the end is left for the next fetch; the high
+/// the engine's mirror append, legacy entries (magic 0 and 1, which a Kafka 4 source still serves
+/// from an older Kafka's segments) as any batch; a partial batch at the end is left for the next
+/// fetch (a legacy entry's size field sits where a v2 batch's length does); the high
 /// watermark follows the log end (the destination is its only replica); the log start follows the
 /// source's.
 ///
@@ -258,7 +263,10 @@ pub fn apply_fetched(
     let mut start = None;
     let mut end = 0usize;
     let mut max_epoch = LeaderEpoch::NONE;
-    for b in Batches::new(data.records.clone()).verify(false) {
+    for b in Batches::new(data.records.clone())
+        .verify(false)
+        .legacy(true)
+    {
         let b = match b {
             Ok(b) => b,
             Err(e) => {
@@ -545,7 +553,7 @@ fn finished_stop(
             return Ok(None);
         };
         let before = at;
-        for batch in Batches::new(data.slice.read_all()?) {
+        for batch in Batches::new(data.slice.read_all()?).legacy(true) {
             let batch = batch?;
             if batch.next_offset() <= at {
                 continue;

@@ -294,7 +294,9 @@ impl Shard {
             let Some(fd) = data.records else { break };
             let bytes = fd.slice.read_all()?;
             let before = next;
-            for batch in Batches::new(bytes) {
+            // Any magic, as Kafka's loader: a partition carried over from an older Kafka holds
+            // legacy entries, whose records have keys and values as v2 ones.
+            for batch in Batches::new(bytes).legacy(true) {
                 let batch = batch.with_context(|| {
                     format!("a corrupt batch in __consumer_offsets-{}", self.partition)
                 })?;

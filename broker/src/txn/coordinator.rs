@@ -1340,7 +1340,9 @@ fn load_partition(
         let Some(data) = info.records else { break };
         let bytes = data.slice.read_all()?;
         let before = offset;
-        for batch in Batches::new(bytes) {
+        // Any magic, as Kafka's loader: a partition carried over from an older Kafka holds
+        // legacy entries, whose records have keys and values as v2 ones.
+        for batch in Batches::new(bytes).legacy(true) {
             let batch = batch?;
             if batch.next_offset() <= offset {
                 continue;

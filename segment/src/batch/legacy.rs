@@ -569,7 +569,26 @@ mod tests {
                 "byte {i}"
             );
         }
-        // What clients and sources send is framed by `Batches`: magic 2 only.
-        assert!(Batches::new(Bytes::from(e)).next().unwrap().is_err());
+        // What clients send is framed by `Batches`: magic 2 only; a replica's answer may hold
+        // legacy entries, framed and checked by their CRC-32 when told.
+        assert!(
+            Batches::new(Bytes::from(e.clone()))
+                .next()
+                .unwrap()
+                .is_err()
+        );
+        let mut it = Batches::new(Bytes::from(e.clone())).legacy(true);
+        assert_eq!(it.next().unwrap().unwrap().as_bytes()[..], e[..]);
+        assert!(it.next().is_none() && it.truncated_tail().is_none());
+        let mut bad = e.clone();
+        bad[e.len() - 1] ^= 1;
+        let mut it = Batches::new(Bytes::from(bad)).legacy(true);
+        assert!(matches!(
+            it.next(),
+            Some(Err(BatchError::CrcMismatch { .. }))
+        ));
+        let mut it = Batches::new(Bytes::from(e[..e.len() - 1].to_vec())).legacy(true);
+        assert!(it.next().is_none());
+        assert_eq!(it.truncated_tail().unwrap().needed, Some(e.len()));
     }
 }

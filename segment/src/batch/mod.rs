@@ -3,9 +3,10 @@
 //!
 //! The same view reads the legacy entries (magic 0 and 1, [`legacy`]) that a segment written by
 //! an older Kafka holds, as Kafka's `RecordBatch` interface covers both: their header fields
-//! read as Kafka's `AbstractLegacyRecordBatch` gives them (no producer, no leader epoch). Only
-//! segments are read so; [`Batches`], which frames what clients and sources send, takes magic 2
-//! only, and nothing here writes a legacy entry.
+//! read as Kafka's `AbstractLegacyRecordBatch` gives them (no producer, no leader epoch).
+//! [`Batches`], which frames what clients send, takes magic 2 only unless told
+//! [`legacy`](Batches::legacy) (a replica's fetch answer, a coordinator's load), and nothing here
+//! writes a legacy entry.
 //!
 //! A [`RecordBatch`] is a cheap handle on one batch's bytes (a `bytes::Bytes` slice of a request
 //! or a segment): reading a header field is a big-endian load at a fixed offset, validating is one
@@ -441,8 +442,8 @@ impl RecordBatch {
     /// `lastOffsetDelta`/`recordsCount` consistent, no offset overflow, and for a control batch
     /// the absence of compression. The first problem found is returned.
     ///
-    /// A legacy entry is refused here: what a client or a source sends must be v2 (Produce v3+
-    /// carries magic 2 only). A segment's entries are checked by
+    /// A legacy entry is refused here: what a client sends must be v2 (Produce v3+ carries
+    /// magic 2 only). A segment's entries, and what a replica copies, are checked by
     /// [`validate_stored`](Self::validate_stored).
     pub fn validate(&self) -> Result<(), BatchError> {
         let p = self.position;

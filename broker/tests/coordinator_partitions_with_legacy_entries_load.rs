@@ -131,9 +131,15 @@ fn a_transaction_state_partition_with_a_legacy_record_loads() {
     drop(c);
     rb.shutdown().unwrap();
 
-    // The same transactional id, as an older Kafka last wrote it: epoch 7, Empty.
+    // The same transactional id, as an older Kafka last wrote it: epoch 7, Empty. Last updated
+    // now: an older update time would let the coordinator's expiry of idle transactional ids
+    // (`transactional.id.expiration.ms`, 7 days) remove it, at whatever moment its check runs.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
     append_legacy(dir.path(), "__transaction_state", "tx", |at| {
-        let mut m = TxnMetadata::new(ProducerId(pid), 60_000, 1_600_000_000_000);
+        let mut m = TxnMetadata::new(ProducerId(pid), 60_000, now_ms);
         m.producer_epoch = ProducerEpoch(epoch + 7);
         m.state = TxnState::Empty;
         legacy_v1_entry(

@@ -620,9 +620,16 @@ impl Broker {
         out
     }
 
-    fn api_versions_response(&self) -> ApiVersionsResponse {
+    /// The ApiVersions answer at `api_version`: the APIs with their version ranges and, from v3,
+    /// the feature levels of [`crate::features`].
+    fn api_versions_response(&self, api_version: i16) -> ApiVersionsResponse {
         let mut r = ApiVersionsResponse::default();
         r.error_code = 0;
+        r.supported_features = crate::features::supported_feature_keys(api_version);
+        r.finalized_features = crate::features::finalized_feature_keys(api_version);
+        if api_version >= 3 {
+            r.finalized_features_epoch = crate::features::FINALIZED_FEATURES_EPOCH;
+        }
         r.api_keys = self
             .api_versions()
             .into_iter()
@@ -735,7 +742,7 @@ impl Handler for Broker {
     ) -> Option<ResponseKind> {
         let v = ctx.api_version;
         Some(match request {
-            RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(self.api_versions_response()),
+            RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(self.api_versions_response(v)),
             RequestKind::Metadata(r) => {
                 ResponseKind::Metadata(handlers::admin::metadata(self, r, v))
             }

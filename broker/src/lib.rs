@@ -6,7 +6,8 @@
 //! Owns: the listener and request framing (`server`), the codec (the `kafka-protocol` crate, and
 //! `mirror_rpc` written by hand for the KIP-1279 RPCs that crate lacks), the request handlers
 //! (the mirror admin RPCs among them), the dynamic broker loggers over the process's log
-//! levels (`loggers`), the group coordinator (`group`), the transaction
+//! levels (`loggers`), the KIP-584 feature levels ApiVersions lists (`features`), the group
+//! coordinator (`group`), the transaction
 //! coordinator (`txn`), the hosted mirrors and their durable configs (`mirrors`), the mirror's
 //! wire client to a source (`source_client`), and the one place where engine errors become Kafka
 //! error codes (`errors`).
@@ -19,6 +20,7 @@ pub mod broker;
 pub mod client;
 pub mod coordinators;
 pub mod errors;
+pub mod features;
 pub mod group;
 pub mod handlers;
 pub mod loggers;

@@ -1,6 +1,6 @@
 //! Kafka's Java AdminClient (kafka-clients 4.3.0) describes a `mirrorlog serve` node:
-//! describeCluster with authorized operations, describeFeatures (no feature is finalized: the
-//! broker implements transaction and group protocol versions 1 only), and describeLogDirs /
+//! describeCluster with authorized operations, describeFeatures (`metadata.version` 3.8-IV0 alone:
+//! no transactions v2, no KIP-848 groups) and updateFeatures (refused), and describeLogDirs /
 //! describeReplicaLogDirs (DescribeLogDirs, API 35: the data directory, its space and each
 //! partition's size) (`AdminScenarios cluster`).
 
@@ -32,9 +32,13 @@ fn the_java_admin_client_describes_the_node_its_features_and_log_dirs() {
                 "cluster.authorized_operations",
                 "[ALTER, ALTER_CONFIGS, CLUSTER_ACTION, CREATE, DESCRIBE, DESCRIBE_CONFIGS, IDEMPOTENT_WRITE]",
             ),
-            ("features.finalized", "[]"),
-            ("features.supported", "[]"),
-            ("features.epoch", "Optional.empty"),
+            // metadata.version 3.8-IV0 only: every other feature is at level 0 here, which
+            // Kafka lists neither as supported nor as finalized (`broker/src/features.rs`).
+            ("features.finalized", "[metadata.version=20..20]"),
+            ("features.supported", "[metadata.version=20..20]"),
+            ("features.epoch", "Optional[0]"),
+            // `kafka-features.sh upgrade`: UpdateFeatures is not advertised.
+            ("features.update", "UnsupportedVersionException"),
             ("logdirs.count", "1"),
             // Ten one-record batches of 76 bytes in d1-1; sizes from the files, no lag.
             (

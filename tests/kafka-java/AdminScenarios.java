@@ -25,6 +25,7 @@ import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.DescribeProducersResult;
 import org.apache.kafka.clients.admin.FeatureMetadata;
+import org.apache.kafka.clients.admin.FeatureUpdate;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
@@ -46,6 +47,7 @@ import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TopicListing;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.admin.UpdateFeaturesOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -560,11 +562,21 @@ public final class AdminScenarios {
 
     try {
       FeatureMetadata f = admin.describeFeatures().featureMetadata().get();
-      out("features.finalized", new TreeMap<>(f.finalizedFeatures()).keySet());
-      out("features.supported", new TreeMap<>(f.supportedFeatures()).keySet());
+      out("features.finalized", new TreeMap<>(f.finalizedFeatures()).entrySet().stream()
+          .map(e -> e.getKey() + "=" + e.getValue().minVersionLevel() + ".." + e.getValue().maxVersionLevel()).toList());
+      out("features.supported", new TreeMap<>(f.supportedFeatures()).entrySet().stream()
+          .map(e -> e.getKey() + "=" + e.getValue().minVersion() + ".." + e.getValue().maxVersion()).toList());
       out("features.epoch", f.finalizedFeaturesEpoch());
     } catch (ExecutionException e) {
       out("features", e.getCause().getClass().getSimpleName());
+    }
+    // What `kafka-features.sh upgrade` sends: UpdateFeatures (API 57), which is not advertised.
+    try {
+      admin.updateFeatures(Map.of("transaction.version",
+          new FeatureUpdate((short) 2, FeatureUpdate.UpgradeType.UPGRADE)), new UpdateFeaturesOptions()).all().get();
+      out("features.update", "ok");
+    } catch (ExecutionException e) {
+      out("features.update", e.getCause().getClass().getSimpleName());
     }
 
     admin.createTopics(List.of(new NewTopic("d1", 2, (short) 1))).all().get();

@@ -513,6 +513,13 @@ public final class ProducerConsumerScenarios {
     }
   }
 
+  /** The producer's own decision (its `TransactionManager`, from ApiVersions' finalized features). */
+  static boolean transactionV2Enabled(KafkaProducer<?, ?> p) throws Exception {
+    java.lang.reflect.Field f = KafkaProducer.class.getDeclaredField("transactionManager");
+    f.setAccessible(true);
+    return ((org.apache.kafka.clients.producer.internals.TransactionManager) f.get(p)).isTransactionV2Enabled();
+  }
+
   static void txn(String bs) throws Exception {
     String topic = unique("txn");
     createTopic(bs, topic, 1);
@@ -522,6 +529,9 @@ public final class ProducerConsumerScenarios {
     try (KafkaProducer<byte[], byte[]> p = producer(bs, Map.of(
         "transactional.id", unique("tx"), "acks", "all", "linger.ms", "5"))) {
       p.initTransactions();
+      // The broker finalizes no transaction.version (≥ 2 would switch the producer to
+      // transactions v2: Produce v12, EndTxn v5, an epoch bump per transaction).
+      check(!transactionV2Enabled(p), "the producer turned transactions v2 on");
       int n = 0;
       for (String outcome : List.of("commit", "abort", "commit", "abort", "commit")) {
         p.beginTransaction();

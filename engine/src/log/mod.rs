@@ -321,12 +321,12 @@ impl PartitionLog {
             let start = offsets.log_start_offset.max(Offset(0));
             let seg_config = jitter.segment_config(&config);
             let active = ActiveSegment::create(storage.clone(), dir, start, seg_config, now)?;
-            // Entries without a segment (a crash lost them) go; an empty cache is left unwritten,
-            // as Kafka writes the checkpoint only when the cache changes: a new partition pays
-            // no durable write for it, and a missing file reads as empty.
-            if !epochs.is_empty() {
-                epochs.clear()?;
-            }
+            // The segment starts at the log start, which is the log end too: as Kafka's
+            // `LogLoader`, entries from there on go and the last epoch below it stays, moved to
+            // it (a crash inside a full truncation keeps the epoch its records were written in).
+            // A cache these trims leave as it is stays unwritten, as Kafka writes the checkpoint
+            // only when the cache changes: a new partition pays no durable write for it.
+            trim_epochs_at_open(&mut epochs, start, start)?;
             producers.truncate_fully_and_start_at(start)?;
             let log = PartitionLog {
                 name: name.to_string(),
@@ -543,12 +543,7 @@ impl PartitionLog {
         // must do the same).
         let restart_at = (log_start > log_end).then_some(log_start);
         let log_start = log_start.min(log_end);
-        epochs.truncate_from_end(log_end)?;
-        if let Some(e) = epochs.earliest_entry()
-            && e.start_offset < log_start
-        {
-            epochs.truncate_from_start(log_start)?;
-        }
+        trim_epochs_at_open(&mut epochs, log_end, log_start)?;
         let hw = offsets.high_watermark.clamp(log_start, log_end);
         producers.on_high_watermark_updated(hw);
         let mut log = PartitionLog {
@@ -732,6 +727,24 @@ fn remove_file(p: &Path) -> EngineResult<()> {
             source,
         })),
     }
+}
+
+/// Trims the epoch cache an open found to the log it loaded, as Kafka's `LogLoader.load`: the
+/// entries starting at or past the log end go (`truncateFromEnd`), then those below the log
+/// start, the last of them kept at the log start (`truncateFromStart`). Writes the checkpoint
+/// only when an entry changes.
+fn trim_epochs_at_open(
+    epochs: &mut LeaderEpochCache,
+    log_end: Offset,
+    log_start: Offset,
+) -> EngineResult<()> {
+    epochs.truncate_from_end(log_end)?;
+    if let Some(e) = epochs.earliest_entry()
+        && e.start_offset < log_start
+    {
+        epochs.truncate_from_start(log_start)?;
+    }
+    Ok(())
 }
 
 /// Replays the batches of `seg` in `[from, to)` into producer state (no index work).

@@ -1270,14 +1270,20 @@ impl ActiveSegment {
 
     /// Kafka's `LogSegment.truncateTo`: removes every batch whose last offset is ≥ `offset`
     /// (batch-granular: a batch holding `offset` goes whole), truncates the indexes to match and
-    /// returns the bytes removed.
-    pub fn truncate_to(&mut self, offset: Offset) -> SegmentResult<u64> {
+    /// returns the bytes removed. A segment left empty restarts its `segment.ms` clock at
+    /// `now_ms`, as Kafka's sets `created` to now (the clock batches without timestamps roll by).
+    pub fn truncate_to(&mut self, offset: Offset, now_ms: i64) -> SegmentResult<u64> {
         self.check_usable()?;
         let loc = self.r.find_batch(offset)?;
         self.r.offset_index.truncate_to(offset)?;
         self.r.time_index.truncate_to(offset)?;
         self.r.txn_index.truncate_to(offset)?;
-        let Some(loc) = loc else { return Ok(0) };
+        let Some(loc) = loc else {
+            if self.r.size == 0 {
+                self.created_ms = now_ms;
+            }
+            return Ok(0);
+        };
         let removed = (self.r.size - loc.position.get()) as u64;
         // Durable at once: a crash must not bring the removed batches back.
         self.io(|r| {
@@ -1300,6 +1306,7 @@ impl ActiveSegment {
         self.max_timestamp_so_far = ts;
         self.offset_of_max_timestamp_so_far = off;
         if self.r.size == 0 {
+            self.created_ms = now_ms;
             self.rolling_based_timestamp = None;
         }
         Ok(removed)

@@ -181,7 +181,7 @@ fn truncation_is_batch_granular_and_keeps_indexes_consistent() {
         }
         let before = seg.size_bytes();
         // Offset 13 sits in batch 3 (offsets 12..15): the whole batch goes.
-        let removed = seg.truncate_to(Offset(13)).unwrap();
+        let removed = seg.truncate_to(Offset(13), 0).unwrap();
         let kept: u32 = bs[..3].iter().map(|b| b.len() as u32).sum();
         assert_eq!(seg.size_bytes(), kept);
         assert_eq!(removed, (before - kept) as u64);
@@ -194,9 +194,9 @@ fn truncation_is_batch_granular_and_keeps_indexes_consistent() {
         let extra = batch(12, 2, 10, 9_999);
         seg.append(extra.clone()).unwrap();
         assert_eq!(seg.next_offset(), Offset(14));
-        assert_eq!(seg.truncate_to(Offset(100)).unwrap(), 0);
+        assert_eq!(seg.truncate_to(Offset(100), 0).unwrap(), 0);
         assert_eq!(
-            seg.truncate_to(Offset(0)).unwrap(),
+            seg.truncate_to(Offset(0), 0).unwrap(),
             kept as u64 + extra.len() as u64
         );
         assert_eq!(seg.size_bytes(), 0);

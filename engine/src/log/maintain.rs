@@ -334,7 +334,7 @@ impl PartitionLog {
             // (the others above the new end the producer-state rebuild removes at once).
             self.defer_snapshot_removal_of(|o| o == old_base || later.contains(&o))?;
         }
-        self.active.truncate_to(target)?;
+        self.active.truncate_to(target, now)?;
         Ok(())
     }
 
@@ -468,7 +468,7 @@ impl PartitionLog {
         }
         if self.active.base_offset() == new_offset {
             // Same name: emptying it in place is the same as a new segment (its jitter too).
-            self.active.truncate_to(new_offset)?;
+            self.active.truncate_to(new_offset, now)?;
             self.active.update_config(&seg_config);
         } else {
             let fresh = ActiveSegment::create(

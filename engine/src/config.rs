@@ -314,8 +314,9 @@ pub struct LogConfig {
     /// `cleanup.policy`. Default [`CleanupPolicy::Delete`]; the other value is
     /// [`CleanupPolicy::Retain`] (the empty list).
     pub cleanup_policy: CleanupPolicy,
-    /// `flush.messages`: fsync after this many messages. Default i64::MAX (never by count);
-    /// range 1 ..= i64::MAX.
+    /// `flush.messages`: fsync once this many offsets were appended since the last flush (log
+    /// end − recovery point, as Kafka counts). Default i64::MAX (never by count); range
+    /// 1 ..= i64::MAX.
     pub flush_messages: i64,
     /// `flush.ms`: fsync when the oldest unflushed message is this old. Default i64::MAX (never
     /// by time); range 0 ..= i64::MAX.

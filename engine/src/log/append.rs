@@ -246,7 +246,7 @@ impl PartitionLog {
         // The buffer goes to the segment whole: another handle on it would cost an allocation.
         self.active.append(batch.into_bytes())?;
         self.after_written(epoch, base, &info, transition)?;
-        self.after_append(count)?;
+        self.after_append()?;
         Ok(LogAppendInfo {
             first_offset: base,
             last_offset,
@@ -554,7 +554,7 @@ impl PartitionLog {
             i = j;
         }
         let last_offset = batches.last().expect("non-empty").0.last_offset();
-        self.after_append(total_records)?;
+        self.after_append()?;
         Ok(LogAppendInfo {
             first_offset,
             last_offset,
@@ -633,10 +633,12 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Flush policy after an append: `flush.messages`.
-    fn after_append(&mut self, records: u64) -> EngineResult<()> {
-        self.unflushed_messages = self.unflushed_messages.saturating_add(records as i64);
-        if self.unflushed_messages >= self.config.flush_messages {
+    /// Flush policy after an append: `flush.messages`, counted in offsets as Kafka's
+    /// `unflushedMessages` (log end − recovery point), so an append counts the offsets it
+    /// takes whatever its origin: gaps in a replica's batches and the records a legacy
+    /// wrapper holds compressed count, as they do in Kafka.
+    fn after_append(&mut self) -> EngineResult<()> {
+        if self.unflushed_messages() >= self.config.flush_messages {
             self.flush()?;
         }
         Ok(())

@@ -552,7 +552,6 @@ impl PartitionLog {
     pub fn flush(&mut self) -> EngineResult<()> {
         self.active.sync_log()?;
         self.recovery_point = self.log_end_offset();
-        self.unflushed_messages = 0;
         self.last_flush_ms = self.clock.now_ms();
         Ok(())
     }
@@ -575,7 +574,7 @@ impl PartitionLog {
     /// As [`flush`](Self::flush).
     pub fn maybe_flush_by_time(&mut self) -> EngineResult<bool> {
         let now = self.clock.now_ms();
-        if self.unflushed_messages > 0
+        if self.unflushed_messages() > 0
             && now.saturating_sub(self.last_flush_ms) >= self.config.flush_ms
         {
             self.flush()?;

@@ -148,7 +148,6 @@ pub struct PartitionLog {
     /// it in `__mirror_state` and raises it again when it reopens.
     leader_epoch_floor: LeaderEpoch,
     producers: ProducerStateManager,
-    unflushed_messages: i64,
     last_flush_ms: i64,
     /// Told when the log start goes down; see [`LogStartListener`].
     log_start_listener: Option<Arc<dyn LogStartListener>>,
@@ -344,7 +343,6 @@ impl PartitionLog {
                 epochs,
                 leader_epoch_floor: LeaderEpoch::NONE,
                 producers,
-                unflushed_messages: 0,
                 last_flush_ms: now,
                 log_start_listener: None,
                 failed: None,
@@ -562,7 +560,6 @@ impl PartitionLog {
             epochs,
             leader_epoch_floor: LeaderEpoch::NONE,
             producers,
-            unflushed_messages: 0,
             last_flush_ms: now,
             log_start_listener: None,
             failed: None,
@@ -669,6 +666,12 @@ impl PartitionLog {
     /// Base offsets of all segments, oldest first.
     pub fn segment_base_offsets(&self) -> Vec<Offset> {
         self.segments().map(|s| s.base_offset()).collect()
+    }
+
+    /// Offsets appended since the last flush, as Kafka's `unflushedMessages`: the log end less
+    /// the recovery point (what `flush.messages` counts).
+    fn unflushed_messages(&self) -> i64 {
+        self.log_end_offset().get() - self.recovery_point.get()
     }
 
     /// All segments, oldest first.

@@ -23,6 +23,24 @@ fn log_flushing_every(dir: &Path, flush_messages: i64, read_only: bool) -> Parti
     open(dir, c, clock(), Shutdown::Clean)
 }
 
+/// A follower's log and a mirror's (read-only), each with the origin its appends take, in
+/// their temporary directories.
+fn replica_logs_flushing_every(
+    flush_messages: i64,
+) -> Vec<(tempfile::TempDir, PartitionLog, ReplicaOrigin)> {
+    [
+        (ReplicaOrigin::Replication, false),
+        (ReplicaOrigin::Mirror, true),
+    ]
+    .into_iter()
+    .map(|(origin, read_only)| {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log_flushing_every(dir.path(), flush_messages, read_only);
+        (dir, log, origin)
+    })
+    .collect()
+}
+
 #[test]
 fn a_leaders_appends_flush_once_the_offsets_since_the_last_flush_reach_the_setting() {
     let dir = tempfile::tempdir().unwrap();
@@ -45,22 +63,18 @@ fn a_leaders_appends_flush_once_the_offsets_since_the_last_flush_reach_the_setti
 
 #[test]
 fn a_replicas_offset_gap_counts_toward_flush_messages() {
-    for (origin, read_only) in [
-        (ReplicaOrigin::Replication, false),
-        (ReplicaOrigin::Mirror, true),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = log_flushing_every(dir.path(), 10, read_only);
+    for (_dir, mut log, origin) in replica_logs_flushing_every(10) {
         // Two records at offsets 0 and 20 (a compacted source's batches): 21 offsets.
         let mut answer = BytesMut::new();
         answer.extend_from_slice(&replica_batch(0, 1, 1, Compression::None, T0));
         answer.extend_from_slice(&replica_batch(20, 1, 1, Compression::None, T0));
         let info = log.append_as_follower(answer.freeze(), origin).unwrap();
         assert_eq!(info.record_count, 2);
-        assert_eq!(log.log_end_offset(), Offset(21));
+        // Flushed: the recovery point is the log end.
+        let (end, recovery_point) = (log.log_end_offset(), log.recovery_point());
         assert_eq!(
-            log.recovery_point(),
-            Offset(21),
+            (end, recovery_point),
+            (Offset(21), Offset(21)),
             "{origin:?}: 21 offsets since the last flush reach flush.messages=10"
         );
     }
@@ -77,18 +91,14 @@ fn legacy_fixture() -> Bytes {
 
 #[test]
 fn a_compressed_legacy_wrapper_counts_its_offsets_toward_flush_messages() {
-    for (origin, read_only) in [
-        (ReplicaOrigin::Replication, false),
-        (ReplicaOrigin::Mirror, true),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = log_flushing_every(dir.path(), 17, read_only);
+    for (_dir, mut log, origin) in replica_logs_flushing_every(17) {
         let info = log.append_as_follower(legacy_fixture(), origin).unwrap();
         assert_eq!(info.batch_count, 10);
-        assert_eq!(log.log_end_offset(), Offset(17));
+        // Flushed: the recovery point is the log end.
+        let (end, recovery_point) = (log.log_end_offset(), log.recovery_point());
         assert_eq!(
-            log.recovery_point(),
-            Offset(17),
+            (end, recovery_point),
+            (Offset(17), Offset(17)),
             "{origin:?}: 17 offsets reach flush.messages=17"
         );
     }

@@ -1,5 +1,6 @@
-//! Fuzzes everything that reads untrusted batch bytes: framing of concatenated batches,
-//! validation, record iteration through every codec, control-record parsing and header stamping.
+//! Fuzzes everything that reads untrusted batch bytes: framing of concatenated batches (v2, and
+//! the legacy v0/v1 entries segments and sources may hold), validation, record iteration through
+//! every codec, control-record parsing and header stamping.
 //! No input may panic, hang or allocate without bound.
 #![no_main]
 
@@ -9,11 +10,20 @@ use mirrorlog_segment::batch::{BatchHeaderMut, Batches, ControlRecord, RecordBat
 
 fuzz_target!(|data: &[u8]| {
     let buf = Bytes::copy_from_slice(data);
-    // As a segment: frame only, so that batches with bad CRCs still reach the record decoder.
-    for batch in Batches::new(buf.clone()).verify(false).take(64) {
-        let Ok(batch) = batch else { break };
-        let _ = batch.validate();
-        exercise(&batch);
+    // As a segment: frame only, so that batches with bad CRCs still reach the record decoder;
+    // as a client's (v2 only) and as a segment or a source's answer (legacy v0/v1 entries too,
+    // whose compressed wrappers nest messages).
+    for legacy in [false, true] {
+        for batch in Batches::new(buf.clone())
+            .legacy(legacy)
+            .verify(false)
+            .take(64)
+        {
+            let Ok(batch) = batch else { break };
+            let _ = batch.validate();
+            let _ = batch.validate_stored();
+            exercise(&batch);
+        }
     }
     // As a single batch whose CRC is made valid: reaches every header and record check.
     let mut owned = data.to_vec();

@@ -86,9 +86,27 @@ struct Model {
     /// What the log-start checkpoint must hold: the log start at the last checkpoint, lowered at
     /// once by every truncation below it (never raised in between).
     checkpointed_start: i64,
+    /// Where a truncation below the log start emptied the readable log (its end and new start):
+    /// the log rebuilds its producer state from there, as Kafka's `rebuildProducerState` replays
+    /// from the log start, so a transaction still open at that point is forgotten (no longer
+    /// holding back the LSO, never completed) — unless a crash's recovery brings it back, when
+    /// the floor is dropped (`Sim::sync_txn_floors`). Increasing: a truncation drops the floors
+    /// past it.
+    txn_floors: Vec<i64>,
 }
 
 impl Model {
+    /// Passes the floors at or below `offset` (see [`Model::txn_floors`]): whether any was.
+    fn pass_floors(
+        floors: &mut std::iter::Peekable<std::slice::Iter<'_, i64>>,
+        offset: i64,
+    ) -> bool {
+        let mut passed = false;
+        while floors.next_if(|f| **f <= offset).is_some() {
+            passed = true;
+        }
+        passed
+    }
     fn leo(&self) -> i64 {
         self.batches
             .last()
@@ -135,7 +153,11 @@ impl Model {
     /// First offsets of open transactions (a reset drops those opened before it).
     fn open_txns(&self) -> BTreeMap<i64, i64> {
         let mut open = BTreeMap::new();
+        let mut floors = self.txn_floors.iter().peekable();
         for b in &self.batches {
+            if Self::pass_floors(&mut floors, b.base) {
+                open.clear();
+            }
             match &b.kind {
                 Kind::Data {
                     pid: Some((p, ..)),
@@ -151,6 +173,9 @@ impl Model {
                 _ => {}
             }
         }
+        if floors.next().is_some() {
+            open.clear();
+        }
         open
     }
     /// Every transaction as (first offset, marker offset or i64::MAX while open); a reset ends
@@ -158,7 +183,11 @@ impl Model {
     fn txn_spans(&self) -> Vec<(i64, i64)> {
         let mut open: BTreeMap<i64, i64> = BTreeMap::new();
         let mut out = vec![];
+        let mut floors = self.txn_floors.iter().peekable();
         for b in &self.batches {
+            if Self::pass_floors(&mut floors, b.base) {
+                open.clear();
+            }
             match &b.kind {
                 Kind::Data {
                     pid: Some((p, ..)),
@@ -178,6 +207,9 @@ impl Model {
                 _ => {}
             }
         }
+        if floors.next().is_some() {
+            open.clear();
+        }
         out.extend(open.into_values().map(|f| (f, i64::MAX)));
         out
     }
@@ -187,7 +219,11 @@ impl Model {
     fn aborted(&self, from: i64) -> Vec<(i64, i64, i64)> {
         let mut open: BTreeMap<i64, i64> = BTreeMap::new();
         let mut out = vec![];
+        let mut floors = self.txn_floors.iter().peekable();
         for b in &self.batches {
+            if Self::pass_floors(&mut floors, b.base) {
+                open.clear();
+            }
             match &b.kind {
                 Kind::Data {
                     pid: Some((p, ..)),
@@ -235,9 +271,12 @@ impl Model {
             None => return,
         };
         self.batches.retain(|b| b.last < offset);
+        self.txn_floors.retain(|f| *f <= end);
         if end < self.log_start {
             // The log start goes down, and its checkpoint with it before the truncation returns.
             self.checkpointed_start = end;
+            // Nothing is left to read: the producer state is rebuilt from here.
+            self.txn_floors.push(end);
         }
         self.log_start = self.log_start.min(end);
         self.log_start_high = self.log_start_high.min(end);
@@ -252,6 +291,7 @@ impl Model {
             self.checkpointed_start = offset;
         }
         self.batches.clear();
+        self.txn_floors.clear();
         self.log_start = offset;
         // No batch below it is left, so no producer below it need be remembered.
         self.log_start_high = offset;
@@ -1089,7 +1129,37 @@ impl Sim {
         self.check();
     }
 
+    /// After a truncation below the log start the log forgets the transactions open across it
+    /// (Kafka's `truncateAndReload` rebuilds producer state from the new log start), but the
+    /// recovery after a crash brings them back when it scans the segment holding their first
+    /// batches (Kafka's `LogSegment.recover` feeds every batch of a segment it recovers to producer
+    /// state, those below the log start too). Which of the two the log did depends on which
+    /// segments it recovered: the model keeps the floors (dropping the newest first) that give the
+    /// log's open transactions, and leaves them as they are when none does (the check then fails).
+    fn sync_txn_floors(&mut self) {
+        if self.model.txn_floors.is_empty() {
+            return;
+        }
+        let ongoing: BTreeMap<i64, i64> = self
+            .log
+            .as_ref()
+            .unwrap()
+            .producer_state()
+            .ongoing_txns()
+            .map(|t| (t.producer_id.get(), t.first_offset.get()))
+            .collect();
+        let all = self.model.txn_floors.clone();
+        for k in (0..=all.len()).rev() {
+            self.model.txn_floors = all[..k].to_vec();
+            if self.model.open_txns() == ongoing {
+                return;
+            }
+        }
+        self.model.txn_floors = all;
+    }
+
     fn check(&mut self) {
+        self.sync_txn_floors();
         let log = self.log.as_ref().unwrap();
         assert_eq!(log.log_end_offset().get(), self.model.leo(), "log end");
         assert_eq!(

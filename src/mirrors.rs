@@ -122,7 +122,8 @@ fn require_mirror(a: &MirrorsArgs) -> Result<String> {
         .context("--mirror NAME is required for this action")
 }
 
-/// Runs the subcommand; the exit status is 1 when the broker answered an error.
+/// Runs the subcommand; the exit status is 1 when the broker answered an error, and
+/// [`FAILOVER_REPORT_INCOMPLETE`] when a failover report could not read every group.
 pub fn run(a: MirrorsArgs) -> Result<ExitCode> {
     if a.failed && !a.describe {
         bail!("--failed goes with --describe");
@@ -352,7 +353,7 @@ fn failover_report(a: &MirrorsArgs) -> Result<ExitCode> {
             }
         }
     }
-    let exposure = mirrorlog_mirror::failover_report::failover_exposure(
+    let report = mirrorlog_mirror::failover_report::failover_exposure(
         kafka_client(&m.source_bootstrap)?.as_ref(),
         kafka_client(&a.bootstrap_server)?.as_ref(),
         &partitions,
@@ -360,6 +361,9 @@ fn failover_report(a: &MirrorsArgs) -> Result<ExitCode> {
         &cfg("mirror.groups.exclude"),
     )
     .context("failover report")?;
+    let exposure = &report.exposures;
+    let unreadable: Vec<(String, &'static str, Option<i16>, String)> =
+        report.unreadable.iter().map(unreadable_row).collect();
     let opt_n = |v: Option<i64>| v.map_or("-".to_string(), |n| n.to_string());
     if a.json {
         let groups: Vec<Value> = exposure
@@ -389,11 +393,23 @@ fn failover_report(a: &MirrorsArgs) -> Result<ExitCode> {
                 })
             })
             .collect();
+        let unreadable: Vec<Value> = unreadable
+            .iter()
+            .map(|(group, cluster, code, error)| {
+                json!({ "group": group, "cluster": cluster, "error_code": code, "error": error })
+            })
+            .collect();
         println!(
             "{}",
-            json!({ "mirror": name, "groups": groups, "open_transactions": txns })
+            json!({
+                "mirror": name,
+                "complete": unreadable.is_empty(),
+                "groups": groups,
+                "unreadable_groups": unreadable,
+                "open_transactions": txns,
+            })
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(failover_report_status(&report));
     }
     println!("Failing over cluster mirror {name} now:");
     let rows: Vec<Vec<String>> = exposure
@@ -424,6 +440,16 @@ fn failover_report(a: &MirrorsArgs) -> Result<ExitCode> {
         ],
         &rows,
     );
+    if !unreadable.is_empty() {
+        println!("Groups whose offsets could not be read (not in the table above):");
+        let rows: Vec<Vec<String>> = unreadable
+            .iter()
+            .map(|(group, cluster, _, error)| {
+                vec![group.clone(), cluster.to_string(), error.clone()]
+            })
+            .collect();
+        table(&["GROUP", "CLUSTER", "ERROR"], &rows);
+    }
     if open.is_empty() {
         println!("No open transaction: the stop aborts nothing.");
     } else {
@@ -445,7 +471,49 @@ fn failover_report(a: &MirrorsArgs) -> Result<ExitCode> {
             &rows,
         );
     }
-    Ok(ExitCode::SUCCESS)
+    if !unreadable.is_empty() {
+        eprintln!(
+            "error: failover report incomplete: {} group(s) could not be read",
+            unreadable.len()
+        );
+    }
+    Ok(failover_report_status(&report))
+}
+
+/// The exit status of `--failover-report` when some groups' offsets could not be read (the
+/// rest of the report is printed). A report that fails as a whole exits 1; clap's usage errors
+/// are 2.
+const FAILOVER_REPORT_INCOMPLETE: u8 = 3;
+
+/// 0 when every group was read, [`FAILOVER_REPORT_INCOMPLETE`] otherwise.
+fn failover_report_status(r: &mirrorlog_mirror::failover_report::FailoverReport) -> ExitCode {
+    if r.unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FAILOVER_REPORT_INCOMPLETE)
+    }
+}
+
+/// An unreadable group as printed: group, cluster, Kafka error code (if any), error text.
+fn unreadable_row(
+    u: &mirrorlog_mirror::failover_report::UnreadableGroup,
+) -> (String, &'static str, Option<i16>, String) {
+    use mirrorlog_mirror::source::SourceError;
+    let (code, error) = match &u.error {
+        SourceError::Kafka { code, message } => {
+            let name = error_name(*code);
+            let text = if message.is_empty() || *message == name {
+                name
+            } else if message.starts_with(&name) {
+                message.clone()
+            } else {
+                format!("{name}: {message}")
+            };
+            (Some(*code), text)
+        }
+        e => (None, e.to_string()),
+    };
+    (u.group.clone(), u.cluster.name(), code, error)
 }
 
 /// `--preflight`: both clusters read through the mirror's own wire client.
@@ -756,5 +824,43 @@ fn topics_result(a: &MirrorsArgs, mirror: &str, verb: &str, r: &MirrorTopicsResp
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod failover_report_tests {
+    use super::*;
+    use mirrorlog_mirror::failover_report::{FailoverReport, Side, UnreadableGroup};
+    use mirrorlog_mirror::source::SourceError;
+
+    #[test]
+    fn an_unreadable_group_makes_the_report_incomplete_and_names_its_error() {
+        let u = UnreadableGroup {
+            group: "ledger".into(),
+            cluster: Side::Source,
+            error: SourceError::Kafka {
+                code: 15,
+                message: "COORDINATOR_NOT_AVAILABLE".into(),
+            },
+        };
+        assert_eq!(
+            unreadable_row(&u),
+            (
+                "ledger".to_string(),
+                "source",
+                Some(15),
+                "COORDINATOR_NOT_AVAILABLE".to_string()
+            )
+        );
+        let mut r = FailoverReport {
+            exposures: vec![],
+            unreadable: vec![],
+        };
+        assert_eq!(failover_report_status(&r), ExitCode::SUCCESS);
+        r.unreadable.push(u);
+        assert_eq!(
+            failover_report_status(&r),
+            ExitCode::from(FAILOVER_REPORT_INCOMPLETE)
+        );
     }
 }

@@ -112,6 +112,13 @@ fn group_offsets_follow_the_source_clamped_to_what_the_destination_holds() {
     wait_mirrored(d, "east", "payments", 0, txn_at + 4);
     let report: Value =
         serde_json::from_str(&ok(d, &["--failover-report", "--mirror", "east", "--json"])).unwrap();
+    // Both clusters up: every group read, the report complete (exit status 0, checked by `ok`).
+    assert_eq!(report["complete"], true, "{report}");
+    assert_eq!(
+        report["unreadable_groups"],
+        serde_json::json!([]),
+        "{report}"
+    );
     let row = |topic: &str| {
         report["groups"]
             .as_array()

@@ -12,6 +12,12 @@
 //!   `max(0, source committed − destination log end)`.
 //!
 //! Both clusters are read through [`SourceCluster`] (committed offsets, group listings).
+//!
+//! The report is what an operator runs when the source may be partly down, so one group whose
+//! offsets cannot be read (its coordinator unavailable or loading, any error the source answers
+//! for it, or a Kafka error the destination answers for it) does not hide the others: it is
+//! listed in [`FailoverReport::unreadable`] with its error and the report goes on. Only a failure
+//! of a cluster as a whole (the group listing, the destination unreachable) fails the report.
 
 use crate::manager::compile_patterns;
 use crate::source::{SourceCluster, SourceError};
@@ -37,22 +43,65 @@ pub struct Exposure {
     pub not_on_destination: i64,
 }
 
+/// A group whose committed offsets could not be read: it is missing from the exposures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableGroup {
+    /// Group id.
+    pub group: String,
+    /// Which cluster failed to give its offsets.
+    pub cluster: Side,
+    /// What that cluster answered.
+    pub error: SourceError,
+}
+
+/// Which cluster of the mirror.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The mirror's source.
+    Source,
+    /// The destination (this cluster).
+    Destination,
+}
+
+impl Side {
+    /// `source` or `destination`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Source => "source",
+            Side::Destination => "destination",
+        }
+    }
+}
+
+/// The report: every group and partition that could be read, and the groups that could not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailoverReport {
+    /// One entry per group and mirrored partition it committed on the source.
+    pub exposures: Vec<Exposure>,
+    /// Groups left out because a cluster could not give their offsets; the report is
+    /// incomplete when this is not empty.
+    pub unreadable: Vec<UnreadableGroup>,
+}
+
 /// Computes the report for `partitions` (mirrored partitions → destination log end).
 ///
 /// # Errors
-/// Either cluster is unreachable, or a group pattern is not a valid regex.
+/// The source's group listing fails, the destination is unreachable (anything but a Kafka error
+/// answered for one group), or a group pattern is not a valid regex.
 pub fn failover_exposure(
     source: &dyn SourceCluster,
     dest: &dyn SourceCluster,
     partitions: &BTreeMap<TopicPartition, Offset>,
     groups_include: &[String],
     groups_exclude: &[String],
-) -> Result<Vec<Exposure>, SourceError> {
+) -> Result<FailoverReport, SourceError> {
     let include =
         compile_patterns("mirror.groups.include", groups_include).map_err(SourceError::Protocol)?;
     let exclude =
         compile_patterns("mirror.groups.exclude", groups_exclude).map_err(SourceError::Protocol)?;
     let mut out = vec![];
+    let mut unreadable = vec![];
     for g in source.list_groups()? {
         let id = &g.group_id;
         if !include.iter().any(|r| r.is_match(id)) || exclude.iter().any(|r| r.is_match(id)) {
@@ -68,6 +117,16 @@ pub fn failover_exposure(
             // The name is a share group on the destination (KAFKA-20799's collision): nothing
             // is committed there for consumers of this group.
             Err(SourceError::Kafka { code: 69, .. }) => vec![],
+            // The destination answered for this group (coordinator loading or moving…): the
+            // others may still be read.
+            Err(error @ SourceError::Kafka { .. }) => {
+                unreadable.push(UnreadableGroup {
+                    group: id.clone(),
+                    cluster: Side::Destination,
+                    error,
+                });
+                continue;
+            }
             Err(e) => return Err(e),
         }
         .into_iter()
@@ -82,7 +141,20 @@ pub fn failover_exposure(
             )
         })
         .collect();
-        for c in source.committed_offsets(id)? {
+        // The source may be partly down (this group's coordinator among the lost nodes): any
+        // failure here is this group's.
+        let on_source = match source.committed_offsets(id) {
+            Ok(c) => c,
+            Err(error) => {
+                unreadable.push(UnreadableGroup {
+                    group: id.clone(),
+                    cluster: Side::Source,
+                    error,
+                });
+                continue;
+            }
+        };
+        for c in on_source {
             let tp = TopicPartition {
                 topic: c.topic.clone(),
                 partition: c.partition,
@@ -105,5 +177,8 @@ pub fn failover_exposure(
             });
         }
     }
-    Ok(out)
+    Ok(FailoverReport {
+        exposures: out,
+        unreadable,
+    })
 }

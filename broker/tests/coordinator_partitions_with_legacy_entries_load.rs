@@ -18,22 +18,6 @@ use mirrorlog_index::{ProducerEpoch, ProducerId};
 use mirrorlog_segment::io::PwriteStorage;
 use std::sync::Arc;
 
-/// CRC-32 (IEEE, `java.util.zip.CRC32`): a legacy entry's checksum.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
 /// A legacy v1 entry (uncompressed, CreateTime) of one record at `offset`, as Kafka's
 /// `LegacyRecord.write` lays it out: offset, size, crc, magic, attributes, timestamp, key, value.
 fn legacy_v1_entry(offset: i64, timestamp: i64, key: &[u8], value: &[u8]) -> Bytes {
@@ -45,7 +29,8 @@ fn legacy_v1_entry(offset: i64, timestamp: i64, key: &[u8], value: &[u8]) -> Byt
     message.extend_from_slice(value);
     let mut entry = offset.to_be_bytes().to_vec();
     entry.extend_from_slice(&(4 + message.len() as i32).to_be_bytes());
-    entry.extend_from_slice(&crc32(&message).to_be_bytes());
+    // CRC-32 (IEEE, `java.util.zip.CRC32`), a legacy entry's checksum.
+    entry.extend_from_slice(&crc32fast::hash(&message).to_be_bytes());
     entry.extend_from_slice(&message);
     Bytes::from(entry)
 }

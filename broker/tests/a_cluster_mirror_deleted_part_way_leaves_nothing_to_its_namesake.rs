@@ -17,8 +17,6 @@
 //! one crash point that leaves it unwritten though the sync before its rewrite was done (the
 //! power cut between that sync and the rewrite) is made by putting the old file back.
 
-mod common;
-
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::mirrors::MIRRORS_FILE;
 use mirrorlog_engine::clock::ManualClock;

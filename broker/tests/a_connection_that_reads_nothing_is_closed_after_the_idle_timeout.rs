@@ -3,7 +3,7 @@
 //! Here a client asks for a 32 MiB answer and reads none of it; the only connection slot
 //! (`max_connections` 1) must come free, so that another client is served.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};

@@ -4,7 +4,7 @@
 //! (READ_ONLY_TOPIC) nor get rid of through a stop. Now the failed start removes the topic it
 //! created, as DeleteTopics would (KIP-1279 applies a start all at once or not at all).
 
-mod common;
+use crate::common;
 
 use common::mirror::source_and_destination;
 use mirrorlog_broker::handlers::mirror_admin::handle;

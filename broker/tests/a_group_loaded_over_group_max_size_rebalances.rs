@@ -8,7 +8,7 @@
 //! them all); the manual clock ends the delay. Parked JoinGroups run on their own threads; the
 //! test waits for the state it needs (a bounded wait that only fails on a hang).
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::groups::{HANG, join, logs_with, recv, spawn_join, wait_for};

@@ -4,7 +4,7 @@
 //! start it (TOPIC_ALREADY_IN_CLUSTER_MIRROR) and the mirror could not be deleted. Now the stop
 //! succeeds with nothing to write and the topic is free again.
 
-mod common;
+use crate::common;
 
 use common::mirror::{source_and_destination, start_orders as start, stop_orders as stop};
 use mirrorlog_broker::client::Client;

@@ -9,7 +9,7 @@
 //! The manual clock moves the sessions and the delay; parked JoinGroups run on their own
 //! threads, and the state is read right after the tick that ends the session.
 
-mod common;
+use crate::common;
 
 use common::groups::{consumer_join_req, join, logs_with, recv, spawn_join, wait_for};
 use kafka_protocol::ResponseError as E;

@@ -3,7 +3,7 @@
 //! mirror of the same source may start it, and `east` may then not take it back; after the
 //! owner is deleted, another mirror may start it too.
 
-mod common;
+use crate::common;
 
 use common::mirror::{source_and_destination, start_orders as start, stop_orders as stop};
 use mirrorlog_broker::errors::MirrorErrorCode;

@@ -8,7 +8,7 @@
 //! Kafka's metadata keeps the partition, answered offline (leader −1, `LEADER_NOT_AVAILABLE`,
 //! this node in `offline_replicas`), and the count is the topic's.
 
-mod common;
+use crate::common;
 
 use common::offline_partition::{s, topic_t_with_partition_offline};
 use kafka_protocol::ResponseError as E;

@@ -6,7 +6,7 @@
 //! topic's config whatever replica is offline. Every partition of a topic holds its config, so
 //! any loaded one gives it; with none loaded, CreatePartitions is refused KAFKA_STORAGE_ERROR.
 
-mod common;
+use crate::common;
 
 use common::offline_partition::{s, topic_t_with_partition_offline};
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;

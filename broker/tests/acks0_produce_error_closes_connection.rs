@@ -4,7 +4,7 @@
 //! has happened and will refresh its metadata". mirrorlog answers nothing and keeps the
 //! connection open, so an acks=0 producer loses every record silently and never refreshes.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ProduceRequest, TopicName};

@@ -7,7 +7,7 @@
 //! waits for the directory (the transaction stays Prepare*, its producer gets
 //! CONCURRENT_TRANSACTIONS) and a start with the directory repaired writes it.
 
-mod common;
+use crate::common;
 
 use common::two_dir_broker::{
     SplitTxn, TwoDirs, add_partition, close, end_txn, init, lso_and_leo, produce_txn,

@@ -6,7 +6,7 @@
 //! OPERATION_NOT_ATTEMPTED) and adds nothing; the broker-to-broker versions (v4+) skip that
 //! check, as in Kafka, but never take `__mirror_state`, which no Kafka broker knows.
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, PartitionResults, flatten, manual_logs};
 use kafka_protocol::ResponseError;

@@ -12,7 +12,7 @@
 //! AlterConfigs replaces them, and the config sync never touches them, a restart's first sync
 //! included. After a stop (failover) every key is the topic's own again.
 
-mod common;
+use crate::common;
 
 use common::configs::{alter_configs, incremental_alter};
 use common::mirror::{source_and_destination_with, start_orders, stop_orders};

@@ -8,7 +8,7 @@
 //! IncrementalAlterConfigs and AlterConfigs alike; the keys the mirror never copies stay the
 //! destination's own.
 
-mod common;
+use crate::common;
 
 use common::configs::{alter_configs, incremental_alter};
 use common::mirror::{OfflineStateTopic, mirror_topic_whose_states_are_offline};

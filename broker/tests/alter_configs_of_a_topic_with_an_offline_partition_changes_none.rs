@@ -6,7 +6,7 @@
 //! The offline partition's `topic.config` cannot be written, so the change is refused whole,
 //! KAFKA_STORAGE_ERROR, nothing written — as DeleteTopics refuses such a topic.
 
-mod common;
+use crate::common;
 
 use common::offline_partition::topic_t_with_partition_offline;
 use kafka_protocol::ResponseError as E;

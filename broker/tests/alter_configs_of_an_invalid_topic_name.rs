@@ -3,7 +3,7 @@
 //! name first (`ControllerConfigurationValidator.validateTopicName`, `Topic.validate`) and
 //! answers INVALID_TOPIC_EXCEPTION, as DescribeConfigs does here.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use mirrorlog_broker::handlers::admin::OP_SET;

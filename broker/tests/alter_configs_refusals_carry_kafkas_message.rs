@@ -8,7 +8,7 @@
 //! showed an out-of-range value as given (" 0 "), where Kafka's range check shows the number as
 //! parsed ("0"); the engine now gives the reason as data.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::CreateTopicsRequest;

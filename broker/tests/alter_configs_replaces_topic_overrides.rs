@@ -3,7 +3,7 @@
 //! "The Kafka server does not support the requested API version"). Its configs replace the
 //! topic's whole set of overrides, as in Kafka: a key left out goes back to the broker default.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};

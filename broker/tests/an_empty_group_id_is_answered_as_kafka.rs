@@ -5,7 +5,7 @@
 //! null id): OffsetFetch answers no offset and no error (it used to answer INVALID_GROUP_ID),
 //! DeleteGroups GROUP_ID_NOT_FOUND (it used to answer INVALID_GROUP_ID).
 
-mod common;
+use crate::common;
 
 use common::groups::logs_with;
 use kafka_protocol::ResponseError as E;

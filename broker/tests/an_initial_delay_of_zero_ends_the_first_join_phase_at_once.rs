@@ -8,7 +8,7 @@
 //! No time passes: the clock is manual and never ticked; the parked JoinGroup runs on its own
 //! thread and the state is read once its join was handled.
 
-mod common;
+use crate::common;
 
 use common::groups::{consumer_join_req, join, logs_with, recv, spawn_join, wait_for};
 use kafka_protocol::ResponseError as E;

@@ -4,7 +4,7 @@
 //! session timeout but not heartbeating was expelled at the session's end, and the group
 //! rebalanced under it. A transactional commit does not count (nor in Kafka).
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::groups::{commit_as, logs_with};

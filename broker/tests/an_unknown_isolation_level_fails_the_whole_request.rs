@@ -6,7 +6,7 @@
 //! partition its metadata holds is to be read. Here ListOffsets answered `INVALID_REQUEST` per
 //! partition, and Fetch read such a request as READ_UNCOMMITTED.
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{broker_with, by_topic_id, fetch_at, produce_one, session_fetch};
 use common::long_poll::one_record;

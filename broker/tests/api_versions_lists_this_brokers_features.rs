@@ -7,7 +7,7 @@
 //! `ApiVersionsResponse` do, no supported feature whose maximum is 0, none whose minimum is 0
 //! below v4, and no finalized feature at level 0. Versions 0–2 have no field for features.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::StrBytes;

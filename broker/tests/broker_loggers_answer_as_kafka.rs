@@ -6,7 +6,7 @@
 //! messages, and refuses BROKER_LOGGER in the legacy AlterConfigs as a type it does not know
 //! (`ConfigAdminManager.preprocess`). A broker without log levels keeps the old answer.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;

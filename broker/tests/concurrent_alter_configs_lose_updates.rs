@@ -7,7 +7,7 @@
 //! same `topic.config.tmp`, so one of them fails its rename with KAFKA_STORAGE_ERROR after
 //! having changed only some partitions.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::*;

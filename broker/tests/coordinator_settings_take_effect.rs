@@ -4,7 +4,7 @@
 //! was given, so `group.max.session.timeout.ms`, `transaction.max.timeout.ms`,
 //! `offsets.topic.num.partitions` and the rest could not be set.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::internal_topics::call;

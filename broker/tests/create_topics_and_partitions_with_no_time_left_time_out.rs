@@ -7,7 +7,7 @@
 //! only duplicates (or only `__cluster_metadata`) never reaches it and is answered as always.
 //! mirrorlog ignored `timeout_ms`.
 
-mod common;
+use crate::common;
 
 use common::wire::create_topics as create;
 use kafka_protocol::ResponseError as E;

@@ -4,7 +4,7 @@
 //! existing topic, internal or not, is TOPIC_ALREADY_EXISTS ("Topic '...' already exists."),
 //! validate_only or not — what tools creating a topic "if not exists" look for.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;

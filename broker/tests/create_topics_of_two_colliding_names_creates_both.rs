@@ -6,7 +6,7 @@
 //! topic that existed before the request is still refused, and a later request still sees the
 //! topics this one created.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use std::net::SocketAddr;

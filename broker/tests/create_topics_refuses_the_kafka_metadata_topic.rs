@@ -6,7 +6,7 @@
 //! requests naming it answer as for any topic the cluster does not have
 //! (UNKNOWN_TOPIC_OR_PARTITION), as Kafka's do.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;

@@ -5,7 +5,7 @@
 //! the id, the id's entry is dropped (no answer), and the topic is left; the other entries of
 //! the request are deleted as usual.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;

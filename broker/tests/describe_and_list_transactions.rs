@@ -4,7 +4,7 @@
 //! time and partitions by topic; an Empty one; unknown and empty ids; the list filtered by
 //! state (an unknown state name answered back), producer id and running time.
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::ResponseError;

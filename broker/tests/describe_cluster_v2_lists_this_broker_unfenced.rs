@@ -3,7 +3,7 @@
 //! `describeCluster(new DescribeClusterOptions().includeFencedBrokers(true))` needs v2 and
 //! failed with UnsupportedVersionException. This node is the only broker and never fenced.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 

@@ -18,7 +18,7 @@ use mirrorlog_broker::handlers::admin::{
 use mirrorlog_broker::running::{RunningBroker, free_loopback_port};
 use mirrorlog_broker::server::ServerConfig;
 
-mod common;
+use crate::common;
 
 const STATIC: i8 = SOURCE_STATIC_BROKER_CONFIG;
 const DEFAULT: i8 = SOURCE_DEFAULT_CONFIG;

@@ -6,7 +6,7 @@
 //! states of the topic are unavailable lists it, its partitions FAILED (not retryable) with a
 //! reason naming the offline directory; the topics it restored are listed as before.
 
-mod common;
+use crate::common;
 
 use common::mirror::{OfflineStateTopic, mirror_topic_whose_states_are_offline};
 use common::two_dir_broker::close;

@@ -3,7 +3,7 @@
 //! its size on disk and no lag, the file system's total and usable bytes from v4 only, and only
 //! the asked partitions when the request names some (their topics' other partitions left out).
 
-mod common;
+use crate::common;
 
 use bytes::BytesMut;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;

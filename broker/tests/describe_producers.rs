@@ -3,7 +3,7 @@
 //! producer's epoch and last sequence, a transactional producer's open transaction start, and
 //! UNKNOWN_TOPIC_OR_PARTITION for a partition the broker does not have.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;

@@ -3,7 +3,7 @@
 //! many producers made a response many times its size. Each partition is now answered once,
 //! the entries of one topic merged into one, as Kafka's results keyed by topic hold them.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;

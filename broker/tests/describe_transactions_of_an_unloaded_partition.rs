@@ -5,7 +5,7 @@
 //! (`getTransactionState`), as this broker's other transaction APIs do for such an id; the ids
 //! of loaded partitions are described as before.
 
-mod common;
+use crate::common;
 
 use common::two_dir_broker::{add_partition, call, close, open, s, state_tp};
 use kafka_protocol::ResponseError as E;

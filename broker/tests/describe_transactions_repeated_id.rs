@@ -3,7 +3,7 @@
 //! id of a transaction over many partitions made a response many times its size. Each id is
 //! now answered once.
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;

@@ -4,7 +4,7 @@
 //! `min_bytes` alone, so a consumer asking more than the response may carry waited out its whole
 //! `max_wait_ms` on every fetch, its data there.
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{broker_with, fetch_at, session_fetch};
 use common::long_poll::HANG_GUARD;

@@ -6,7 +6,7 @@
 //! that ("Received a non-empty fetch response from the server, but no complete records were
 //! found") — and the useless bytes counted against `max_bytes` and `min_bytes`.
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{broker_with, fetch_at, session_fetch};
 use common::produce::{batch, request};

@@ -3,7 +3,7 @@
 //! with the parameters it was given last. The broker read it once per mention and answered it
 //! as many times (its records repeated in one answer, each copy counted against `max_bytes`).
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{broker_with, fetch_at, listed, session_fetch};
 use mirrorlog_broker::broker::BrokerConfig;

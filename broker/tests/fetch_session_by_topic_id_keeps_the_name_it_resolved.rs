@@ -7,7 +7,7 @@
 //! the session resolved its ids again on every request, so both answered `UNKNOWN_TOPIC_ID`,
 //! and the second kept long-polling beside a topic it could never read.
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{broker_with, by_topic_id, fetch_at, produce_one, session_fetch};
 use common::long_poll::{HANG_GUARD, one_record};

@@ -2,7 +2,7 @@
 //! fetch sessions a broker holds; 0 turns sessions off. The broker always used 1000: an operator
 //! could neither give a broker with many consumers more sessions nor turn them off.
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{broker_with, fetch_at, listed, session_fetch};
 use mirrorlog_broker::broker::{Broker, BrokerConfig};

@@ -6,7 +6,7 @@
 //! partition was answered at once, fetch after fetch, instead of waiting for its other
 //! partitions' data (`fetch.max.wait.ms`): a busy loop of Fetch requests until it rebalanced.
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{broker_with, fetch_at, listed, produce_one, session_fetch};
 use common::long_poll::{HANG_GUARD, one_record};

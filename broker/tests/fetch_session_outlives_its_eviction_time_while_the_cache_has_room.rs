@@ -5,7 +5,7 @@
 //! session (FETCH_SESSION_ID_NOT_FOUND, then a full fetch of every partition) with the cache
 //! nearly empty.
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{broker_with, fetch_at, listed, session_fetch};
 use mirrorlog_broker::broker::BrokerConfig;

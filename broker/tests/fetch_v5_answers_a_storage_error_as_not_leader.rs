@@ -4,7 +4,7 @@
 //! NOT_LEADER_OR_FOLLOWER has it refresh its metadata and retry. The broker answered
 //! KAFKA_STORAGE_ERROR at every version.
 
-mod common;
+use crate::common;
 
 use common::fetch_session::{fetch_at, session_fetch};
 use common::offline_partition::topic_t_with_partition_offline;

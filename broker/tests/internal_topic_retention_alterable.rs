@@ -6,7 +6,7 @@
 //! `retention.bytes` on them (it refuses to create, grow, delete or trim them), which turns on
 //! time/size retention: old offset commits of groups are deleted and lost at the next reload.
 
-mod common;
+use crate::common;
 
 use mirrorlog_broker::broker::Broker;
 use mirrorlog_broker::group::{OFFSETS_TOPIC, offsets_topic_id};

@@ -9,7 +9,7 @@
 //! DeleteRecords, Produce and Fetch only look the partition up (UNKNOWN_TOPIC_OR_PARTITION), as
 //! do CreatePartitions and DeleteTopics on Kafka's controller (`ReplicationControlManager`).
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;

@@ -4,7 +4,7 @@
 //! member's error is the response's. It used to answer v3+ with a group-level UNKNOWN_MEMBER_ID
 //! and no member, which fails the whole admin call.
 
-mod common;
+use crate::common;
 
 use common::groups::logs_with;
 use kafka_protocol::ResponseError as E;

@@ -4,7 +4,7 @@
 //! (`filterStateNames.nonEmpty`): the unknown names are answered back and match nothing, so
 //! the list is empty.
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;

@@ -3,7 +3,7 @@
 //! mirror append woke every long-polling fetch of the broker, which re-read all its partitions
 //! and slept again. Wake-ups are counted through the notifier's test hook.
 
-mod common;
+use crate::common;
 
 use common::long_poll::*;
 

@@ -2,7 +2,7 @@
 //! as Kafka's fetcher completes the delayed fetches of the partitions it appended to (now that
 //! the mirror names them, not by a broadcast to every long poll).
 
-mod common;
+use crate::common;
 
 use common::long_poll::*;
 use mirrorlog_broker::handlers::fetch;

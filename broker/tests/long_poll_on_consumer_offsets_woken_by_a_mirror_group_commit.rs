@@ -4,7 +4,7 @@
 //! offsets partition waited out its `max_wait_ms`. The wait below is bounded only to fail a
 //! hung test; what ends it is the long poll's answer.
 
-mod common;
+use crate::common;
 
 use common::internal_topics::{answered_bytes, park_long_poll, partition_for};
 use common::long_poll::{HANG_GUARD, mirrored_events};

@@ -5,7 +5,7 @@
 //! own writes woke no long poll: the fetch waited out its `max_wait_ms`. Wake-ups are counted
 //! through the notifier's test hook; the clock is manual and the tick runs when the test says.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::internal_topics::*;

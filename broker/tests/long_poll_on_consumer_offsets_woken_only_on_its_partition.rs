@@ -3,7 +3,7 @@
 //! writes woke every long poll on every partition of `__consumer_offsets`, which re-read and
 //! slept again. Wake-ups are counted through the notifier's test hook.
 
-mod common;
+use crate::common;
 
 use common::internal_topics::*;
 use kafka_protocol::messages::offset_commit_request::{

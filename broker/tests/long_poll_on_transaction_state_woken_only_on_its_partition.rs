@@ -5,7 +5,7 @@
 //! long poll on every partition of `__transaction_state`, which re-read and slept again.
 //! Wake-ups are counted through the notifier's test hook.
 
-mod common;
+use crate::common;
 
 use common::internal_topics::*;
 use common::two_dir_broker::{add_partition, end_txn, init};

@@ -6,7 +6,7 @@
 //! the Metadata request UNKNOWN_TOPIC_OR_PARTITION, not internal, with no partitions; nothing
 //! is created, and the topic beside it in the request is.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;

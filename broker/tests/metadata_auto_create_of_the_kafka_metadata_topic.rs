@@ -5,7 +5,7 @@
 //! the controller (which refuses it, logged at debug) and answers the Metadata request
 //! UNKNOWN_TOPIC_OR_PARTITION, not internal; the other topics of the request are created.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;

@@ -4,7 +4,7 @@
 //! zero id, on which the Java AdminClient's `describeTopics(TopicCollection.ofTopicIds(..))`
 //! failed with "Use errors() when managing topic using topic name".
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;

@@ -5,7 +5,7 @@
 //! unknown, invalid or being auto-created — and, with no authorizer, to every operation a topic
 //! supports; only an unknown topic id (v12) keeps the default.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;

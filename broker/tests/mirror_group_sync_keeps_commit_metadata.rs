@@ -9,7 +9,7 @@
 //! the destination's `offset.metadata.max.bytes` does not keep the offset from being synced
 //! (OFFSET_METADATA_TOO_LARGE would otherwise skip the group on every sync): it goes without it.
 
-mod common;
+use crate::common;
 
 use common::mirror_groups::{commit_orders, committed_orders, mirrored_orders};
 

@@ -7,7 +7,7 @@
 //! Now an offset the destination already holds (offset, leader epoch and metadata) is not
 //! committed again; a changed one is.
 
-mod common;
+use crate::common;
 
 use common::mirror_groups::{commit_orders, committed_orders, mirrored_orders};
 use mirrorlog_broker::broker::Broker;

@@ -4,7 +4,7 @@
 //! reshapes the store's writes. Both are now refused with INVALID_CONFIG (validate_only too),
 //! and the partition's config stays as it was.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::*;

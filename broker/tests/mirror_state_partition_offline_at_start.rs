@@ -8,7 +8,7 @@
 //! KAFKA_STORAGE_ERROR instead of writing state. Every other partition mirrors as before, and
 //! the next start with the directory repaired restores the unavailable ones as they were.
 
-mod common;
+use crate::common;
 
 use common::mirror::{open_mirror_destination as open_dst, start_topics};
 use common::two_dir_broker::close;

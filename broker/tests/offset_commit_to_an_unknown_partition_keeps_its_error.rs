@@ -6,7 +6,7 @@
 //! partition with oversized metadata was answered OFFSET_METADATA_TOO_LARGE. Both OffsetCommit and
 //! TxnOffsetCommit.
 
-mod common;
+use crate::common;
 
 use common::groups::{commit_as, logs_with};
 use kafka_protocol::ResponseError as E;

@@ -5,7 +5,7 @@
 //! topic the group's members subscribe to answers GROUP_SUBSCRIBED_TO_TOPIC: see
 //! `tests/java_admin_groups.rs`, where a real consumer holds the subscription.)
 
-mod common;
+use crate::common;
 
 use common::groups::{commit, delete, fetch, logs_with};
 use kafka_protocol::ResponseError as E;

@@ -4,7 +4,7 @@
 //! still lists a partition of an offline directory. Only a partition no data directory holds is
 //! UNKNOWN_TOPIC_OR_PARTITION (`offset_delete_of_a_partition_the_broker_does_not_have.rs`).
 
-mod common;
+use crate::common;
 
 use common::groups::{close, commit, delete, fetch};
 use common::two_dir_logs;

@@ -5,7 +5,7 @@
 //! UNKNOWN_TOPIC_OR_PARTITION and does not hand it to the group coordinator, so its offset
 //! stays; a group error (no such group) still answers the whole request, with no partitions.
 
-mod common;
+use crate::common;
 
 use common::groups::{commit, delete, fetch, logs_with};
 use kafka_protocol::ResponseError as E;

@@ -6,7 +6,7 @@
 //! partitions too (offset −1, no error), which read as "nothing committed" to a client that
 //! looks at partitions before the top-level error.
 
-mod common;
+use crate::common;
 
 use common::groups::{close, group_with_offsets_in};
 use common::two_dir_logs;

@@ -3,7 +3,7 @@
 //! code units, not in bytes. Metadata of non-ASCII characters within the limit used to be refused
 //! with OFFSET_METADATA_TOO_LARGE, because its UTF-8 bytes were counted.
 
-mod common;
+use crate::common;
 
 use common::groups::{commit_as, logs_with};
 use kafka_protocol::ResponseError as E;

@@ -5,7 +5,7 @@
 //! failed on the duplicate partition directories. Kafka never loads (nor recreates) an offsets
 //! partition whose log dir is offline: its groups are answered NOT_COORDINATOR.
 
-mod common;
+use crate::common;
 
 use common::groups::{close, group_with_offsets_in};
 use common::two_dir_logs;

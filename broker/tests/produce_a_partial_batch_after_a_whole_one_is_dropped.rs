@@ -7,7 +7,7 @@
 //! and a second whole batch `INVALID_RECORD`. mirrorlog refused every such tail
 //! `INVALID_RECORD`.
 
-mod common;
+use crate::common;
 
 use common::produce::{answered, batch, request, running_with_topic, send};
 use mirrorlog_engine::log::FetchIsolation;

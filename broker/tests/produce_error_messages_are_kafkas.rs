@@ -8,7 +8,7 @@
 //! `produce_of_two_transactional_producers_is_refused.rs`). mirrorlog answered a message for
 //! every error, its own wording.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::produce::{batch, request, running_with_topic, send, txn_batch, with_control_bit};

@@ -1,7 +1,7 @@
 //! Produce and Fetch handlers against a real broker on a temporary directory: every response is
 //! also encoded at its request version, so a field set for a version that lacks it fails here.
 
-mod common;
+use crate::common;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;

@@ -4,7 +4,7 @@
 //! would be appended are answered `INVALID_REQUIRED_ACKS`. mirrorlog answered every partition
 //! `INVALID_REQUIRED_ACKS`, hiding a missing topic behind a bad setting.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::produce::{answered, batch, request, running_with_topic, send};

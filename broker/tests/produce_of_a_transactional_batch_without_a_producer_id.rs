@@ -6,7 +6,7 @@
 //! transactional id the request still fails as a whole, as Kafka's `hasTransactionalRecords`
 //! needs one whatever the producer id.
 
-mod common;
+use crate::common;
 
 use common::produce::{answered, request, running_with_topic, send, txn_batch};
 use kafka_protocol::ResponseError;

@@ -5,7 +5,7 @@
 //! batch); only then does the log refuse a client's control batch, `INVALID_RECORD`. mirrorlog
 //! left control batches out of both, so such a batch reached the log unverified.
 
-mod common;
+use crate::common;
 
 use common::produce::{
     answered, batch, request, running_with_topic, send, txn_batch, with_control_bit,

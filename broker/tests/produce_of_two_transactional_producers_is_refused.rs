@@ -4,7 +4,7 @@
 //! nothing appended. mirrorlog verified each partition on its own and appended the batch of the
 //! producer the transactional id belongs to, beside a refusal for the other.
 
-mod common;
+use crate::common;
 
 use common::produce::{answered, batch, request, running_with_topic, send, txn_batch};
 use kafka_protocol::ResponseError;

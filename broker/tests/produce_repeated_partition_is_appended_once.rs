@@ -3,7 +3,7 @@
 //! appended once, with the records of its last entry, and answered once. mirrorlog appended
 //! both entries' batches and answered the partition twice.
 
-mod common;
+use crate::common;
 
 use common::produce::{answered, batch, request, running_with_topic, send};
 use mirrorlog_engine::log::FetchIsolation;

@@ -4,7 +4,7 @@
 //! answered the log start for an offline directory (`LogDirOffline`, KAFKA_STORAGE_ERROR too):
 //! an `acks = -1` Produce whose sync failed, and every later one to the partition.
 
-mod common;
+use crate::common;
 
 use common::produce::{batch, request};
 use kafka_protocol::ResponseError;

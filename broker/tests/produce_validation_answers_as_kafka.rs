@@ -8,7 +8,7 @@
 //! - a duplicate on a CreateTime topic was answered `log_append_time_ms` −1; Kafka answers the
 //!   original batch's max timestamp, which the Java producer reports as each record's timestamp.
 
-mod common;
+use crate::common;
 
 use bytes::{Bytes, BytesMut};
 use common::produce::{request, send};

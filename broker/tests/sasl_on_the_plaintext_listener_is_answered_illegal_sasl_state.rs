@@ -4,7 +4,7 @@
 //! configured for SASL fails with a clear `IllegalSaslStateException`. mirrorlog closed the
 //! connection, and such a client reconnected for ever.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{

@@ -4,7 +4,7 @@
 //! id was refused. Both of the dispatcher's ways in are checked: `handle`, and
 //! `handle_pipelined` for acks 1 and acks -1 (answered later, after the sync).
 
-mod common;
+use crate::common;
 
 use common::internal_topics::manual_broker;
 use common::produce::{batch, request};

@@ -6,7 +6,7 @@
 //! setting was never reset. Every partition holds the topic's config: the first loaded one
 //! gives it.
 
-mod common;
+use crate::common;
 
 use common::offline_partition::{WithOfflinePartition, topic_t_with_partition_offline};
 use mirrorlog_broker::broker::Broker;

@@ -4,7 +4,7 @@
 //! days of retention must not lose its data after 1 hour once `log.retention.ms` is lowered.
 //! DELETE makes the key a default again, following the broker's.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{

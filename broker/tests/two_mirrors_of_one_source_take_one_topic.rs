@@ -6,7 +6,7 @@
 //! TOPIC_ALREADY_IN_CLUSTER_MIRROR unless the first has STOPPED it. The owner also survives a
 //! restart: every mirror's partitions are restored and claimed before any mirror runs.
 
-mod common;
+use crate::common;
 
 use common::mirror::source_and_destination;
 use mirrorlog_broker::broker::Broker;

@@ -4,7 +4,7 @@
 //! between PrepareCommit and the markers, and the wire-level error codes. Nothing here waits
 //! on real time.
 
-mod common;
+use crate::common;
 
 use common::txn::{PartitionResults, flatten};
 use kafka_protocol::ResponseError;

@@ -10,7 +10,7 @@
 //! warnings are counted by a subscriber on the test's thread (the one ticking), so nothing here
 //! depends on timing.
 
-mod common;
+use crate::common;
 
 use common::two_dir_broker::{SplitTxn, TwoDirs, add_partition, close, end_txn, init};
 use kafka_protocol::ResponseError as E;

@@ -7,7 +7,7 @@
 //! one. Now the marker waits too: the transaction stays PrepareAbort (its producer gets
 //! CONCURRENT_TRANSACTIONS) until a start with the directory repaired writes it.
 
-mod common;
+use crate::common;
 
 use common::two_dir_broker::{
     SplitTxn, TwoDirs, add_partition, close, init, lso_and_leo, produce_txn,

@@ -8,7 +8,7 @@
 //! unloaded and opens (what it then answers: `txn_state_partition_offline_at_start.rs`): this
 //! test checks that nothing is created in the other directory and that the next start loads.
 
-mod common;
+use crate::common;
 
 use common::two_dir_logs;
 use mirrorlog_broker::txn::{TxnConfig, TxnCoordinator, TxnOffsetsSink};

@@ -8,7 +8,7 @@
 //! FindCoordinator(GROUP) answers the same for a group whose `__consumer_offsets` partition is in
 //! that directory.
 
-mod common;
+use crate::common;
 
 use common::two_dir_broker::{
     add_partition, call, close, end_txn, find, init, open, produce_txn, s, state_tp,

@@ -8,7 +8,7 @@
 //! producer-id block; clients retry) — and writes nothing to `__transaction_state`. The rest of
 //! the broker serves. Repaired, every partition loads as it was.
 
-mod common;
+use crate::common;
 
 use common::two_dir_broker::{call, close, end_txn, find, init, open, s, state_tp};
 use kafka_protocol::ResponseError as E;

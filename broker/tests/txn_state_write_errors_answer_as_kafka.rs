@@ -7,7 +7,7 @@
 //! COORDINATOR_NOT_AVAILABLE, any other error is answered as it is. The failed write changes
 //! nothing: a smaller request still succeeds.
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, PartitionResults, flatten};
 use kafka_protocol::ResponseError;

@@ -9,7 +9,7 @@
 //! `handleLegacyAlterConfigs`) and the others as usual. Known types mirrorlog does not serve
 //! (BROKER_LOGGER, CLIENT_METRICS, GROUP) still fail only themselves.
 
-mod common;
+use crate::common;
 
 use kafka_protocol::ResponseError as E;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;

@@ -4,7 +4,7 @@
 //! older producer epoch is refused with the engine's epoch error, an unknown partition is
 //! UNKNOWN_TOPIC_OR_PARTITION, a mirror partition READ_ONLY_TOPIC (nothing written).
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, abort_marker, manual_logs};
 use kafka_protocol::ResponseError;

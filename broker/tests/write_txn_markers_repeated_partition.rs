@@ -3,7 +3,7 @@
 //! append and sync that many control batches, and answered the partition as often. Kafka
 //! collects a marker's partitions into a map: each is written and answered once. Now so here.
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, manual_logs};
 use kafka_protocol::messages::write_txn_markers_request::{

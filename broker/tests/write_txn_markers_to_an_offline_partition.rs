@@ -4,7 +4,7 @@
 //! Fetch and ListOffsets do, and the Admin client's `abortTransaction` reports the disk, not a
 //! missing topic.
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, abort_marker};
 use kafka_protocol::ResponseError;

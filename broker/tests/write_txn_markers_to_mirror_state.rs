@@ -3,7 +3,7 @@
 //! the marker took an offset among the store's records and set a producer's state in it. It is
 //! now refused the same way and nothing is written.
 
-mod common;
+use crate::common;
 
 use common::txn::{NoGroups, abort_marker, manual_logs};
 use kafka_protocol::ResponseError;

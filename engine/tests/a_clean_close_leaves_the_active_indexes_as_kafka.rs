@@ -6,7 +6,7 @@
 //! finds both indexes full, rolls at the next append, and reads the segment's largest
 //! timestamp from a zero slot — 0, so time retention deletes that segment at once.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};

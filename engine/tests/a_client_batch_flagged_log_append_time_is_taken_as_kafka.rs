@@ -5,7 +5,7 @@
 //! record at that time); on a LogAppendTime topic, or with no max timestamp (−1), refuses every
 //! record with `INVALID_TIMESTAMP`, one record error each.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

@@ -4,7 +4,7 @@
 //! batch both too large and corrupt was `CORRUPT_MESSAGE` — retriable: the producer resent it
 //! as it was rather than splitting it — and a too-large control batch `INVALID_RECORD`.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

@@ -6,7 +6,7 @@
 //! remaining") throw `InvalidRecordException`, `INVALID_RECORD`. It was `CORRUPT_MESSAGE`,
 //! which producers retry: the same bad batch was resent until the delivery timeout.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

@@ -6,7 +6,7 @@
 //! record whose offset is not the expected one, for old clients that set inner offsets wrongly),
 //! and rebuilt so too whenever the topic's codec differs.
 
-mod common;
+use crate::common;
 
 use bytes::{Bytes, BytesMut};
 use common::*;

@@ -7,7 +7,7 @@
 //! appended later ends it and is indexed). A replica append of such a batch is refused whole
 //! before anything is written (`Corrupt`, CORRUPT_MESSAGE to a client).
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

@@ -6,7 +6,7 @@
 //! `LogSegment.recover` does, for the segments from the recovery point on), so its log opens;
 //! the rotten batch is served as it is, for the consumer's CRC check to find.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{OpenOffsets, Shutdown};

@@ -5,7 +5,7 @@
 //! The start took the failure to list the directory in the storage (`NotFound`) as "it may hold
 //! segments", kept the directory and failed the whole start on its missing `partition.metadata`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_index::TopicId;

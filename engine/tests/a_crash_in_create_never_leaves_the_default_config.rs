@@ -9,7 +9,7 @@
 //! finished create (a directory without it and without segments is removed at start), so it is
 //! written last, after `topic.config`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_index::TopicId;

@@ -9,7 +9,7 @@
 //! reverted the rename and the re-created partition found the deleted records. The sync now
 //! goes through `Storage::sync_dir`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -5,7 +5,7 @@
 //! once (and one found at start before loading anything), so a fetch that had just read the
 //! partition lost nothing, but the files were gone before the delay Kafka users count on.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};

@@ -5,7 +5,7 @@
 //! the same for the segments a truncation deletes. The engine renamed the segment's files but
 //! removed the snapshot at once.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::Shutdown;

@@ -7,7 +7,7 @@
 //! Before, the first failing directory ended `LogManager::checkpoint`: the directories after it
 //! were not checkpointed, and the failing one stayed online.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

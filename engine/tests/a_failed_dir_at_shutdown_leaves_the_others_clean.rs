@@ -5,7 +5,7 @@
 //! `LogManager.shutdown` runs each directory's logs apart: the failed directory goes offline
 //! (and is recovered at the next start), the others are marked clean.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::CLEAN_SHUTDOWN_FILE;

@@ -6,7 +6,7 @@
 //! did not count as storage failures: the append failed, yet the directory stayed online with a
 //! batch in its segment whose epoch the cache never recorded, and later appends were accepted.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

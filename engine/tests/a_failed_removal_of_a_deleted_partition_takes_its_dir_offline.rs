@@ -6,7 +6,7 @@
 //! Before, the failure was logged, the data directory stayed online and the removal was tried
 //! again at every upkeep.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -10,7 +10,7 @@
 //! still below it (reads there found no segment), and the log in use; a log-start move was
 //! accepted on a deleted log.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

@@ -11,7 +11,7 @@
 //! The failing sync is `/dev/null` behind the `.txnindex` path (a symlink): writes to it succeed
 //! and vanish, `fsync` fails with `EINVAL`, for root too.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

@@ -14,7 +14,7 @@
 //! The truncation used to return at the failed step with the offsets and the epoch cache above
 //! the new end and the directory online.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

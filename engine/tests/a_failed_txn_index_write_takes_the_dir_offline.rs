@@ -14,7 +14,7 @@
 //! The full disk is `/dev/full` behind the `.txnindex` path (a symlink): every write to it fails
 //! with `ENOSPC`, for root too.
 
-mod common;
+use crate::common;
 
 use common::pwrite_manager as manager;
 use common::*;

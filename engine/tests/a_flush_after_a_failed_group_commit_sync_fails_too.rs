@@ -9,7 +9,7 @@
 //! file a durable append syncs (the first half of `wait_durable`), which leaves the directory
 //! online, as it is until that waiter returns.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

@@ -9,7 +9,7 @@
 //! appended a second time, and the cache put the epoch's start at the retry. Kafka records the
 //! epoch first (`UnifiedLog.append`: `maybeAssignEpochStartOffset` before the segment append).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, ReplicaOrigin};

@@ -8,7 +8,7 @@
 //! disk kept every partition of every healthy disk from being served (the garbled offset
 //! checkpoints were fixed the same way before).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

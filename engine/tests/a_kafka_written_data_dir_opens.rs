@@ -4,7 +4,7 @@
 //! snapshots Kafka wrote are read through the storage, and what the manager writes back (its
 //! offset checkpoints, the clean-shutdown marker) opens again.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};

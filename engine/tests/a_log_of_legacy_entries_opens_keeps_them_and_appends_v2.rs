@@ -6,7 +6,7 @@
 //! bytes unconverted and ListOffsets finds their timestamps; a v2 append continues after the
 //! last legacy offset; a client's v1 batch is still refused; and all of it reopens, clean or not.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, OffsetLookup, OpenOffsets, Shutdown};

@@ -9,7 +9,7 @@
 //! `open` creates its directory with `create_dir_all_durably` (a sync of each new directory's
 //! parent through `Storage::sync_dir`; nothing when the directory exists).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, Shutdown};

@@ -6,7 +6,7 @@
 //! The open here cleared every entry instead, so the epoch the log's records were written in
 //! was lost (an OffsetForLeaderEpoch asking for it was answered as for an unknown epoch).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};

@@ -6,7 +6,7 @@
 //! now, through `Storage::sync_dir`. The simulated storage makes a new directory durable only
 //! at a sync of its parent, so the crash below loses the directory without that sync.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_segment::io::{SimStorage, Storage, TornTail};

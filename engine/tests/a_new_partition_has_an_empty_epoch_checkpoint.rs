@@ -6,7 +6,7 @@
 //! crash at any point of the create leaves no partition or one with its checkpoint; opening the
 //! partition again still leaves the file as it is.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_index::TopicId;

@@ -18,7 +18,7 @@
 //! replica from the controller's metadata; a single node here has no controller to recreate it
 //! from, so the log is kept and served under the topic's id.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::config::LogConfig;

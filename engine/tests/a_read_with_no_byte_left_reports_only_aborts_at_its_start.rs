@@ -6,7 +6,7 @@
 //! up to the last stable offset: each starved partition of each fetch scanned its whole
 //! backlog's transaction indexes and listed all of it, beside no records.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::FetchIsolation;

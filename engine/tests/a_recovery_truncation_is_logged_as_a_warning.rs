@@ -5,7 +5,7 @@
 //! of the partition were gone, nor from which offset on. Kafka logs "Deleting segments as part
 //! of log recovery: …" with the segments.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::OpenOffsets;

@@ -7,7 +7,7 @@
 //! the next fetch, a corrupt one refused with nothing written, and a legacy entry after v2 ones
 //! clears the epoch cache as Kafka's `UnifiedLog.append` does.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

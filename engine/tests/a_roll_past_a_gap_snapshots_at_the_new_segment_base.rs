@@ -6,7 +6,7 @@
 //! replayed from the log start: producer 7, whose batch lies below, was forgotten, and its
 //! retried batch was appended a second time instead of being answered as a duplicate.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, Shutdown};

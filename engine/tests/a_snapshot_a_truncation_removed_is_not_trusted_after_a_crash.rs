@@ -12,7 +12,7 @@
 //! earlier one) and deletes the later ones, and a snapshot inside a segment is newer than that
 //! segment's base. This test keeps it so.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};

@@ -7,7 +7,7 @@
 //! out of order, or a retry taken for a duplicate of a batch that is gone). Found by the engine
 //! simulation once full truncations and crashes after them joined its workload.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};

@@ -7,7 +7,7 @@
 //! that keeps the active segment's name (it starts where that segment did) empties it the same
 //! way, and Kafka's `truncateFullyAndStartAt` makes a new segment, created now.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, PartitionLog, Shutdown};

@@ -6,7 +6,7 @@
 //! order). Now the open checks the last entry against the log, as it checks the time index's,
 //! and rebuilds the segment's indexes when it names an offset the log does not hold.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::Shutdown;

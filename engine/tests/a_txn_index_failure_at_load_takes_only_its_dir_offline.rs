@@ -11,7 +11,7 @@
 //! directory that does not exist (opening finds no file, creating it fails), and a directory
 //! standing where the `.txnindex` should be.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

@@ -8,7 +8,7 @@
 //! own checkpoint then wrote that lower log start over the good file — one transient read error
 //! undid the deletion for good.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

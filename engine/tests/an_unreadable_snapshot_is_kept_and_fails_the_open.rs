@@ -7,7 +7,7 @@
 //! one transient read error destroyed producer state that no replay can bring back once
 //! retention has removed the batches below the snapshot.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

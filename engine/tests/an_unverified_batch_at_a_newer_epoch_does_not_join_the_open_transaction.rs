@@ -5,7 +5,7 @@
 //! committed or aborted with records it never belonged to. It is refused `INVALID_TXN_STATE`;
 //! a batch at an older epoch is still `INVALID_PRODUCER_EPOCH`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

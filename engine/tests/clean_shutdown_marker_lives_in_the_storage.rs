@@ -8,7 +8,7 @@
 //! synced leaves none after a crash (the next start recovers); a crash after an open removed it
 //! does not bring it back.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{

@@ -4,7 +4,7 @@
 //! with wrapping timestamps does not panic; plus recompression and producer-state rebuild
 //! checks that passed.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

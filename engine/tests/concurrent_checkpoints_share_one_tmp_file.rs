@@ -6,7 +6,7 @@
 //! removed), or one truncates and rewrites the `.tmp` while the other is writing it, and a
 //! mixture of the two is renamed into place as the checkpoint.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};

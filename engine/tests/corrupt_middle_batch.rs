@@ -2,7 +2,7 @@
 //! Unclean recovery from the start truncates the log at that batch and deletes every later
 //! segment, so nothing corrupt is ever served; the batches before it stay.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{OpenOffsets, Shutdown};

@@ -9,7 +9,7 @@
 //! malformed line is an `IOException` of the directory: that directory goes offline (the other
 //! directories are still served), and the file stays as it is.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -5,7 +5,7 @@
 //! directory by hand. Kafka loads a log without `partition.metadata` (the topic id is written
 //! later, when known); an empty partition dir never stops a data dir from opening.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};

@@ -5,7 +5,7 @@
 //! directory stays and the partition comes back at the next start. Kafka caps the topic part of
 //! the name (`UnifiedLog.logDirNameWithSuffixCappedLength`: at most 255 characters in all).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};

@@ -6,7 +6,7 @@
 //! start and MAX_TIMESTAMP looks only at what is left, and a restart after a crash keeps the
 //! checkpointed log start.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::clock::ManualClock;

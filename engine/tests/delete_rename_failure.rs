@@ -3,7 +3,7 @@
 //! there: as Kafka's `maybeHandleIOException` does, the data directory goes offline instead of
 //! the broker going on as if the partition were gone while it would come back at the next start.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};

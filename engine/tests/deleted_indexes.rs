@@ -1,7 +1,7 @@
 //! Scenario: the index files of every segment are deleted while the broker is down. Even a clean
 //! reopen notices and rebuilds them from the log; every offset is then found through them.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{FetchIsolation, ReplicaOrigin, Shutdown};

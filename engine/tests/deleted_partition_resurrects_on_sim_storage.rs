@@ -3,7 +3,7 @@
 //! `.log` files itself (the simulated one) still holds them under the old directory, so they are
 //! never removed, and a partition re-created under the same name finds the deleted records.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -3,7 +3,7 @@
 //! removes them once the delay has passed (a scheduled `delete-file` task); an open removes
 //! the `.deleted` files it finds. The engine accepted the setting but removed the files at once.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, PartitionLog, Shutdown};

@@ -10,7 +10,7 @@
 //! every use through their handle (appends, `check_online` before reads) answers
 //! `LogDirOffline` (KAFKA_STORAGE_ERROR).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

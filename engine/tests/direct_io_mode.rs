@@ -5,7 +5,7 @@
 //! at cleanly, with every acknowledged append kept. Reopened in buffered mode too: the files are
 //! the same files.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

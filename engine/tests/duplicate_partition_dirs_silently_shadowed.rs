@@ -4,7 +4,7 @@
 //! can serve a different, older copy of the log. Kafka's `LogManager.loadLog` refuses to start:
 //! "Duplicate log directories for <tp> are found in both <dir1> and <dir2>".
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

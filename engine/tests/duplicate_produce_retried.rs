@@ -2,7 +2,7 @@
 //! last five batches comes back as a duplicate with its original offsets and nothing is appended;
 //! an older one or a gap is an out-of-order sequence; a fenced epoch is refused.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

@@ -9,7 +9,7 @@
 //! with `TruncatedBeforeDurable` (A may be gone) and leaves the recovery point alone, and B's
 //! wait syncs B.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

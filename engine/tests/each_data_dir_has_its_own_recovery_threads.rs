@@ -4,7 +4,7 @@
 //! after a crash took that many times longer than Kafka's, and a directory slow to recover held
 //! up the others' logs. Kafka's `loadLogs` gives each directory a pool of that many threads.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};

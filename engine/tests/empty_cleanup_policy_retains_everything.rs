@@ -2,7 +2,7 @@
 //! segment whatever `retention.ms` and `retention.bytes` say; only segments wholly below a log
 //! start moved by DeleteRecords go. Before, the empty list was refused as a malformed value.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::config::{CleanupPolicy, LogConfig};

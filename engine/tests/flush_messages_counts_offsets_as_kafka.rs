@@ -6,7 +6,7 @@
 //! Kafka's would, or never as long as each left the count below the setting. A flush is seen
 //! as the recovery point reaching the log end.
 
-mod common;
+use crate::common;
 
 use bytes::{Bytes, BytesMut};
 use common::*;

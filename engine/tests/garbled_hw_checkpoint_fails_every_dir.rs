@@ -5,7 +5,7 @@
 //! through `CheckpointFileWithFailureHandler`, whose `IOException` (a malformed line is one)
 //! takes only that log dir offline.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -7,7 +7,7 @@
 //! swapped in next to the old segment, which still holds the same offsets: two segments overlap,
 //! and e.g. a truncation into the overlap leaves the truncated records readable in the older one.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, ReplicaOrigin, Shutdown};

@@ -8,7 +8,7 @@
 //! rename there. Now: a crash after the write returned keeps the new entries; a crash before
 //! the new file's rename is durable keeps the old entries intact.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};

@@ -10,7 +10,7 @@
 //! The tests may run as root, which reads any directory whatever its mode: the partition-dir
 //! case is then run again in a child process as an unprivileged user.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

@@ -4,7 +4,7 @@
 //! taking that log's directory offline (`handleIOException`, `LogDirFailureChannel`) and loads
 //! the other directories; the module docs here promise the same for I/O failures at run time.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

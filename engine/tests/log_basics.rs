@@ -1,7 +1,7 @@
 //! Scenario: a partition log's everyday life — leader and follower appends, rolls, reads, offset
 //! lookups, high watermark and LSO, truncation, retention, clean and unclean reopen.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::config::LogConfig;

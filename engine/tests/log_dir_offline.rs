@@ -5,7 +5,7 @@
 //! acknowledged batch. Running out of space while writing, by contrast, leaves the directory
 //! online and the partition appendable once space returns.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

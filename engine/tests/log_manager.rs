@@ -2,7 +2,7 @@
 //! from many threads (sharing fsyncs), checkpoint, shut down cleanly and reopen without
 //! recovery, then crash and reopen with recovery in parallel; delete a partition.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::config::LogConfig;

@@ -6,7 +6,7 @@
 //! consumed. Kafka's `LogLoader.recoverLog` (`deleteSegmentsIfLogStartGreaterThanLogEnd`)
 //! deletes every segment and starts an empty log at the checkpointed log start instead.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, Shutdown};

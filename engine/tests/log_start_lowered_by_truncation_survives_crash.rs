@@ -9,7 +9,7 @@
 //! is below its checkpointed log start at that log start, deleted them and skipped offsets a
 //! mirror still had to copy (engine simulation seed 1592590383).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -11,7 +11,7 @@
 //! removal now takes the dir offline, as Kafka's `UnifiedLog.delete`; the partition is created
 //! again after a restart brings it back.)
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -2,7 +2,7 @@
 //! earliest undecided transaction, never passes the high watermark, and READ_COMMITTED reads stop
 //! at it and carry the aborted transactions of their range.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, Shutdown};

@@ -5,7 +5,7 @@
 //! offline (every partition in it refuses appends with KAFKA_STORAGE_ERROR) because a topic was
 //! deleted while the periodic upkeep ran.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -1,7 +1,7 @@
 //! Scenario: every producer snapshot is deleted while the broker is down. The producer state is
 //! rebuilt by replaying the log, so duplicate detection and sequence checks still work.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

@@ -5,7 +5,7 @@
 //! duplicate partition directories. Kafka keeps such a replica offline (KAFKA_STORAGE_ERROR)
 //! and never recreates it in another directory.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

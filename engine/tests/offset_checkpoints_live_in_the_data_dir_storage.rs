@@ -9,7 +9,7 @@
 //! unsynced rename there. Now: a crash after `checkpoint` returned keeps the new offsets; a crash
 //! before a new file's rename is durable keeps the old file intact.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

@@ -7,7 +7,7 @@
 //! write it cannot notice. A reopen of an empty log (its empty active segment is found) wrote
 //! nothing already; the second test keeps it so, after a clean and after an unclean shutdown.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{OpenOffsets, PartitionLog, Shutdown};

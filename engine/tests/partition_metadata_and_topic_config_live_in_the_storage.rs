@@ -6,7 +6,7 @@
 //! crash never lost or reverted one. Now: a crash after `create` or `update_config` returned keeps
 //! the new files; a crash before a new `topic.config`'s rename is durable keeps the old one.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, TOPIC_CONFIG_FILE};

@@ -7,7 +7,7 @@
 //! snapshot is durable exactly when the storage says so (its bytes synced, its rename into place
 //! synced into the partition directory); a lost one is rebuilt by replaying the log.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, OpenOffsets, PartitionLog, Shutdown};

@@ -5,7 +5,7 @@
 //! start of a log reports — and scans the transaction index of every segment for — every aborted
 //! transaction up to the LSO: the response grows with the log, not with `max_bytes`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::FetchIsolation;

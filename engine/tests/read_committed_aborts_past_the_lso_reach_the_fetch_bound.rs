@@ -5,7 +5,7 @@
 //! smaller of that bound and the LSO, so an abort that began after an open transaction's first
 //! offset was left out of the list Kafka sends.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, Shutdown};

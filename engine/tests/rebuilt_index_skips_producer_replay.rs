@@ -3,7 +3,7 @@
 //! sealed segments after it are never replayed: producers that wrote there are forgotten, and
 //! the snapshot written at the log end after recovery persists the loss.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};

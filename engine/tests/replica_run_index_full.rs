@@ -2,7 +2,7 @@
 //! is split where the index ends (it used to fail after its bytes were written, leaving the log
 //! inconsistent and the mirror stuck; found in review).
 
-mod common;
+use crate::common;
 
 use bytes::{Bytes, BytesMut};
 use common::*;

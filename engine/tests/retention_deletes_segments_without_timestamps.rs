@@ -5,7 +5,7 @@
 //! is always past `retention.ms`, so every sealed segment without timestamps below the high
 //! watermark is deleted at the first retention pass, however new.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};

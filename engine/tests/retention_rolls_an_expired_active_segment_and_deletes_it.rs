@@ -4,7 +4,7 @@
 //! segment: the records expire. The active segment used to be kept whatever its age or size,
 //! so such a partition kept its records for good (found in review, session 14).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};

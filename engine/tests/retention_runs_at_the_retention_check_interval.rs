@@ -4,7 +4,7 @@
 //! topic's records past `retention.ms` (a client's old timestamps) went within seconds of
 //! being written, where Kafka keeps them until its next check.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::LeaderOrigin;

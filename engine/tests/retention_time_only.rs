@@ -3,7 +3,7 @@
 //! in debug builds, and in release every later sealed segment below the high watermark counted
 //! as over the size limit and was deleted, however new (found in review).
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};

@@ -6,7 +6,7 @@
 //! indexes: lookups land at positions of the old file. Kafka's
 //! `LogLoader.removeTempFilesAndCollectSwapFiles` deletes the indexes of every `.swap`'s base.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{FetchIsolation, ReplicaOrigin, Shutdown};

@@ -6,7 +6,7 @@
 //! (spec/kafka-storage-format.md §11: "Swap/cleaned/deleted files are completed or removed").
 //! Opening such a Kafka data directory here loses those records.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};

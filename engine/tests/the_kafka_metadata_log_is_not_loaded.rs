@@ -8,7 +8,7 @@
 //! partition of that name cannot be created either (Kafka's CreateTopics refuses the name), as
 //! the next start would leave it unloaded.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig};

@@ -2,7 +2,7 @@
 //! (IncrementalAlterConfigs) rewrote `topic.config` of a partition whose data directory is
 //! offline: Kafka writes nothing into an offline log dir, and answers KAFKA_STORAGE_ERROR.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

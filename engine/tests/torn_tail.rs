@@ -1,7 +1,7 @@
 //! Scenario: the process dies mid-write, leaving a partial batch at the end of the active
 //! segment. Reopening uncleanly cuts the torn bytes and keeps every whole batch.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};

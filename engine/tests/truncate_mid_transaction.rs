@@ -2,7 +2,7 @@
 //! transaction is open again after the truncation (its marker is gone), the transaction index
 //! loses the abort that was cut off, and re-appending the marker completes it again.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};

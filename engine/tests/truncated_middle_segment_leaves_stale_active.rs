@@ -6,7 +6,7 @@
 //! truncated range (a gap, records served past a corruption point), and the live log's next
 //! rolls collide with it.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::Shutdown;

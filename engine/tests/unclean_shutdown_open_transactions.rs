@@ -2,7 +2,7 @@
 //! open transactions still pin the last stable offset, the aborted one is in the transaction
 //! index (rebuilt from the log), and completing the open ones moves the LSO on.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, OpenOffsets, Shutdown};

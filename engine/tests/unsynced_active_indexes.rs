@@ -6,7 +6,7 @@
 //! segments, an index entry every 256 bytes — sealed segments and an active one with a dozen
 //! entries.)
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::log::{FetchIsolation, OffsetLookup, OpenOffsets, ReplicaOrigin, Shutdown};

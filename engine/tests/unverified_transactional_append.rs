@@ -3,7 +3,7 @@
 //! open transaction but never open one — otherwise a zombie could start a transaction no marker
 //! will ever end, and the last stable offset would stop there for good.
 
-mod common;
+use crate::common;
 
 use common::*;
 use mirrorlog_engine::error::EngineError;

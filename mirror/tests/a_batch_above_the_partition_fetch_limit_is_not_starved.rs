@@ -6,7 +6,7 @@
 //! busy partition earlier in that order kept a later one's large batch out for as long as it
 //! had data. Driven by hand, one fetch round at a time.
 
-mod common;
+use crate::common;
 
 use common::{Hooks, hooked_world, orders, produce_to};
 use mirrorlog_index::Offset;

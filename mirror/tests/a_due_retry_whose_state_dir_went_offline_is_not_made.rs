@@ -3,7 +3,7 @@
 //! made, and the partition stays FAILED in memory only, not retryable, naming the directory —
 //! rather than keep its due retry and try it, refused, on every `drive` pass.
 
-mod common;
+use crate::common;
 
 use common::{T0, orders as tp};
 use mirrorlog_engine::clock::ManualClock;

@@ -8,7 +8,7 @@
 //! directory went on appending (the mirror appends through the log's write guard, which knows
 //! nothing of its directory; it now looks first).
 
-mod common;
+use crate::common;
 
 use common::{T0, orders as tp};
 use mirrorlog_engine::clock::ManualClock;

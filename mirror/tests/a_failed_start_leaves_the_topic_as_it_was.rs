@@ -5,7 +5,7 @@
 //! the topic as it was: a topic the start created is gone again, a failed-over (writable)
 //! topic is writable again, and the topic is nobody's.
 
-mod common;
+use crate::common;
 
 use common::{Dest, T0, manager};
 use mirrorlog_engine::clock::ManualClock;

@@ -7,7 +7,7 @@
 //! It used to stay in LOG_ALIGNMENT (the failure was recorded only if persisted), and every
 //! `drive` pass tried the alignment again, each time refused.
 
-mod common;
+use crate::common;
 
 use common::{T0, orders as tp};
 use mirrorlog_engine::clock::ManualClock;

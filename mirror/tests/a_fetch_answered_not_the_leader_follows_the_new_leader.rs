@@ -4,7 +4,7 @@
 //! sync (`metadata.refresh.interval.ms`, up to an hour), asking the old leader again every round
 //! meanwhile. Driven by hand, one fetch round at a time: nothing here is timed.
 
-mod common;
+use crate::common;
 
 use common::{Hooks, all_failed, assert_mirroring_at, hooked_world, orders, produce_to, two_nodes};
 use mirrorlog_index::{LeaderEpoch, Offset};

@@ -10,7 +10,7 @@
 //! tombstones it last, and a mirror created under that name finishes the deletion before it
 //! restores anything.
 
-mod common;
+use crate::common;
 
 use common::{T0, config_mirror, produce_to, sim_world, stopped_state};
 use mirrorlog_engine::clock::ManualClock;

@@ -5,7 +5,7 @@
 //! And with an ordinary topic recreated under the name, the stop sequence (epoch bump, barrier)
 //! was written into the client's log. Driven explicitly: no timing decides anything.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::{Dest, T0, catch_up, log_bytes, manager};

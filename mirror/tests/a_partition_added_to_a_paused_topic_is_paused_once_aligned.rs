@@ -3,7 +3,7 @@
 //! transition), or one the source adds while the topic is paused, is paused as soon as its
 //! alignment is done, never fetched in between; a restart in between keeps that.
 
-mod common;
+use crate::common;
 
 use common::{Dest, T0, manager, produce_to};
 use mirrorlog_engine::clock::ManualClock;

@@ -4,7 +4,7 @@
 //! (`replica.fetch.backoff.ms`, 1 s); so does the mirror now, on its own clock, which the test
 //! moves by hand.
 
-mod common;
+use crate::common;
 
 use common::{Hooks, hooked_world};
 use mirrorlog_index::Offset;

@@ -5,7 +5,7 @@
 //! appended twice (an answer is applied only at the log end it was asked for), and the
 //! fetcher a partition left keeps no cursor for it.
 
-mod common;
+use crate::common;
 
 use common::{HookedWorld, Hooks, hooked_world, log_bytes, orders, produce_to, two_nodes};
 use mirrorlog_index::{LeaderEpoch, Offset};

@@ -4,7 +4,7 @@
 //! 100 ms); the mirror waited for its next periodic sync (`metadata.refresh.interval.ms`, 5 s by
 //! default, up to an hour), the partition stalled meanwhile. Driven by hand on the manual clock.
 
-mod common;
+use crate::common;
 
 use common::{HookedWorld, Hooks, assert_mirroring_at, hooked_world, orders, produce_to};
 use mirrorlog_index::{LeaderEpoch, Offset};

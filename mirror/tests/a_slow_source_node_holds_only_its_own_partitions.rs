@@ -8,7 +8,7 @@
 //! Node 1's fetches wait on a gate the test opens only once node 2's partition has been
 //! mirrored to its end (or a deadline has passed, which fails the test instead of hanging it).
 
-mod common;
+use crate::common;
 
 use common::{Hooks, hooked_world, log_bytes, orders, produce_to, two_nodes};
 use mirrorlog_index::{LeaderEpoch, Offset};

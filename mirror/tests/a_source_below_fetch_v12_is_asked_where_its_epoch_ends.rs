@@ -8,7 +8,7 @@
 //! (`mirror.support.unclean.leader.election`: truncate and go on, or FAILED). Driven by hand, one
 //! fetch round at a time: nothing here is timed.
 
-mod common;
+use crate::common;
 
 use common::{Hooks, hooked_world, log_bytes, orders, produce_to};
 use mirrorlog_engine::log::LeaderOrigin;

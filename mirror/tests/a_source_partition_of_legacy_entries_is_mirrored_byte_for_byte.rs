@@ -5,7 +5,7 @@
 //! now byte for byte at their offsets, as any batch, also when a fetch answer's byte limit cuts
 //! one in two (the partial entry at the end is fetched again).
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::{T0, orders as tp};

@@ -3,7 +3,7 @@
 //! LEADER_NOT_AVAILABLE still after the client's retries — is not a deleted topic: the mirror
 //! counted it as missing and failed its partitions for good, "deleted", at the second sync.
 
-mod common;
+use crate::common;
 
 use common::{Hooks, hooked_world};
 use mirrorlog_mirror::manager::MirrorConfig;

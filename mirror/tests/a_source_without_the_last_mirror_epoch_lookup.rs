@@ -3,7 +3,7 @@
 //! that holds nothing from scratch, as a first start must, but fails one that holds records
 //! rather than drop them on an answer that says nothing about whether the source mirrored us.
 
-mod common;
+use crate::common;
 
 use common::{Hooks, hooked_world, orders};
 use mirrorlog_index::Offset;

@@ -11,7 +11,7 @@
 //! back a start whose intent it finds before anything is aligned, so after a crash at any point
 //! the topic is either wholly started or wholly as it was.
 
-mod common;
+use crate::common;
 
 use common::{ConfigDest, Dest, T0, manager, orders as tp, overrides};
 use mirrorlog_engine::clock::ManualClock;

@@ -12,7 +12,7 @@
 //! LOG_ALIGNMENT — held FAILED, not retried and never aligned on its own, with a reason saying
 //! a repeated start completes it — and the topic stays the mirror's, read-only.
 
-mod common;
+use crate::common;
 
 use common::{ConfigDest, Dest, T0, manager, orders as tp, overrides};
 use mirrorlog_engine::clock::ManualClock;

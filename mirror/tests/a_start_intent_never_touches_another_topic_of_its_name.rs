@@ -8,7 +8,7 @@
 //! would have written the recorded configs over the new topic's). Now the restore changes the
 //! topic only while the local topic of that name is still the intent's (its topic id).
 
-mod common;
+use crate::common;
 
 use common::{manager, orders as tp};
 use mirrorlog_index::{Offset, TopicId};

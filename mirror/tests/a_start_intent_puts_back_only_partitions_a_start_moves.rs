@@ -8,7 +8,7 @@
 //! older last mirror epoch and destination leader epoch). Now the restore puts back only what
 //! a start moves: a partition that had no state, or was STOPPED, STOPPING or FAILED.
 
-mod common;
+use crate::common;
 
 use common::{ConfigDest, Dest, manager, orders as tp};
 use mirrorlog_engine::manager::LogManager;

@@ -12,7 +12,7 @@
 //! written, and the intent stays for the restart with the directory repaired, which puts the
 //! whole start back.
 
-mod common;
+use crate::common;
 
 use common::{T0, manager, orders as tp};
 use mirrorlog_engine::clock::ManualClock;

@@ -13,7 +13,7 @@
 //! partition not STOPPED, and a stop of a STOPPED topic changes nothing. Now the mirror makes
 //! such a topic writable when it starts running (`MirrorManager::open_stopped_topics`).
 
-mod common;
+use crate::common;
 
 use common::{Dest, T0, log_bytes, manager, orders as tp};
 use mirrorlog_engine::clock::ManualClock;

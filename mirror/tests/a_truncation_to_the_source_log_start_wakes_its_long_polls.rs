@@ -4,7 +4,7 @@
 //! kept waiting for its max wait instead of seeing OFFSET_OUT_OF_RANGE at once. The mirror now
 //! names the partition it truncated, as it names those it appends to.
 
-mod common;
+use crate::common;
 
 use common::{Dest, T0, manager};
 use mirrorlog_engine::clock::ManualClock;

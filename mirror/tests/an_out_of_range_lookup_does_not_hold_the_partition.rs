@@ -6,7 +6,7 @@
 //! back after a pause or stop changes nothing. Nothing here is timed: the watchdog only turns a
 //! deadlock into a failure.
 
-mod common;
+use crate::common;
 
 use common::{Hooks, all_failed, hooked_world};
 use mirrorlog_index::{LeaderEpoch, Offset};

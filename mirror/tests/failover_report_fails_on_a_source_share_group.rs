@@ -5,8 +5,7 @@
 //! `mirror.groups.include=.*`) makes the whole `--failover-report` fail. The group offset sync
 //! already keeps share groups out of OffsetFetch (`split_group_types`); the report must too.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use mirrorlog_index::{LeaderEpoch, Offset, TopicPartition};
 use mirrorlog_mirror::failover_report::failover_exposure;

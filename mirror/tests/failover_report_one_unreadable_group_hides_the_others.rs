@@ -4,8 +4,7 @@
 //! listed with its error and the report goes on; only a cluster failing as a whole (the source's
 //! group listing, the destination unreachable) still fails it.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use mirrorlog_index::{LeaderEpoch, Offset, TopicPartition};
 use mirrorlog_mirror::failover_report::{Side, UnreadableGroup, failover_exposure};

@@ -6,7 +6,7 @@
 //! commit past the high watermark, or in an epoch a failback's truncation ended below it, is
 //! still replaced.
 
-mod common;
+use crate::common;
 
 use common::{FiveOnOrders, orders, produce_to};
 use mirrorlog_engine::config::LogConfig;

@@ -4,7 +4,7 @@
 //! returns on the first failed commit instead, so one busy group leaves every later group
 //! unsynced — on every refresh, for as long as it stays busy — and the sync's report is lost.
 
-mod common;
+use crate::common;
 
 use common::{FiveOnOrders, RecordingSink, manager, orders, produce_to};
 use mirrorlog_engine::config::LogConfig;

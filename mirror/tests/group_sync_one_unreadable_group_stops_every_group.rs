@@ -6,8 +6,7 @@
 //! offsets. Now such a group is reported and skipped; an unreachable source still stops the
 //! sync (every group would fail the same way).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use common::{RecordingSink, manager, orders, produce_to};
 use mirrorlog_engine::config::LogConfig;

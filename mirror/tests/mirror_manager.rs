@@ -4,7 +4,7 @@
 //! support is on, in which case it truncates and continues. Each step is driven explicitly
 //! (`sync`, `drive`, `fetch_round`): no timing decides anything.
 
-mod common;
+use crate::common;
 
 use common::{T0, manager};
 

@@ -4,7 +4,7 @@
 //! retried, a restored EPOCH_FENCING partition mirrors again, and a partition that failed while
 //! paused stays paused when it comes back.
 
-mod common;
+use crate::common;
 
 use common::{T0, manager};
 

@@ -4,7 +4,7 @@
 //! nothing), divergence after an unclean election on the source, a fetch below the source's log
 //! start, and a corrupt batch from the source.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::log_bytes;

@@ -11,7 +11,7 @@
 //! growth is done, so the hook's wait for it ends at its bound (the outcome does not depend on
 //! it); unfixed, the thread finishes inside the window.
 
-mod common;
+use crate::common;
 
 use common::{Dest, T0, manager};
 use mirrorlog_engine::clock::ManualClock;

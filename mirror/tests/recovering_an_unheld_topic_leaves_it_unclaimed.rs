@@ -3,7 +3,7 @@
 //! topic (TOPIC_ALREADY_IN_CLUSTER_MIRROR naming a mirror that does not mirror it), and nothing
 //! released it short of deleting the mirror.
 
-mod common;
+use crate::common;
 
 use common::{Dest, T0, manager};
 use mirrorlog_engine::clock::ManualClock;

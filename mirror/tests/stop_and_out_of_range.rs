@@ -4,7 +4,7 @@
 //! recorded when stopped again after a failure, stays read-only until STOPPED is persisted, and
 //! survives a source epoch of i32::MAX.
 
-mod common;
+use crate::common;
 
 use common::{T0, manager};
 

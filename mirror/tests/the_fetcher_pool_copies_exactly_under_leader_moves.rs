@@ -14,7 +14,7 @@
 //! A failure names its seed; `MIRRORLOG_POOL_SEED=<seed>` replays one (the threads'
 //! interleaving is not replayed, only the steps).
 
-mod common;
+use crate::common;
 
 use common::{HookedWorld, Hooks, T0, hooked_world, orders, plain_batch, transactional_batch};
 use mirrorlog_engine::log::LeaderOrigin;

@@ -5,7 +5,7 @@
 //! at a time; a second start fails (TOPIC_ALREADY_IN_CLUSTER_MIRROR) unless the first STOPPED
 //! it. Driven explicitly (`discover`, `drive`, `fetch_round`): no timing decides anything.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::{Dest, T0, catch_up, log_bytes, manager};

@@ -205,7 +205,7 @@ fn index_lookup(c: &mut Criterion) {
     }
     drop(seg.seal().unwrap());
     let sealed =
-        SealedSegment::open(storage, &seg_dir, Offset(0), SegmentConfig::default()).unwrap();
+        SealedSegment::open(storage, &seg_dir, Offset(0), SegmentConfig::default(), 0).unwrap();
     let finds = targets(1 << 16, run.next_offset().get());
     let mut g = c.benchmark_group("find_batch_64mib");
     g.throughput(Throughput::Elements(1));

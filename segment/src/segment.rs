@@ -788,6 +788,9 @@ pub struct SealedSegment {
     r: SegmentReader,
     storage: Arc<dyn Storage>,
     next_offset: Offset,
+    /// When the segment was created or loaded (Kafka's `LogSegment.created`), kept for
+    /// [`reopen_active`](Self::reopen_active).
+    created_ms: i64,
 }
 
 impl std::ops::Deref for SealedSegment {
@@ -885,7 +888,8 @@ impl ActiveSegment {
 
     /// Opens an existing segment for appending (the last segment of a log on restart). Trusts
     /// the indexes after their sanity check; after an unclean shutdown call
-    /// [`recover`](Self::recover) instead of trusting them.
+    /// [`recover`](Self::recover) instead of trusting them. `now_ms` is the load time, which
+    /// its `segment.ms` clock counts from (Kafka's `LogSegment.created`).
     pub fn open(
         storage: Arc<dyn Storage>,
         dir: &Path,
@@ -1500,17 +1504,20 @@ impl ActiveSegment {
             r: self.r,
             storage: self.storage,
             next_offset: self.next_offset,
+            created_ms: self.created_ms,
         }
     }
 }
 
 impl SealedSegment {
-    /// Opens a sealed segment of an existing log, read-only.
+    /// Opens a sealed segment of an existing log, read-only; `now_ms` is its load time, which
+    /// its `segment.ms` clock counts from should it become the active segment again.
     pub fn open(
         storage: Arc<dyn Storage>,
         dir: &Path,
         base_offset: Offset,
         config: SegmentConfig,
+        now_ms: i64,
     ) -> SegmentResult<SealedSegment> {
         let r = open_reader(&*storage, dir, base_offset, config, OpenMode::Read)?;
         let next_offset = r.load_next_offset()?;
@@ -1518,6 +1525,7 @@ impl SealedSegment {
             r,
             storage,
             next_offset,
+            created_ms: now_ms,
         })
     }
 
@@ -1540,12 +1548,20 @@ impl SealedSegment {
     }
 
     /// Turns it back into the active segment (when truncation makes it the last one): the log
-    /// is reopened for writing and the indexes are given room again.
-    pub fn reopen_active(self, now_ms: i64) -> SegmentResult<ActiveSegment> {
-        let SealedSegment { r, storage, .. } = self;
+    /// is reopened for writing and the indexes are given room again. Its `segment.ms` clock
+    /// (for batches without timestamps) still counts from when the segment was created or
+    /// loaded, as Kafka's `LogSegment` keeps `created` through `truncateTo` unless that empties
+    /// it (then [`ActiveSegment::truncate_to`] restarts the clock).
+    pub fn reopen_active(self) -> SegmentResult<ActiveSegment> {
+        let SealedSegment {
+            r,
+            storage,
+            created_ms,
+            ..
+        } = self;
         let (dir, base, config) = (r.dir.clone(), r.base_offset, r.config);
         drop(r);
-        ActiveSegment::open(storage, &dir, base, config, now_ms)
+        ActiveSegment::open(storage, &dir, base, config, created_ms)
     }
 }
 

@@ -221,7 +221,7 @@ fn after_a_clean_shutdown_lookups_and_fetches_serve_legacy_entries_as_they_are()
     drop(recover(&storage, dir.path()).seal().unwrap());
     let file = std::fs::read(dir.path().join(LOG)).unwrap();
     for seg in [
-        SealedSegment::open(storage.clone(), dir.path(), Offset(0), config()).unwrap(),
+        SealedSegment::open(storage.clone(), dir.path(), Offset(0), config(), 0).unwrap(),
         ActiveSegment::open(storage.clone(), dir.path(), Offset(0), config(), 0)
             .unwrap()
             .seal()

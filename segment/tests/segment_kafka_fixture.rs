@@ -22,6 +22,7 @@ fn open(partition: &str) -> SealedSegment {
         &fixture(partition),
         Offset(0),
         SegmentConfig::default(),
+        0,
     )
     .unwrap()
 }

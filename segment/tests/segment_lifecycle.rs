@@ -348,7 +348,7 @@ fn sealing_trims_indexes_and_the_sealed_segment_reopens_read_only() {
         assert_eq!(sealed.next_offset(), Offset(560));
         drop(sealed);
         let reopened =
-            SealedSegment::open(storage.clone(), dir.path(), Offset(500), config(200)).unwrap();
+            SealedSegment::open(storage.clone(), dir.path(), Offset(500), config(200), 0).unwrap();
         reopened.sanity_check().unwrap();
         assert_eq!(reopened.next_offset(), Offset(560));
         for o in 500..560 {
@@ -361,7 +361,7 @@ fn sealing_trims_indexes_and_the_sealed_segment_reopens_read_only() {
             .collect();
         assert_eq!(all, bs);
         // Back to active (as after truncation makes it the last segment): appends resume.
-        let mut active = reopened.reopen_active(0).unwrap();
+        let mut active = reopened.reopen_active().unwrap();
         assert_eq!(active.next_offset(), Offset(560));
         active.append(batch(560, 1, 5, 8_000)).unwrap();
         active.flush().unwrap();

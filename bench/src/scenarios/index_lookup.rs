@@ -180,7 +180,7 @@ fn find_batch(opts: Opts, root: &Path, segment_bytes: u64) -> Result<Vec<Report>
     let mut reports = Vec::new();
     for storage in backends() {
         let name = storage.name();
-        let seg = SealedSegment::open(storage, &dir, Offset(0), SegmentConfig::default())?;
+        let seg = SealedSegment::open(storage, &dir, Offset(0), SegmentConfig::default(), 0)?;
         for &t in targets.iter().take(1_000) {
             let ours = seg.find_batch(Offset(t))?.map(|l| l.position.get());
             ensure!(

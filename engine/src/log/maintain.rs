@@ -326,7 +326,7 @@ impl PartitionLog {
                 self.defer_removal(renamed)?;
             }
             let seg = self.sealed.remove(&holder).expect("present");
-            let reopened = seg.reopen_active(now)?;
+            let reopened = seg.reopen_active()?;
             let old = std::mem::replace(&mut self.active, reopened);
             let old_base = old.base_offset();
             self.defer_removal(old.rename_deleted())?;

@@ -393,7 +393,7 @@ impl PartitionLog {
                     active = Some(a);
                 }
             } else {
-                match SealedSegment::open(storage.clone(), dir, base, seg_config) {
+                match SealedSegment::open(storage.clone(), dir, base, seg_config, now) {
                     Ok(s) if s.sanity_check().is_ok() => {
                         sealed.insert(base, s);
                     }
@@ -518,7 +518,7 @@ impl PartitionLog {
                 // Every segment was sealed (a clean log whose last segment failed to open as
                 // active is handled above); reopen the last as active.
                 let (_, s) = sealed.pop_last().expect("at least one segment");
-                s.reopen_active(now)?
+                s.reopen_active()?
             }
         };
         let active_base = active.base_offset();

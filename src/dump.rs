@@ -1709,10 +1709,10 @@ fn ts_label(batch: &RecordBatch) -> &'static str {
 fn batch_json(b: &RecordBatch) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("position".into(), json!(b.position()));
-    m.insert(
-        "base_offset".into(),
-        json!(legacy_aware_base_offset(b).get()),
-    );
+    // A compressed legacy wrapper's is its first inner record's, as Kafka's `baseOffset`
+    // decompresses it; its own offset when it does not decompress.
+    let base = b.decompressed_base_offset().unwrap_or(b.base_offset());
+    m.insert("base_offset".into(), json!(base.get()));
     m.insert("last_offset".into(), json!(b.last_offset().get()));
     m.insert("size_bytes".into(), json!(b.size_bytes()));
     m.insert(
@@ -1749,20 +1749,6 @@ fn batch_json(b: &RecordBatch) -> Map<String, Value> {
     m.insert("record_count".into(), json!(count));
     m.insert("max_timestamp".into(), json!(b.max_timestamp().get()));
     m
-}
-
-/// The batch's base offset; a compressed legacy wrapper's is its first inner record's (Kafka's
-/// `AbstractLegacyRecordBatch.baseOffset` decompresses it too), the wrapper's own offset when it
-/// does not decompress.
-fn legacy_aware_base_offset(b: &RecordBatch) -> mirrorlog_index::Offset {
-    if !b.is_legacy() {
-        return b.base_offset();
-    }
-    b.records()
-        .ok()
-        .and_then(|mut r| r.next())
-        .and_then(|r| r.ok())
-        .map_or(b.base_offset(), |r| r.offset)
 }
 
 fn batch_text(b: &RecordBatch, valid: bool) -> String {

@@ -277,7 +277,9 @@ pub struct FetchData {
     /// Bytes to send; may end inside a batch when the byte limit cut it (clients skip a partial
     /// trailing batch, as with Kafka); empty when the limit was 0.
     pub slice: FileSlice,
-    /// Base offset of the first batch in the slice.
+    /// Base offset of the first batch in the slice (Kafka's `LogOffsetMetadata` of the read,
+    /// `translateOffset`'s batch `baseOffset`): a compressed legacy wrapper's is its first inner
+    /// record's offset, found by decompressing it.
     pub first_batch_offset: Offset,
     /// The byte limit cut the first batch (Kafka's `firstEntryIncomplete`): the slice holds no
     /// whole batch. Only possible without `min_one_batch`, and not for a limit of 0 (an empty
@@ -285,10 +287,11 @@ pub struct FetchData {
     pub first_entry_incomplete: bool,
 }
 
-/// Where a batch sits: what offset translation finds.
+/// Where a batch sits: what offset translation finds, from the batch's header alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchLocation {
-    /// The batch's base offset.
+    /// The batch's base offset; a legacy entry's is its offset, for a compressed wrapper the
+    /// *last* inner offset (see [`RecordBatch::base_offset`]).
     pub base_offset: Offset,
     /// The batch's last offset.
     pub last_offset: Offset,
@@ -298,6 +301,9 @@ pub struct BatchLocation {
     pub size: u32,
     /// Its max timestamp.
     pub max_timestamp: TimestampMs,
+    /// A compressed legacy entry (a wrapper), whose true base offset takes decompressing it
+    /// ([`RecordBatch::decompressed_base_offset`]).
+    pub legacy_wrapper: bool,
 }
 
 /// Why a segment should roll before the next append.
@@ -466,6 +472,7 @@ impl SegmentReader {
             position: FilePosition(position as u32),
             size: size as u32,
             max_timestamp: TimestampMs(max_ts),
+            legacy_wrapper: false,
         }))
     }
 
@@ -503,6 +510,7 @@ impl SegmentReader {
             position: FilePosition(position as u32),
             size: size as u32,
             max_timestamp,
+            legacy_wrapper: h[legacy::field::ATTRIBUTES] & legacy::attr::COMPRESSION_MASK != 0,
         }))
     }
 
@@ -555,13 +563,24 @@ impl SegmentReader {
         // A limit of 0 reads an empty slice at the batch (Kafka's `adjustedMaxSize == 0`): the
         // read ends here, and its position bounds the aborted transactions reported with it.
         let length = (limit - first.position.get()).min(max);
+        // Kafka's `translateOffset` names the batch by its `baseOffset`, which for a legacy
+        // wrapper decompresses it: only then is this read more than header reads. A wrapper
+        // that does not decompress is served as it is, named by its own offset (Kafka's read
+        // fails with it; the client's check fails it here).
+        let first_batch_offset = if first.legacy_wrapper {
+            self.read_batch(&first)?
+                .decompressed_base_offset()
+                .unwrap_or(first.base_offset)
+        } else {
+            first.base_offset
+        };
         Ok(Some(FetchData {
             slice: FileSlice {
                 file: self.log.clone(),
                 position: first.position,
                 length,
             },
-            first_batch_offset: first.base_offset,
+            first_batch_offset,
             first_entry_incomplete: max > 0 && max < first.size,
         }))
     }

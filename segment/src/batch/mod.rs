@@ -247,11 +247,27 @@ impl RecordBatch {
 
     /// `baseOffset`. For a legacy entry, its offset: the one record's offset, or for a
     /// compressed wrapper the offset of its *last* inner message — the wrapper's base offset
-    /// (Kafka's `AbstractLegacyRecordBatch.baseOffset`) takes decompressing it and is the first
-    /// offset [`records`](Self::records) yields.
+    /// (Kafka's `AbstractLegacyRecordBatch.baseOffset`) takes decompressing it
+    /// ([`decompressed_base_offset`](Self::decompressed_base_offset)).
     #[inline]
     pub fn base_offset(&self) -> Offset {
         Offset(be_i64(&self.buf, field::BASE_OFFSET))
+    }
+    /// Kafka's `baseOffset` of the whole batch: [`base_offset`](Self::base_offset), but for a
+    /// compressed legacy wrapper its first inner record's offset, which takes decompressing it
+    /// (`AbstractLegacyRecordBatch.baseOffset`); no other batch costs more than a header read.
+    ///
+    /// # Errors
+    /// A wrapper whose inner messages do not decompress or frame (see
+    /// [`records`](Self::records)).
+    pub fn decompressed_base_offset(&self) -> Result<Offset, BatchError> {
+        if !self.is_legacy() || self.records_count() == 1 {
+            return Ok(self.base_offset());
+        }
+        // A wrapper without inner messages is an error of `records`.
+        legacy::records(self)?
+            .next()
+            .map_or(Ok(self.base_offset()), |r| r.map(|r| r.offset))
     }
     /// `batchLength`: the bytes after this field.
     #[inline]

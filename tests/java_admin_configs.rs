@@ -1,6 +1,7 @@
 //! Kafka's Java AdminClient (kafka-clients 4.3.0) reads and changes configs on
 //! `mirrorlog serve`: describeConfigs of a topic and of the broker, with and without synonyms
-//! and documentation; incrementalAlterConfigs SET, DELETE, SUBTRACT and APPEND (a list's values
+//! and documentation (Kafka topic configs mirrorlog does not implement listed at its values);
+//! incrementalAlterConfigs SET, DELETE, SUBTRACT and APPEND (a list's values
 //! kept unique, a non-list key refused with INVALID_CONFIG as Kafka's controller does), invalid
 //! values, unknown keys and topics, validateOnly, and a broker config (refused: this broker's
 //! settings are static) (`AdminScenarios configs`). The deprecated `alterConfigs` (AlterConfigs,
@@ -54,6 +55,26 @@ fn the_java_admin_client_describes_and_alters_configs() {
                 &format!(
                     "delete DEFAULT_CONFIG default=true {common} type=LIST doc=true \
                      synonyms=[log.cleanup.policy=delete@DEFAULT_CONFIG]"
+                ),
+            ),
+            (
+                "topic.full.min.insync.replicas",
+                &format!(
+                    "1 DEFAULT_CONFIG default=true {common} type=INT doc=true \
+                     synonyms=[min.insync.replicas=1@DEFAULT_CONFIG]"
+                ),
+            ),
+            (
+                "topic.full.min.cleanable.dirty.ratio",
+                &format!(
+                    "0.5 DEFAULT_CONFIG default=true {common} type=DOUBLE doc=true \
+                     synonyms=[log.cleaner.min.cleanable.ratio=0.5@DEFAULT_CONFIG]"
+                ),
+            ),
+            (
+                "topic.full.remote.storage.enable",
+                &format!(
+                    "false DEFAULT_CONFIG default=true {common} type=BOOLEAN doc=true synonyms=[]"
                 ),
             ),
             ("broker.count_positive", "true"),

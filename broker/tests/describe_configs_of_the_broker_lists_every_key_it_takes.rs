@@ -126,19 +126,7 @@ fn a_brokers_describe_configs_lists_every_key_it_takes_with_its_value_and_source
             .iter()
             .all(|c| c.name.as_str() != "log.initial.task.delay.ms")
     );
-    let synonyms = |k: &str| -> Vec<(String, String, i8)> {
-        get(k)
-            .synonyms
-            .iter()
-            .map(|s| {
-                (
-                    s.name.to_string(),
-                    s.value.as_ref().map(|v| v.to_string()).unwrap_or_default(),
-                    s.source,
-                )
-            })
-            .collect()
-    };
+    let synonyms = |k: &str| common::configs::synonyms(get(k));
     let s = |n: &str, v: &str, src| (n.to_string(), v.to_string(), src);
     assert_eq!(
         synonyms("log.retention.check.interval.ms"),

@@ -337,6 +337,10 @@ public final class AdminScenarios {
     out("topic.full.retention.ms", entry(full, "retention.ms"));
     out("topic.full.segment.bytes", entry(full, "segment.bytes"));
     out("topic.full.cleanup.policy", entry(full, "cleanup.policy"));
+    // Kafka topic configs mirrorlog does not implement, listed at the value it behaves as.
+    out("topic.full.min.insync.replicas", entry(full, "min.insync.replicas"));
+    out("topic.full.min.cleanable.dirty.ratio", entry(full, "min.cleanable.dirty.ratio"));
+    out("topic.full.remote.storage.enable", entry(full, "remote.storage.enable"));
 
     Config b =
         admin

@@ -12,7 +12,10 @@
 //! default's value, which it then keeps when that default changes, as in Kafka — or when its
 //! value differs from the broker default; DELETE makes it the default again. Otherwise it is
 //! `STATIC_BROKER_CONFIG` when the broker default differs from Kafka's default, else
-//! `DEFAULT_CONFIG`.
+//! `DEFAULT_CONFIG`. A topic's DescribeConfigs (and CreateTopics' answer) also lists, as Kafka
+//! does, the Kafka topic configs mirrorlog does not implement (`min.insync.replicas`,
+//! `unclean.leader.election.enable`, compaction, tiered storage, …) at the value mirrorlog
+//! behaves as, `DEFAULT_CONFIG`; altering one is still refused.
 //!
 //! Behaviour follows Kafka's KRaft broker and controller (`KafkaApis`, `ControllerApis`,
 //! `ReplicationControlManager`, `ConfigAdminManager`), with these single-node choices:
@@ -254,6 +257,144 @@ const TOPIC_KEYS: &[TopicKey] = &[
         broker: "log.roll.ms",
         config_type: TYPE_LONG,
         doc: "Roll a new segment after this long even if it is not full.",
+    },
+];
+
+/// A Kafka 4.x topic config (Kafka's `LogConfig` key set, as kafka-clients 4.3's `TopicConfig`
+/// names it) that mirrorlog does not implement but lists, as Kafka lists every topic config,
+/// with the value mirrorlog behaves as: Kafka's default, which here says what happens (one
+/// replica, no compaction, no tiered storage, no replication throttle; the codecs' levels are
+/// the ones the segment crate compresses with). Always `DEFAULT_CONFIG`; setting one is refused
+/// `INVALID_CONFIG` (it is in [`LogConfig::UNSUPPORTED_KAFKA_TOPIC_KEYS`]). `preallocate` is not
+/// listed: `log.preallocate` here writes zeros ahead of the synced end (README "Durable
+/// appends"), neither Kafka's `false` nor its whole-segment preallocation.
+struct DefaultTopicKey {
+    topic: &'static str,
+    /// Kafka's broker synonym (`ServerTopicConfigSynonyms`), listed `DEFAULT_CONFIG` with the
+    /// same value (Kafka's broker default); `None` where Kafka has none (no synonyms then).
+    broker: Option<&'static str>,
+    config_type: i8,
+    value: &'static str,
+    doc: &'static str,
+}
+
+const TYPE_DOUBLE: i8 = 6;
+
+/// Sorted by name; see [`DefaultTopicKey`].
+const DEFAULT_TOPIC_KEYS: &[DefaultTopicKey] = &[
+    DefaultTopicKey {
+        topic: "compression.gzip.level",
+        broker: Some("compression.gzip.level"),
+        config_type: TYPE_INT,
+        value: "-1",
+        doc: "The gzip level stored batches are compressed with: zlib's default (6); not settable \
+              here.",
+    },
+    DefaultTopicKey {
+        topic: "compression.lz4.level",
+        broker: Some("compression.lz4.level"),
+        config_type: TYPE_INT,
+        value: "9",
+        doc: "The lz4 level stored batches are compressed with: LZ4's fast compressor, as Kafka's \
+              default level 9; not settable here.",
+    },
+    DefaultTopicKey {
+        topic: "compression.zstd.level",
+        broker: Some("compression.zstd.level"),
+        config_type: TYPE_INT,
+        value: "3",
+        doc: "The zstd level stored batches are compressed with; not settable here.",
+    },
+    DefaultTopicKey {
+        topic: "delete.retention.ms",
+        broker: Some("log.cleaner.delete.retention.ms"),
+        config_type: TYPE_LONG,
+        value: "86400000",
+        doc: "Compaction's tombstone retention; mirrorlog does not compact, so it has no effect.",
+    },
+    DefaultTopicKey {
+        topic: "follower.replication.throttled.replicas",
+        broker: None,
+        config_type: TYPE_LIST,
+        value: "",
+        doc: "Replicas whose replication is throttled: none (no replication throttle here).",
+    },
+    DefaultTopicKey {
+        topic: "leader.replication.throttled.replicas",
+        broker: None,
+        config_type: TYPE_LIST,
+        value: "",
+        doc: "Replicas whose replication is throttled: none (no replication throttle here).",
+    },
+    DefaultTopicKey {
+        topic: "local.retention.bytes",
+        broker: Some("log.local.retention.bytes"),
+        config_type: TYPE_LONG,
+        value: "-2",
+        doc: "Tiered storage's local retention; -2 = retention.bytes (no tiered storage here).",
+    },
+    DefaultTopicKey {
+        topic: "local.retention.ms",
+        broker: Some("log.local.retention.ms"),
+        config_type: TYPE_LONG,
+        value: "-2",
+        doc: "Tiered storage's local retention; -2 = retention.ms (no tiered storage here).",
+    },
+    DefaultTopicKey {
+        topic: "max.compaction.lag.ms",
+        broker: Some("log.cleaner.max.compaction.lag.ms"),
+        config_type: TYPE_LONG,
+        value: "9223372036854775807",
+        doc: "Compaction's longest lag; mirrorlog does not compact, so it has no effect.",
+    },
+    DefaultTopicKey {
+        topic: "min.cleanable.dirty.ratio",
+        broker: Some("log.cleaner.min.cleanable.ratio"),
+        config_type: TYPE_DOUBLE,
+        value: "0.5",
+        doc: "Compaction's dirty ratio; mirrorlog does not compact, so it has no effect.",
+    },
+    DefaultTopicKey {
+        topic: "min.compaction.lag.ms",
+        broker: Some("log.cleaner.min.compaction.lag.ms"),
+        config_type: TYPE_LONG,
+        value: "0",
+        doc: "Compaction's shortest lag; mirrorlog does not compact, so it has no effect.",
+    },
+    DefaultTopicKey {
+        topic: "min.insync.replicas",
+        broker: Some("min.insync.replicas"),
+        config_type: TYPE_INT,
+        value: "1",
+        doc: "Replicas an acks=all write needs: this node, the only replica.",
+    },
+    DefaultTopicKey {
+        topic: "remote.log.copy.disable",
+        broker: None,
+        config_type: TYPE_BOOLEAN,
+        value: "false",
+        doc: "Tiered storage's copy switch; no tiered storage here.",
+    },
+    DefaultTopicKey {
+        topic: "remote.log.delete.on.disable",
+        broker: None,
+        config_type: TYPE_BOOLEAN,
+        value: "false",
+        doc: "Tiered storage's delete switch; no tiered storage here.",
+    },
+    DefaultTopicKey {
+        topic: "remote.storage.enable",
+        broker: None,
+        config_type: TYPE_BOOLEAN,
+        value: "false",
+        doc: "Tiered storage: not implemented here.",
+    },
+    DefaultTopicKey {
+        topic: "unclean.leader.election.enable",
+        broker: Some("unclean.leader.election.enable"),
+        config_type: TYPE_BOOLEAN,
+        value: "false",
+        doc: "No unclean election: this node is the only replica.",
     },
 ];
 
@@ -913,9 +1054,7 @@ fn kafka_config_message(e: &ConfigError) -> String {
 }
 
 fn created_configs(b: &Broker, config: &LogConfig) -> Vec<CreatableTopicConfigs> {
-    let mut entries = topic_config_entries(b, config);
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    entries
+    topic_config_entries(b, config)
         .into_iter()
         .map(|e| {
             let mut c = CreatableTopicConfigs::default();
@@ -944,8 +1083,9 @@ struct ConfigView {
     synonyms: Vec<(String, String, i8)>,
 }
 
-/// Every topic config of `config` with its source and synonyms, in
-/// [`LogConfig::SUPPORTED_TOPIC_KEYS`] order.
+/// Every topic config Kafka lists, sorted by name: those of `config` with their source and
+/// synonyms, and the [`DEFAULT_TOPIC_KEYS`] mirrorlog does not implement at the value it behaves
+/// as.
 fn topic_config_entries(b: &Broker, config: &LogConfig) -> Vec<ConfigView> {
     let broker: BTreeMap<&str, String> = b
         .logs
@@ -954,7 +1094,7 @@ fn topic_config_entries(b: &Broker, config: &LogConfig) -> Vec<ConfigView> {
         .into_iter()
         .collect();
     let kafka: BTreeMap<&str, String> = LogConfig::default().to_kafka_pairs().into_iter().collect();
-    config
+    let mut entries: Vec<ConfigView> = config
         .to_kafka_pairs()
         .into_iter()
         .map(|(name, value)| {
@@ -985,7 +1125,24 @@ fn topic_config_entries(b: &Broker, config: &LogConfig) -> Vec<ConfigView> {
                 synonyms,
             }
         })
-        .collect()
+        .chain(DEFAULT_TOPIC_KEYS.iter().map(|k| ConfigView {
+            name: k.topic.to_string(),
+            value: k.value.to_string(),
+            source: SOURCE_DEFAULT_CONFIG,
+            read_only: false,
+            config_type: k.config_type,
+            doc: k.doc,
+            synonyms: k.broker.map_or(vec![], |broker| {
+                vec![(
+                    broker.to_string(),
+                    k.value.to_string(),
+                    SOURCE_DEFAULT_CONFIG,
+                )]
+            }),
+        }))
+        .collect();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    entries
 }
 
 /// A broker key DescribeConfigs lists besides the topic configs' broker synonyms: its type and
@@ -2502,6 +2659,20 @@ pub(crate) mod tests {
             let broker = topic_key(key).expect("listed").broker;
             let same = defaults.with_overrides([(broker, value.as_str())]);
             assert_eq!(same.as_ref(), Ok(&defaults), "{broker}");
+        }
+    }
+
+    #[test]
+    fn listed_defaults_are_sorted_kafka_topic_configs_the_engine_refuses() {
+        let keys: Vec<&str> = DEFAULT_TOPIC_KEYS.iter().map(|k| k.topic).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        for key in keys {
+            // Listed at a value mirrorlog cannot change, so setting it must stay refused.
+            assert!(
+                LogConfig::UNSUPPORTED_KAFKA_TOPIC_KEYS.contains(&key),
+                "{key}"
+            );
+            assert!(!LogConfig::SUPPORTED_TOPIC_KEYS.contains(&key), "{key}");
         }
     }
 

@@ -94,3 +94,19 @@ pub fn create_topic(b: &Broker, name: &str, partitions: i32, configs: &[(&str, &
     let answer = admin::create_topics(b, r, 7);
     assert_eq!(answer.topics[0].error_code, 0, "create {name}: {answer:?}");
 }
+
+/// A DescribeConfigs entry's synonyms as (name, value, source), a null value as "".
+pub fn synonyms(
+    c: &kafka_protocol::messages::describe_configs_response::DescribeConfigsResourceResult,
+) -> Vec<(String, String, i8)> {
+    c.synonyms
+        .iter()
+        .map(|s| {
+            (
+                s.name.to_string(),
+                s.value.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+                s.source,
+            )
+        })
+        .collect()
+}

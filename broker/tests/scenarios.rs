@@ -46,6 +46,7 @@ mod describe_and_list_transactions;
 mod describe_cluster_v2_lists_this_broker_unfenced;
 mod describe_configs_of_a_topic_lists_every_kafka_topic_config;
 mod describe_configs_of_the_broker_lists_every_key_it_takes;
+mod describe_configs_of_the_broker_lists_the_ignored_keys_named;
 mod describe_lists_a_mirror_topic_whose_states_are_offline;
 mod describe_log_dirs;
 mod describe_producers;

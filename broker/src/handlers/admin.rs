@@ -1394,7 +1394,8 @@ fn broker_synonyms(name: &'static str) -> Vec<&'static str> {
 /// and the default. Alternate spellings with a default of their own in Kafka
 /// (`log.retention.hours` 168, …) are listed too; the others (`log.retention.minutes`,
 /// `broker.id`, `log.dir`) and Kafka's internal `log.initial.task.delay.ms` only when named.
-/// The listener's keys are listed when a listener serves this broker.
+/// The listener's keys are listed when a listener serves this broker. Any other key named (the
+/// Kafka keys `mirrorlog serve` ignores) is listed with the value named, type UNKNOWN.
 fn broker_config_entries(b: &Broker) -> Vec<ConfigView> {
     let c = &b.config;
     let named = &c.static_config;
@@ -1562,6 +1563,25 @@ fn broker_config_entries(b: &Broker) -> Vec<ConfigView> {
             Some(String::new()),
         );
     }
+    // Any other key the configuration names, with its value, as Kafka lists its file's
+    // `originals`: the keys of Kafka's stock file that `mirrorlog serve` accepts and ignores.
+    let unlisted: Vec<(&String, &String)> = named
+        .iter()
+        .filter(|(k, _)| !out.iter().any(|e| e.name == **k))
+        .collect();
+    out.extend(unlisted.into_iter().map(|(name, value)| {
+        let value = value.trim().to_string();
+        ConfigView {
+            name: name.clone(),
+            source: SOURCE_STATIC_BROKER_CONFIG,
+            synonyms: vec![(name.clone(), value.clone(), SOURCE_STATIC_BROKER_CONFIG)],
+            value,
+            read_only: true,
+            config_type: 0,
+            doc: "Named in this broker's configuration but not a setting of this node: \
+                  accepted and ignored (a Kafka key with no effect on a single mirrorlog node).",
+        }
+    }));
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }

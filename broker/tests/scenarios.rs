@@ -113,6 +113,7 @@ mod produce_acks1_stamps_the_raised_leader_epoch;
 mod produce_error_messages_are_kafkas;
 mod produce_fetch;
 mod produce_invalid_acks_keeps_earlier_partition_errors;
+mod produce_of_a_corrupt_first_batch_fails_the_whole_request;
 mod produce_of_a_transactional_batch_without_a_producer_id;
 mod produce_of_a_transactional_control_batch;
 mod produce_of_two_transactional_producers_is_refused;

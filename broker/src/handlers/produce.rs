@@ -1,7 +1,10 @@
 //! Produce (v3–v11): one batch per partition appended as leader through the engine.
 //!
-//! Per partition, in Kafka's order: the topic and partition must exist
-//! (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold exactly one whole v2 batch
+//! First, as Kafka's `RequestUtils.hasTransactionalRecords` frames every partition's first
+//! batch, a corrupt one fails the whole request (`CORRUPT_MESSAGE` with its message, in every
+//! partition), and so do transactional records without a transactional id
+//! (`TRANSACTIONAL_ID_AUTHORIZATION_FAILED`). Then per partition, in Kafka's order: the topic
+//! and partition must exist (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold exactly one whole v2 batch
 //! (`INVALID_RECORD`; a length or magic Kafka's batch iterator finds corrupt `CORRUPT_MESSAGE`;
 //! a partial batch after it is dropped, as that iterator ends there and Kafka's log appends only
 //! the whole batches; ZStandard needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), `acks` must be 0, 1 or −1
@@ -187,14 +190,18 @@ fn prepare(
     let acks = r.acks;
     let internal_topics_allowed = client_id == Some(ADMIN_CLIENT_ID);
     let transactional_id: Option<Arc<str>> = r.transactional_id.as_ref().map(|t| Arc::from(&*t.0));
-    // Kafka's `handleProduceRequest`: transactional records without a transactional id fail the
-    // whole request (nothing can verify them against a transaction).
-    let unverifiable = transactional_id.is_none()
-        && r.topic_data.iter().any(|t| {
-            t.partition_data
-                .iter()
-                .any(|p| p.records.as_ref().is_some_and(|b| is_transactional(b)))
-        });
+    // Kafka's `handleProduceRequest` first frames every partition's first batch
+    // (`RequestUtils.hasTransactionalRecords`): a corrupt one fails the whole request, and
+    // transactional records without a transactional id fail it too (nothing can verify them
+    // against a transaction).
+    let whole_request = match request_flags(&r.topic_data) {
+        Err(corrupt) => Some(corrupt),
+        Ok(true) if transactional_id.is_none() => {
+            // Kafka answers with the error's own message, which `ApiError` leaves out.
+            Some(failure(ResponseError::TransactionalIdAuthorizationFailed))
+        }
+        Ok(_) => None,
+    };
     let topic_data = once_per_partition(r.topic_data);
     let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(topic_data.len());
     let mut jobs = vec![];
@@ -208,12 +215,9 @@ fn prepare(
             resp.base_offset = -1;
             resp.log_append_time_ms = -1;
             resp.log_start_offset = -1;
-            let checked = if unverifiable {
-                // Kafka answers the whole request with the error's own message, which
-                // `ApiError` leaves out.
-                Err(failure(ResponseError::TransactionalIdAuthorizationFailed))
-            } else {
-                precheck(b, &name, pd.index, pd.records, version)
+            let checked = match &whole_request {
+                Some(refused) => Err(refused.clone()),
+                None => precheck(b, &name, pd.index, pd.records, version),
             };
             match checked {
                 Ok((handle, records)) => {
@@ -584,7 +588,8 @@ fn no_batch() -> Refusal {
 /// caller drops it. The rest (CRC, header fields) is the engine's. Kafka answers these
 /// partitions without an `error_message` (`new PartitionResponse(Errors.forException(e))`).
 fn validate_records(version: i16, records: &[u8]) -> Result<usize, Refusal> {
-    let Some(size) = next_batch_size(records)? else {
+    let corrupt = |_| failure(ResponseError::CorruptMessage);
+    let Some(size) = next_batch_size(records).map_err(corrupt)? else {
         return Err(no_batch());
     };
     if records[MAGIC_AT] != 2 {
@@ -596,7 +601,10 @@ fn validate_records(version: i16, records: &[u8]) -> Result<usize, Refusal> {
     {
         return Err(failure(ResponseError::UnsupportedCompressionType));
     }
-    if next_batch_size(&records[size..])?.is_some() {
+    if next_batch_size(&records[size..])
+        .map_err(corrupt)?
+        .is_some()
+    {
         // "… are only allowed to contain exactly one record batch per partition"
         return Err(failure(ResponseError::InvalidRecord));
     }
@@ -605,31 +613,61 @@ fn validate_records(version: i16, records: &[u8]) -> Result<usize, Refusal> {
 
 /// The size of the batch `bytes` start with, framed as Kafka's `ByteBufferLogInputStream`
 /// frames it: `None` where its iterator ends — fewer bytes than the length field's end, or than
-/// the magic's, or than the length declares — and `CORRUPT_MESSAGE` for a length below Kafka's
-/// smallest record (`RECORD_OVERHEAD_V0`) or a magic it does not know.
-fn next_batch_size(bytes: &[u8]) -> Result<Option<usize>, Refusal> {
+/// the magic's, or than the length declares — and the message of its `CorruptRecordException`
+/// (`CORRUPT_MESSAGE`) for a length below Kafka's smallest record (`RECORD_OVERHEAD_V0`) or a
+/// magic it does not know.
+fn next_batch_size(bytes: &[u8]) -> Result<Option<usize>, String> {
     let Some(length) = bytes.get(LENGTH_AT..LOG_OVERHEAD) else {
         return Ok(None);
     };
     let length = i32::from_be_bytes(length.try_into().expect("4 bytes"));
     if length < MIN_BATCH_LENGTH {
-        // "Record size … is less than the minimum record overhead (14)"
-        return Err(failure(ResponseError::CorruptMessage));
+        return Err(format!(
+            "Record size {length} is less than the minimum record overhead ({MIN_BATCH_LENGTH})"
+        ));
     }
     let Some(&magic) = bytes.get(MAGIC_AT) else {
         return Ok(None);
     };
     if magic > 2 {
-        // "Invalid magic found in record: …"
-        return Err(failure(ResponseError::CorruptMessage));
+        return Err(format!("Invalid magic found in record: {}", magic as i8));
     }
     let size = LOG_OVERHEAD + length as usize;
     Ok((bytes.len() >= size).then_some(size))
 }
 
-/// Whether `records` start with a transactional batch: Kafka's `hasTransactionalRecords`, which
-/// needs the request's transactional id whatever the batch's producer id, and looks at the flag
-/// alone — a client's control batch too, which the log refuses only afterwards.
+/// Kafka's `RequestUtils.flags` (`hasTransactionalRecords`), which `handleProduceRequest` runs
+/// before anything else: whether the request has transactional records — the first whole batch
+/// of any partition (named twice or of an unknown topic too) flagged transactional, whatever its
+/// producer id, a client's control batch too, which the log refuses only afterwards; a partial
+/// or legacy (magic 0, 1) first batch is not. Kafka's scan frames each partition's first batch
+/// until it has seen both an idempotent and a transactional one, and a first batch it finds
+/// corrupt on the way fails the whole request: `Err` with that `CORRUPT_MESSAGE` and its
+/// message (`ProduceRequest.getErrorResponse`).
+fn request_flags(topics: &[TopicProduceData]) -> Result<bool, Refusal> {
+    let (mut idempotent, mut transactional) = (false, false);
+    for records in topics
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .filter_map(|p| p.records.as_deref())
+    {
+        let framed = next_batch_size(records)
+            .map_err(|message| failure_with(ResponseError::CorruptMessage, message))?;
+        if framed.is_some() && records[MAGIC_AT] >= 2 {
+            idempotent |= records
+                .get(PRODUCER_ID_AT..PRODUCER_ID_AT + 8)
+                .is_some_and(|p| i64::from_be_bytes(p.try_into().expect("8 bytes")) >= 0);
+            transactional |= is_transactional(records);
+        }
+        if idempotent && transactional {
+            break;
+        }
+    }
+    Ok(transactional)
+}
+
+/// Whether `records` start with a batch whose attributes have the transactional flag (read
+/// where a v2 batch keeps them).
 fn is_transactional(records: &[u8]) -> bool {
     records
         .get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)

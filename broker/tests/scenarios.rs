@@ -110,6 +110,7 @@ mod offsets_on_offline_log_dir;
 mod offsets_partition_in_offline_dir_recreated;
 mod produce_a_partial_batch_after_a_whole_one_is_dropped;
 mod produce_acks1_stamps_the_raised_leader_epoch;
+mod produce_checks_run_in_kafkas_order;
 mod produce_error_messages_are_kafkas;
 mod produce_fetch;
 mod produce_invalid_acks_keeps_earlier_partition_errors;

@@ -4,15 +4,18 @@
 //! batch, a corrupt one fails the whole request (`CORRUPT_MESSAGE` with its message, in every
 //! partition), and so do transactional records without a transactional id
 //! (`TRANSACTIONAL_ID_AUTHORIZATION_FAILED`). Then per partition, in Kafka's order: the topic
-//! and partition must exist (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold exactly one whole v2 batch
-//! (`INVALID_RECORD`; a length or magic Kafka's batch iterator finds corrupt `CORRUPT_MESSAGE`;
-//! a partial batch after it is dropped, as that iterator ends there and Kafka's log appends only
-//! the whole batches; ZStandard needs v7+, `UNSUPPORTED_COMPRESSION_TYPE`), `acks` must be 0, 1 or −1
-//! (`INVALID_REQUIRED_ACKS` for each partition that passed the checks before), internal topics
-//! are refused (`INVALID_TOPIC_EXCEPTION`) but to the client id [`ADMIN_CLIENT_ID`], then the engine validates and appends the batch as
-//! leader, stamped with the partition's leader epoch. A partition named twice is appended once,
-//! with its last entry's records, and answered once, as Kafka keys a request's partitions by
-//! topic-partition.
+//! and partition must exist (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold exactly one
+//! whole v2 batch (`INVALID_RECORD`; a length or magic Kafka's batch iterator finds corrupt
+//! `CORRUPT_MESSAGE`; a partial batch after it is dropped, as that iterator ends there and
+//! Kafka's log appends only the whole batches; ZStandard needs v7+,
+//! `UNSUPPORTED_COMPRESSION_TYPE`), one transactional producer per request (below), the
+//! transaction verification (below), `acks` must be 0, 1 or −1 (`INVALID_REQUIRED_ACKS`),
+//! internal topics are refused (`INVALID_TOPIC_EXCEPTION`) but to the client id
+//! [`ADMIN_CLIENT_ID`], a partition of a data directory offline since start fails here
+//! (`KAFKA_STORAGE_ERROR`: Kafka's metadata has it, only its log append fails), then the engine
+//! validates and appends the batch as leader, stamped with the partition's leader epoch. A
+//! partition named twice is appended once, with its last entry's records, and answered once, as
+//! Kafka keys a request's partitions by topic-partition.
 //!
 //! - `acks = -1`: the batches are appended in request order at once
 //!   ([`PartitionHandle::append_as_leader_unsynced`]); the answer then waits for the group-commit
@@ -67,7 +70,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind, To
 use mirrorlog_engine::error::{EngineError, EngineResult};
 use mirrorlog_engine::log::{LeaderOrigin, LogAppendInfo};
 use mirrorlog_engine::manager::{PartitionHandle, PendingSync};
-use mirrorlog_index::LeaderEpoch;
+use mirrorlog_index::{LeaderEpoch, TopicPartition};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -99,6 +102,9 @@ struct Job {
     records: Bytes,
     /// The request's transactional id.
     transactional_id: Option<Arc<str>>,
+    /// What the replica manager's checks after the transaction verification answer
+    /// ([`appendable`]): the append runs only on `Ok`.
+    appendable: Result<(), Refusal>,
 }
 
 /// Kafka's `AdminUtils.ADMIN_CLIENT_ID`: the client id whose Produce may append to an internal
@@ -136,7 +142,9 @@ fn append_all(
         let resp = &mut responses[job.topic].partition_responses[job.partition];
         match verified_append(b, &job, version, |origin| {
             append(b, &job.handle, job.records.clone(), origin)
-        }) {
+        })
+        .and_then(|r| r)
+        {
             Ok(result) => fill(resp, &job.handle, result, version),
             Err(refused) => refuse(resp, refused, version),
         }
@@ -205,6 +213,9 @@ fn prepare(
     let topic_data = once_per_partition(r.topic_data);
     let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(topic_data.len());
     let mut jobs = vec![];
+    // Partitions of a data directory offline since start, which Kafka's metadata still has:
+    // every check before the append runs for them, then the append fails.
+    let mut offline: Vec<(usize, usize, String, Bytes)> = vec![];
     for (ti, td) in topic_data.into_iter().enumerate() {
         let name = td.name.0.to_string();
         let mut tr = TopicProduceResponse::default();
@@ -220,15 +231,18 @@ fn prepare(
                 None => precheck(b, &name, pd.index, pd.records, version),
             };
             match checked {
-                Ok((handle, records)) => {
+                Ok((Some(handle), records)) => {
+                    let appendable = appendable(&name, acks, internal_topics_allowed);
                     jobs.push(Job {
                         topic: ti,
                         partition: pi,
                         handle,
                         records,
                         transactional_id: transactional_id.clone(),
+                        appendable,
                     });
                 }
+                Ok((None, records)) => offline.push((ti, pi, name.clone(), records)),
                 Err(refused) => refuse(&mut resp, refused, version),
             }
             tr.partition_responses.push(resp);
@@ -239,11 +253,14 @@ fn prepare(
     // all be one producer's (one id and epoch), or the whole request fails.
     let mut producers = jobs
         .iter()
-        .filter_map(|j| transactional_producer(&j.records));
+        .map(|j| &j.records)
+        .chain(offline.iter().map(|o| &o.3))
+        .filter_map(|records| transactional_producer(records));
     if let Some(first) = producers.next()
         && producers.any(|p| p != first)
     {
         jobs.clear();
+        offline.clear();
         for resp in responses
             .iter_mut()
             .flat_map(|t| &mut t.partition_responses)
@@ -257,21 +274,21 @@ fn prepare(
             refuse(resp, refused, version);
         }
     }
-    // Then `ReplicaManager.appendRecords` (acks) and `appendToLocalLog` (internal topics).
-    jobs.retain(|job| {
-        match appendable(
-            &job.handle.topic_partition().topic,
-            acks,
-            internal_topics_allowed,
-        ) {
-            Ok(()) => true,
-            Err(refused) => {
-                let resp = &mut responses[job.topic].partition_responses[job.partition];
-                refuse(resp, refused, version);
-                false
-            }
-        }
-    });
+    // Then, after the transaction verification, `ReplicaManager.appendRecords` (acks) and
+    // `appendToLocalLog` (internal topics, then the partition's log: here none).
+    for (ti, pi, topic, records) in offline {
+        let tp = TopicPartition {
+            topic,
+            partition: responses[ti].partition_responses[pi].index,
+        };
+        let refused = match verify(b, &tp, &records, transactional_id.as_ref(), version, |_| {
+            appendable(&tp.topic, acks, internal_topics_allowed)
+        }) {
+            Ok(Ok(())) => failure(ResponseError::KafkaStorageError),
+            Ok(Err(refused)) | Err(refused) => refused,
+        };
+        refuse(&mut responses[ti].partition_responses[pi], refused, version);
+    }
     (acks, responses, jobs)
 }
 
@@ -321,7 +338,8 @@ fn durable(
             let r = verified_append(b, &job, version, |origin| {
                 job.handle
                     .append_as_leader_unsynced(job.records.clone(), epoch, origin)
-            });
+            })
+            .and_then(|r| r);
             match r {
                 Ok(r) => Some((job, r)),
                 Err(refused) => {
@@ -537,24 +555,26 @@ fn failure_with(e: ResponseError, message: impl Into<String>) -> Refusal {
 
 /// The checks of Kafka's `handleProduceRequest` before a partition reaches the replica manager,
 /// in its order: existence, `ProduceRequest.validateRecords` (one v2 batch; ZStandard only from
-/// v7). The records returned are that batch's, a partial batch after it dropped.
+/// v7). The records returned are that batch's, a partial batch after it dropped; the handle is
+/// `None` for a partition of a data directory offline since start (Kafka's metadata has it, and
+/// only its log append fails).
 fn precheck(
     b: &Broker,
     topic: &str,
     partition: i32,
     records: Option<Bytes>,
     version: i16,
-) -> Result<(Arc<PartitionHandle>, Bytes), Refusal> {
+) -> Result<(Option<Arc<PartitionHandle>>, Bytes), Refusal> {
     let unknown = || failure(ResponseError::UnknownTopicOrPartition);
     if b.topics.get(topic).is_none() {
         return Err(unknown());
     }
-    let Some(handle) = b.partition(topic, partition) else {
-        return Err(match b.missing_partition_error(topic, partition) {
-            ResponseError::KafkaStorageError => failure(ResponseError::KafkaStorageError),
-            _ => unknown(),
-        });
-    };
+    let handle = b.partition(topic, partition);
+    if handle.is_none()
+        && b.missing_partition_error(topic, partition) != ResponseError::KafkaStorageError
+    {
+        return Err(unknown());
+    }
     let Some(mut records) = records else {
         return Err(no_batch());
     };
@@ -692,23 +712,44 @@ fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
 /// Runs `append` with the origin transaction verification (KIP-890 part 1) asks for — see the
 /// module docs: a transactional batch of a request with a transactional id only inside its
 /// verified transaction, one without only as [`LeaderOrigin::ClientUnverified`]. A broker with
-/// no transaction coordinator appends unverified, as Kafka did before 3.6.
+/// no transaction coordinator appends unverified, as Kafka did before 3.6. After a verification
+/// that passed, the job's [`appendable`] refusal (acks, internal topic) is answered instead of
+/// the append, as Kafka's `appendRecords` runs after `handleProduceAppend` verified.
 fn verified_append<R>(
     b: &Broker,
     job: &Job,
     version: i16,
     append: impl FnOnce(LeaderOrigin) -> R,
+) -> Result<Result<R, Refusal>, Refusal> {
+    let tp = job.handle.topic_partition();
+    verify(
+        b,
+        tp,
+        &job.records,
+        job.transactional_id.as_ref(),
+        version,
+        |origin| job.appendable.clone().map(|()| append(origin)),
+    )
+}
+
+/// [`verified_append`]'s verification of `records` to `tp`, around any `append`.
+fn verify<R>(
+    b: &Broker,
+    tp: &TopicPartition,
+    records: &[u8],
+    transactional_id: Option<&Arc<str>>,
+    version: i16,
+    append: impl FnOnce(LeaderOrigin) -> R,
 ) -> Result<R, Refusal> {
     let (Some((producer_id, producer_epoch)), Some(verifier)) =
-        (transactional_producer(&job.records), b.txn_verifier())
+        (transactional_producer(records), b.txn_verifier())
     else {
         return Ok(append(LeaderOrigin::Client));
     };
-    let Some(transactional_id) = &job.transactional_id else {
+    let Some(transactional_id) = transactional_id else {
         // Refused in `prepare` (no job gets here); the engine's own check as a second line.
         return Ok(append(LeaderOrigin::ClientUnverified));
     };
-    let tp = job.handle.topic_partition();
     crate::txn::verified(
         &**verifier,
         transactional_id,

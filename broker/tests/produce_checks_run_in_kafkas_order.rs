@@ -11,10 +11,11 @@
 use crate::common;
 
 use common::offline_partition::topic_t_with_partition_offline;
-use common::produce::{answered, batch, request, running_with_topic, send, txn_batch};
+use common::produce::{
+    answered, batch, request, running_with_partition_0_in_transaction, send, txn_batch,
+};
 use kafka_protocol::ResponseError;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::client::Client;
 use mirrorlog_broker::handlers::produce;
 
 const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
@@ -24,11 +25,7 @@ const STORAGE: i16 = ResponseError::KafkaStorageError.code();
 #[test]
 fn the_transaction_verification_comes_before_acks() {
     let dir = tempfile::tempdir().unwrap();
-    let running = running_with_topic(dir.path(), "t", 2);
-    let mut c = Client::connect(&running.addr.to_string()).unwrap();
-    let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
-    c.add_partitions_to_txn("tx", pid, epoch, "t", &[0])
-        .unwrap();
+    let (running, pid, epoch) = running_with_partition_0_in_transaction(dir.path());
     // Partition 1 is not in the transaction: the verification answers it; partition 0 passes
     // and gets the bad acks.
     let mut r = request(

@@ -13,11 +13,13 @@
 use crate::common;
 
 use bytes::Bytes;
-use common::produce::{answered, batch, request, running_with_topic, send, txn_batch};
+use common::produce::{
+    answered, batch, request, running_with_partition_0_in_transaction, running_with_topic, send,
+    txn_batch,
+};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::client::Client;
 use mirrorlog_broker::running::RunningBroker;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -111,11 +113,7 @@ fn a_corrupt_first_batch_fails_every_partition_with_its_message() {
 #[test]
 fn the_scan_stops_once_it_has_seen_an_idempotent_and_a_transactional_batch() {
     let dir = tempfile::tempdir().unwrap();
-    let running = running_with_topic(dir.path(), "t", 2);
-    let mut c = Client::connect(&running.addr.to_string()).unwrap();
-    let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
-    c.add_partitions_to_txn("tx", pid, epoch, "t", &[0])
-        .unwrap();
+    let (running, pid, epoch) = running_with_partition_0_in_transaction(dir.path());
     // Kafka's scan ends at the transactional batch, so the corrupt one after it reaches
     // `validateRecords`: that partition's error alone, without a message.
     let mut r = request(

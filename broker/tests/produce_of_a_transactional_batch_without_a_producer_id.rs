@@ -8,19 +8,16 @@
 
 use crate::common;
 
-use common::produce::{answered, request, running_with_topic, send, txn_batch};
+use common::produce::{
+    answered, request, running_with_partition_0_in_transaction, send, txn_batch,
+};
 use kafka_protocol::ResponseError;
 use kafka_protocol::protocol::StrBytes;
-use mirrorlog_broker::client::Client;
 
 #[test]
 fn a_transactional_batch_without_a_producer_id_is_appended_unverified() {
     let dir = tempfile::tempdir().unwrap();
-    let running = running_with_topic(dir.path(), "t", 2);
-    let mut c = Client::connect(&running.addr.to_string()).unwrap();
-    let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
-    c.add_partitions_to_txn("tx", pid, epoch, "t", &[0])
-        .unwrap();
+    let (running, pid, epoch) = running_with_partition_0_in_transaction(dir.path());
     let without_pid = || txn_batch(-1, -1, -1);
     let t = |p: i32, code: i16| ("t".to_string(), p, code);
 

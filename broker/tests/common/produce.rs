@@ -84,3 +84,14 @@ pub fn answered(resp: &ProduceResponse) -> Vec<(String, i32, i16)> {
         })
         .collect()
 }
+
+/// A broker on `dir` with a topic `t` of two partitions, and the producer of transactional id
+/// `tx` (its id and epoch) with partition 0 added to its open transaction.
+pub fn running_with_partition_0_in_transaction(dir: &Path) -> (RunningBroker, i64, i16) {
+    let running = running_with_topic(dir, "t", 2);
+    let mut c = mirrorlog_broker::client::Client::connect(&running.addr.to_string()).unwrap();
+    let (pid, epoch) = c.init_producer_id(Some("tx")).unwrap();
+    c.add_partitions_to_txn("tx", pid, epoch, "t", &[0])
+        .unwrap();
+    (running, pid, epoch)
+}

@@ -36,15 +36,21 @@
 //! read + write on loopback).
 //!
 //! # Long poll
-//! When fewer than `min_bytes` were read and `max_wait_ms > 0`, the handler registers on the
-//! broker's [`AppendNotifier`](crate::broker::AppendNotifier) for exactly the partitions it reads
-//! (as Kafka's `DelayedFetch` purgatory, keyed by partition), reads again, and sleeps until an
-//! append to one of them (or a broker-wide event) and reads again, until `min_bytes` are there
-//! or the deadline passes. The registration is re-armed before each read, so no append is
-//! missed. As in Kafka, an error or a diverging epoch in any partition read answers at once; a
-//! partition the first read finds unknown (`UNKNOWN_TOPIC_ID`, `UNKNOWN_TOPIC_OR_PARTITION`:
-//! Kafka answers it in `KafkaApis`, outside the read) is answered beside the others without
-//! ending their wait (a session still holding a deleted topic's partition long-polls as usual).
+//! When the first read found fewer than `min_bytes` and `max_wait_ms > 0`, the fetch waits as
+//! Kafka's `DelayedFetch`: it registers on the broker's
+//! [`AppendNotifier`](crate::broker::AppendNotifier) for exactly the partitions it reads (keyed
+//! by partition, as Kafka's purgatory) and, before sleeping and at each wake-up, checks where
+//! each partition's bound (high watermark or last stable offset) lies against where its first
+//! read started ([`LogPosition`]), reading nothing: it is done when a partition is gone, offline,
+//! fenced or diverging, when a fetch offset is above its bound, when a bound lies in a later
+//! segment than the read (a read stops at its segment's end), or when the bytes between read and
+//! bound, each capped at its `partition_max_bytes`, reach `min_bytes`; then (or at the deadline)
+//! it reads and answers. The registration is re-armed before each check, so no append is
+//! missed. As in Kafka, an error or a diverging epoch in any partition the first read reads
+//! answers at once; a partition the first read finds unknown (`UNKNOWN_TOPIC_ID`,
+//! `UNKNOWN_TOPIC_OR_PARTITION`: Kafka answers it in `KafkaApis`, outside the read) is answered
+//! beside the others without ending their wait (a session still holding a deleted topic's
+//! partition long-polls as usual).
 //!
 //! # Sessions
 //! See [`FetchSessionCache`].
@@ -59,10 +65,12 @@ use kafka_protocol::messages::fetch_response::{
 };
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_engine::log::FetchIsolation;
+use mirrorlog_engine::log::{FetchIsolation, LogPosition, PartitionLog};
+use mirrorlog_engine::manager::PartitionHandle;
 use mirrorlog_index::{LeaderEpoch, Offset};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 use uuid::Uuid;
 
@@ -806,42 +814,89 @@ fn read_with_wait(
     // than `max_bytes` (or the broker's `fetch.max.bytes`) would wait out `max_wait_ms` with
     // its data there.
     let min_bytes = r.min_bytes.min(max_bytes).max(0) as u64;
-    // The first read registers nothing: most fetches answer at once.
-    let mut interest: Option<crate::broker::Interest<'_>> = None;
-    // Which partitions the first read found unknown (Kafka's `erroneous`, answered beside the
-    // read in `KafkaApis`): they neither wait nor end the wait; if nothing else is read, answer at
-    // once. A partition lost during the wait ends it (Kafka's `DelayedFetch`, case A).
-    let mut unknown: Option<Vec<bool>> = None;
+    // Kafka's `ReplicaManager.fetchMessages`: the first read answers at once when it has
+    // `min_bytes`, or an error or a diverging epoch in a partition it read. The partitions it
+    // finds unknown (Kafka's `erroneous`, answered beside the read in `KafkaApis`) neither wait
+    // nor end the wait; if nothing else is read, it answers at once.
+    let (datas, bytes, starts) = read_all(b, specs, isolation, max_bytes);
+    let answer_now = datas.iter().all(unknown_partition)
+        || datas.iter().any(|d| {
+            !unknown_partition(d)
+                && (d.error_code != 0 || d.diverging_epoch != EpochEndOffset::default())
+        });
+    if r.max_wait_ms <= 0
+        || specs.is_empty()
+        || bytes >= min_bytes
+        || answer_now
+        || Instant::now() >= deadline
+        || b.appends.is_closed()
+        // Kafka's `DelayedFetch` is tried once before it waits.
+        || delayed_fetch_done(b, specs, &starts, isolation, min_bytes)
+    {
+        return datas;
+    }
+    // Register on exactly the partitions read (a session's included), then check again: an
+    // append between the check above and the registration is not missed. Each wake-up checks
+    // where the bounds lie (no read); the answer is read once the wait is over.
+    let interest = b.appends.register(wait_keys(specs));
     loop {
-        if let Some(i) = &interest {
-            i.arm();
-        }
-        let (datas, bytes) = read_all(b, specs, isolation, max_bytes);
-        let unknown = unknown.get_or_insert_with(|| datas.iter().map(unknown_partition).collect());
-        let answer_now = unknown.iter().all(|&u| u)
-            || datas.iter().zip(unknown.iter()).any(|(d, &u)| {
-                !u && (d.error_code != 0 || d.diverging_epoch != EpochEndOffset::default())
-            });
-        if r.max_wait_ms <= 0
-            || specs.is_empty()
-            || bytes >= min_bytes
-            || answer_now
+        interest.arm();
+        if delayed_fetch_done(b, specs, &starts, isolation, min_bytes)
             || Instant::now() >= deadline
             || b.appends.is_closed()
         {
-            return datas;
+            return read_all(b, specs, isolation, max_bytes).0;
         }
-        match &interest {
-            // Registered (and armed) before that read: wakes on the next append to one of
-            // these partitions (or a broker-wide event, or the deadline); then read again.
-            Some(i) => {
-                i.wait(deadline);
+        interest.wait(deadline);
+    }
+}
+
+/// Kafka's `DelayedFetch.tryComplete`: whether a waiting fetch is done, judged from where each
+/// partition's first read started (`starts`; `None` for a partition it did not read) and where
+/// its bound lies now. Done when a partition is gone, offline, fenced or diverging (the answer
+/// reads its error), when a fetch offset is above its bound (a truncation, or a READ_COMMITTED
+/// fetch above the last stable offset), when a bound lies in a later segment than the read
+/// (which stops at its segment's end), or when the bytes between read and bound, each capped at
+/// its partition's `partition_max_bytes`, reach `min_bytes`.
+fn delayed_fetch_done(
+    b: &Broker,
+    specs: &[ReadSpec],
+    starts: &[Option<LogPosition>],
+    isolation: FetchIsolation,
+    min_bytes: u64,
+) -> bool {
+    let mut accumulated = 0u64;
+    for (spec, start) in specs.iter().zip(starts) {
+        let Some(start) = start else { continue };
+        let Ok(h) = partition_to_read(b, spec) else {
+            return true;
+        };
+        let log = h.read();
+        if leader_epoch_error(&log, &spec.params, isolation).is_some()
+            || !matches!(
+                divergence(&log, &spec.params),
+                None | Some(EpochCheck::Consistent)
+            )
+        {
+            return true;
+        }
+        let Ok(end) = log.bound_position(isolation) else {
+            return true;
+        };
+        if start.offset > end.offset {
+            return true;
+        }
+        if start.offset < end.offset {
+            if start.segment_base < end.segment_base {
+                return true;
             }
-            // Register on exactly the partitions read (a session's included), then read
-            // again: an append between the first read and the registration is not missed.
-            None => interest = Some(b.appends.register(wait_keys(specs))),
+            if start.segment_base == end.segment_base {
+                let available = end.position.get().saturating_sub(start.position.get());
+                accumulated += u64::from(available).min(spec.params.max_bytes.max(0) as u64);
+            }
         }
     }
+    accumulated >= min_bytes
 }
 
 /// Whether a read found no such partition: its topic id or name is unknown, or the topic has
@@ -860,20 +915,22 @@ fn wait_keys(specs: &[ReadSpec]) -> Vec<(String, i32)> {
         .collect()
 }
 
-/// One pass over the partitions with Kafka's byte accounting. Returns the partitions' data and
-/// the record bytes read.
+/// One pass over the partitions with Kafka's byte accounting. Returns the partitions' data, the
+/// record bytes read, and where each read started (`None` for a partition answered with an
+/// error or a diverging epoch).
 fn read_all(
     b: &Broker,
     specs: &[ReadSpec],
     isolation: FetchIsolation,
     max_bytes: i32,
-) -> (Vec<PartitionData>, u64) {
+) -> (Vec<PartitionData>, u64, Vec<Option<LogPosition>>) {
     let mut remaining = max_bytes.max(0) as u64;
     let mut min_one_batch = true;
     let mut total = 0u64;
     let mut out = Vec::with_capacity(specs.len());
+    let mut starts = Vec::with_capacity(specs.len());
     for spec in specs {
-        let d = read_partition(b, spec, isolation, remaining, min_one_batch);
+        let (d, start) = read_partition(b, spec, isolation, remaining, min_one_batch);
         let n = d.records.as_ref().map_or(0, |r| r.len() as u64);
         if n > 0 {
             min_one_batch = false;
@@ -881,8 +938,9 @@ fn read_all(
         remaining = remaining.saturating_sub(n);
         total += n;
         out.push(d);
+        starts.push(start);
     }
-    (out, total)
+    (out, total, starts)
 }
 
 /// A partition's answer with no records and unknown offsets.
@@ -898,113 +956,135 @@ fn empty_partition(partition: i32) -> PartitionData {
     d
 }
 
-/// Kafka's `Partition.fetchRecords` for one partition, as leader of everything.
+/// Kafka's checks before a read, in its order (`ReplicaManager.getPartitionOrException`, the
+/// topic id, the log directory): the partition, or the error to answer.
+fn partition_to_read(b: &Broker, spec: &ReadSpec) -> Result<Arc<PartitionHandle>, i16> {
+    let Some(name) = &spec.name else {
+        return Err(ResponseError::UnknownTopicId.code());
+    };
+    let Some(h) = b.partition(name, spec.key.partition) else {
+        return Err(b.missing_partition_error(name, spec.key.partition).code());
+    };
+    if !spec.topic_id.is_nil() && crate::topics::topic_id_to_uuid(h.topic_id()) != spec.topic_id {
+        // The topic was deleted and recreated under the same name while this fetch waited:
+        // the partition found by name is another topic's, and serving it would splice two
+        // topics' offsets into one consumer (or mirror).
+        return Err(match spec.key.topic {
+            // As Kafka's `readFromLog`: the log's topic id is not the one the fetch names.
+            TopicRef::Id(_) => ResponseError::InconsistentTopicId.code(),
+            TopicRef::Name(_) => ResponseError::UnknownTopicOrPartition.code(),
+        });
+    }
+    if h.check_online().is_err() {
+        // Its log dir went offline after a storage failure: serve nothing from it.
+        return Err(ResponseError::KafkaStorageError.code());
+    }
+    Ok(h)
+}
+
+/// Kafka's `Partition.localLogWithEpochOrThrow`: the request's `current_leader_epoch` against
+/// ours, then, for a fetch from a replica, `NOT_LEADER_OR_FOLLOWER` (this single node has no
+/// follower replicas: as Kafka's leader answers a replica outside the assignment,
+/// `followerReplicaOrThrow`, nothing is served — a client posing as a follower must not read
+/// past the high watermark).
+fn leader_epoch_error(
+    log: &PartitionLog,
+    p: &FetchParams,
+    isolation: FetchIsolation,
+) -> Option<i16> {
+    let ours = log.leader_epoch().get().max(0);
+    if p.current_leader_epoch >= 0 {
+        if p.current_leader_epoch > ours {
+            return Some(ResponseError::UnknownLeaderEpoch.code());
+        }
+        if p.current_leader_epoch < ours {
+            return Some(ResponseError::FencedLeaderEpoch.code());
+        }
+    }
+    (isolation == FetchIsolation::LogEnd).then(|| {
+        if p.current_leader_epoch >= 0 {
+            ResponseError::UnknownLeaderEpoch.code()
+        } else {
+            ResponseError::NotLeaderOrFollower.code()
+        }
+    })
+}
+
+/// The `last_fetched_epoch` check ([`check_last_fetched_epoch`]), when the fetch names one.
+fn divergence(log: &PartitionLog, p: &FetchParams) -> Option<EpochCheck> {
+    (p.last_fetched_epoch >= 0).then(|| {
+        let (e, end) = log
+            .epoch_cache()
+            .end_offset_for(LeaderEpoch(p.last_fetched_epoch), log.log_end_offset());
+        check_last_fetched_epoch(
+            (e.get(), end.get()),
+            p.last_fetched_epoch,
+            p.fetch_offset,
+            log.log_start_offset().get(),
+        )
+    })
+}
+
+/// Kafka's `Partition.fetchRecords` for one partition, as leader of everything: its answer, and
+/// where the read started (`None` when answered with an error or a diverging epoch).
 fn read_partition(
     b: &Broker,
     spec: &ReadSpec,
     isolation: FetchIsolation,
     limit: u64,
     min_one_batch: bool,
-) -> PartitionData {
+) -> (PartitionData, Option<LogPosition>) {
     let mut d = empty_partition(spec.key.partition);
-    let Some(name) = &spec.name else {
-        d.error_code = ResponseError::UnknownTopicId.code();
-        return d;
+    let h = match partition_to_read(b, spec) {
+        Ok(h) => h,
+        Err(code) => {
+            d.error_code = code;
+            return (d, None);
+        }
     };
-    let Some(h) = b.partition(name, spec.key.partition) else {
-        d.error_code = b.missing_partition_error(name, spec.key.partition).code();
-        return d;
-    };
-    if !spec.topic_id.is_nil() && crate::topics::topic_id_to_uuid(h.topic_id()) != spec.topic_id {
-        // The topic was deleted and recreated under the same name while this fetch waited:
-        // the partition found by name is another topic's, and serving it would splice two
-        // topics' offsets into one consumer (or mirror).
-        d.error_code = match spec.key.topic {
-            // As Kafka's `readFromLog`: the log's topic id is not the one the fetch names.
-            TopicRef::Id(_) => ResponseError::InconsistentTopicId.code(),
-            TopicRef::Name(_) => ResponseError::UnknownTopicOrPartition.code(),
-        };
-        return d;
-    }
-    if h.check_online().is_err() {
-        // Its log dir went offline after a storage failure: serve nothing from it.
-        d.error_code = ResponseError::KafkaStorageError.code();
-        return d;
-    }
     let p = spec.params;
     let log = h.read();
-    let ours = log.leader_epoch().get().max(0);
-    if p.current_leader_epoch >= 0 {
-        if p.current_leader_epoch > ours {
-            d.error_code = ResponseError::UnknownLeaderEpoch.code();
-            return d;
-        }
-        if p.current_leader_epoch < ours {
-            d.error_code = ResponseError::FencedLeaderEpoch.code();
-            return d;
-        }
-    }
-    if isolation == FetchIsolation::LogEnd {
-        // A fetch from a replica: this single node has no follower replicas, so, as Kafka's
-        // leader answers a replica outside the assignment (`followerReplicaOrThrow`), nothing
-        // is served — a client posing as a follower must not read past the high watermark.
-        d.error_code = if p.current_leader_epoch >= 0 {
-            ResponseError::UnknownLeaderEpoch.code()
-        } else {
-            ResponseError::NotLeaderOrFollower.code()
-        };
-        return d;
+    if let Some(code) = leader_epoch_error(&log, &p, isolation) {
+        d.error_code = code;
+        return (d, None);
     }
     // As every read error in Kafka's `ReplicaManager.readFromLog` (`LogReadResult(error)`):
     // high watermark, last stable offset and log start offset unknown (−1), no records. A
     // fetcher learns the log's bounds from ListOffsets, as Kafka's own do.
-    let out_of_range = |d: &mut PartitionData| {
-        d.error_code = ResponseError::OffsetOutOfRange.code();
-    };
-    if p.last_fetched_epoch >= 0 {
-        let (e, end) = log
-            .epoch_cache()
-            .end_offset_for(LeaderEpoch(p.last_fetched_epoch), log.log_end_offset());
-        match check_last_fetched_epoch(
-            (e.get(), end.get()),
-            p.last_fetched_epoch,
-            p.fetch_offset,
-            log.log_start_offset().get(),
-        ) {
-            EpochCheck::Consistent => {}
-            EpochCheck::OutOfRange => {
-                out_of_range(&mut d);
-                return d;
-            }
-            EpochCheck::Diverging { epoch, end_offset } => {
-                let mut de = EpochEndOffset::default();
-                de.epoch = epoch;
-                de.end_offset = end_offset;
-                d.diverging_epoch = de;
-                d.high_watermark = log.high_watermark().get();
-                d.last_stable_offset = log.last_stable_offset().get();
-                d.log_start_offset = log.log_start_offset().get();
-                // Kafka's `Partition.readRecords` answers a diverging epoch with an empty read
-                // without aborted transactions (null), whatever the isolation level.
-                return d;
-            }
+    match divergence(&log, &p) {
+        None | Some(EpochCheck::Consistent) => {}
+        Some(EpochCheck::OutOfRange) => {
+            d.error_code = ResponseError::OffsetOutOfRange.code();
+            return (d, None);
+        }
+        Some(EpochCheck::Diverging { epoch, end_offset }) => {
+            let mut de = EpochEndOffset::default();
+            de.epoch = epoch;
+            de.end_offset = end_offset;
+            d.diverging_epoch = de;
+            d.high_watermark = log.high_watermark().get();
+            d.last_stable_offset = log.last_stable_offset().get();
+            d.log_start_offset = log.log_start_offset().get();
+            // Kafka's `Partition.readRecords` answers a diverging epoch with an empty read
+            // without aborted transactions (null), whatever the isolation level.
+            return (d, None);
         }
     }
     let max = limit.min(p.max_bytes.max(0) as u64).min(u32::MAX as u64) as u32;
     let info = match log.read(Offset(p.fetch_offset), max, isolation, min_one_batch) {
         Ok(info) => info,
-        Err(EngineError::OffsetOutOfRange { .. }) => {
-            out_of_range(&mut d);
-            return d;
-        }
         Err(e) => {
-            d.error_code = engine_error_code(&e);
-            return d;
+            d.error_code = match e {
+                EngineError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange.code(),
+                e => engine_error_code(&e),
+            };
+            return (d, None);
         }
     };
     // The slice stays valid without the lock (the file is held open); don't block appends
     // while copying it.
     drop(log);
+    let start = Some(info.fetch_position);
     d.high_watermark = info.high_watermark.get();
     d.last_stable_offset = info.last_stable_offset.get();
     d.log_start_offset = info.log_start_offset.get();
@@ -1025,7 +1105,7 @@ fn read_partition(
             // cannot move past that (the Java consumer fails "no complete records were found"),
             // and the bytes would count against `max_bytes` and `min_bytes`.
             d.aborted_transactions = None;
-            return d;
+            return (d, start);
         }
         match data.slice.read_all() {
             Ok(bytes) => d.records = Some(bytes),
@@ -1033,11 +1113,11 @@ fn read_partition(
                 tracing::error!(partition = %h.topic_partition(), "fetch read failed: {e}");
                 let mut empty = empty_partition(spec.key.partition);
                 empty.error_code = ResponseError::KafkaStorageError.code();
-                return empty;
+                return (empty, None);
             }
         }
     }
-    d
+    (d, start)
 }
 
 #[cfg(test)]
@@ -1356,7 +1436,7 @@ mod tests {
         b.topics
             .create(&b.logs, "t", 1, LogConfig::default(), None)
             .unwrap();
-        let d = read_partition(&b, &specs[0], FetchIsolation::HighWatermark, 1 << 20, true);
+        let (d, _) = read_partition(&b, &specs[0], FetchIsolation::HighWatermark, 1 << 20, true);
         assert_eq!(d.error_code, ResponseError::InconsistentTopicId.code());
     }
 }

@@ -17,7 +17,7 @@ mod maintain;
 mod read;
 
 pub use append::{LeaderOrigin, LogAppendInfo, ReplicaOrigin};
-pub use read::{FetchDataInfo, FetchIsolation, OffsetLookup};
+pub use read::{FetchDataInfo, FetchIsolation, LogPosition, OffsetLookup};
 
 /// A log position a sync is about to cover, taken with [`PartitionLog::flush_point`] before the
 /// sync and handed to [`PartitionLog::mark_flushed`] after it; a truncation in between voids it.

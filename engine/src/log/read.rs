@@ -35,6 +35,22 @@ pub struct FetchDataInfo {
     pub log_start_offset: Offset,
     /// Log end offset.
     pub log_end_offset: Offset,
+    /// Where the read started (Kafka's `fetchOffsetMetadata`): the batch holding the start
+    /// offset, or, when nothing is read, where the start offset lies. A waiting fetch measures
+    /// the bytes it could read from here ([`PartitionLog::bound_position`]).
+    pub fetch_position: LogPosition,
+}
+
+/// Where an offset lies in the log, Kafka's `LogOffsetMetadata`: its segment and the byte
+/// position there of the batch holding it (the segment's end for the log end offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogPosition {
+    /// The offset.
+    pub offset: Offset,
+    /// The base offset of the segment holding it.
+    pub segment_base: Offset,
+    /// The byte position in that segment.
+    pub position: FilePosition,
 }
 
 /// Which offset a ListOffsets request asks for.
@@ -103,8 +119,11 @@ impl PartitionLog {
             last_stable_offset: self.last_stable_offset(),
             log_start_offset: self.log_start_offset,
             log_end_offset: leo,
+            fetch_position: self.end_position(),
         };
         if start >= upper {
+            // At the bound this is the bound's own position, as Kafka's empty read names it.
+            info.fetch_position = self.log_position(start)?;
             if isolation == FetchIsolation::TxnCommitted {
                 info.aborted_transactions = Some(vec![]);
             }
@@ -135,6 +154,11 @@ impl PartitionLog {
                 // entry after the bytes read, which may lie past the LSO, and the aborts it
                 // lists up to there are part of the response.
                 txn_upper = bound;
+                info.fetch_position = LogPosition {
+                    offset: start,
+                    segment_base: seg_base,
+                    position: d.slice.position,
+                };
                 // A limit of 0 (a partition after others filled the response) reads nothing,
                 // and ends the read at the first segment holding `start`, as Kafka's.
                 info.records = (d.slice.length > 0).then_some(d);
@@ -148,6 +172,44 @@ impl PartitionLog {
             info.aborted_transactions = Some(self.collect_aborted_txns(start, txn_upper)?);
         }
         Ok(info)
+    }
+
+    /// Where the isolation bound lies now (Kafka's high watermark, last stable offset or log end
+    /// offset metadata): a waiting fetch compares it with its read's
+    /// [`FetchDataInfo::fetch_position`], as Kafka's `DelayedFetch` does.
+    ///
+    /// # Errors
+    /// A segment's index or `.log` cannot be read while looking for the bound's batch.
+    pub fn bound_position(&self, isolation: FetchIsolation) -> EngineResult<LogPosition> {
+        self.log_position(self.upper_bound(isolation))
+    }
+
+    /// Where `offset` (at most the log end) lies: the batch holding it, else the active
+    /// segment's end.
+    fn log_position(&self, offset: Offset) -> EngineResult<LogPosition> {
+        if offset >= self.log_end_offset() {
+            return Ok(self.end_position());
+        }
+        Ok(match self.position_of(offset)? {
+            Some((segment_base, position)) => LogPosition {
+                offset,
+                segment_base,
+                position,
+            },
+            None => LogPosition {
+                offset,
+                ..self.end_position()
+            },
+        })
+    }
+
+    /// Where the log end offset lies: the active segment's end.
+    fn end_position(&self) -> LogPosition {
+        LogPosition {
+            offset: self.log_end_offset(),
+            segment_base: self.active.base_offset(),
+            position: FilePosition(self.active.size_bytes()),
+        }
     }
 
     /// The (segment base, byte position) where offset `bound` starts: reads stop there.

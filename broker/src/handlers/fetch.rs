@@ -19,7 +19,8 @@
 //! (`OFFSET_OUT_OF_RANGE` outside `[log start, log end]`). A partition answered with an error
 //! carries no records and high watermark, last stable offset and log start offset −1; Fetch v5
 //! and older get `KAFKA_STORAGE_ERROR` as `NOT_LEADER_OR_FOLLOWER` (Kafka's
-//! `maybeDownConvertStorageError`).
+//! `maybeDownConvertStorageError`); from v16 a partition answered `NOT_LEADER_OR_FOLLOWER` or
+//! `FENCED_LEADER_EPOCH` names its current leader and epoch, with this node in `node_endpoints`.
 //!
 //! Byte limits follow Kafka's `ReplicaManager.readFromLocalLog`: each partition reads at most
 //! `min(partition_max_bytes, what is left of max_bytes)`; the first partition that returns data
@@ -61,9 +62,9 @@ use crate::topics::sb;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
-    AbortedTransaction, EpochEndOffset, FetchableTopicResponse, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchableTopicResponse, NodeEndpoint, PartitionData,
 };
-use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId, TopicName};
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::{FetchIsolation, LogPosition, PartitionLog};
 use mirrorlog_engine::manager::PartitionHandle;
@@ -659,6 +660,11 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
             }
         }
     }
+    let node_endpoints = if version >= 16 {
+        name_current_leaders(b, &specs, &mut datas)
+    } else {
+        vec![]
+    };
     let read: Vec<(ReadSpec, PartitionData)> = specs.into_iter().zip(datas).collect();
 
     let now = b.clock().now_ms();
@@ -686,7 +692,45 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
     resp.error_code = 0;
     resp.session_id = session_id;
     resp.responses = group_by_topic(entries, uses_topic_ids);
+    resp.node_endpoints = node_endpoints;
     resp
+}
+
+/// Fetch v16+ (KIP-951), as Kafka's `KafkaApis.handleFetchRequest`: a partition answered
+/// `NOT_LEADER_OR_FOLLOWER` or `FENCED_LEADER_EPOCH` names its current leader (this node) and
+/// leader epoch, and the response lists that leader's endpoint, so the client takes the new
+/// epoch without a Metadata request. Returns the endpoints to list.
+fn name_current_leaders(
+    b: &Broker,
+    specs: &[ReadSpec],
+    datas: &mut [PartitionData],
+) -> Vec<NodeEndpoint> {
+    let mut named = false;
+    for (spec, d) in specs.iter().zip(datas.iter_mut()) {
+        if d.error_code != ResponseError::NotLeaderOrFollower.code()
+            && d.error_code != ResponseError::FencedLeaderEpoch.code()
+        {
+            continue;
+        }
+        let handle = spec
+            .name
+            .as_deref()
+            .and_then(|n| b.partition(n, spec.key.partition));
+        if let Some(h) = handle {
+            d.current_leader.leader_id = BrokerId(b.config.node_id);
+            d.current_leader.leader_epoch = b.leader_epoch(&h);
+            named = true;
+        }
+    }
+    if !named {
+        return vec![];
+    }
+    let mut node = NodeEndpoint::default();
+    node.node_id = BrokerId(b.config.node_id);
+    node.host = sb(&b.config.advertised_host);
+    node.port = b.config.advertised_port;
+    node.rack = None;
+    vec![node]
 }
 
 /// A request's partitions as Kafka's `FetchRequest.fetchData` map holds them: a partition named

@@ -23,7 +23,9 @@
 //!   first moves the log end past the other's fetch offset.
 //!   A source whose fetches cannot report a divergence (Fetch below v12) is first asked where a
 //!   partition's latest epoch ends (OffsetForLeaderEpoch) when it enters MIRRORING and after
-//!   its source leader changes, as Kafka's fetcher does with such a leader.
+//!   its source leader changes, as Kafka's fetcher does with such a leader — also when a fetch
+//!   answer brings records of a source leader epoch the mirror has not heard of yet (the
+//!   answer is then fetched again once checked), where Kafka's leader fences the fetch.
 //! - **State machine**: every move goes through [`PartitionMirrorState::transition`] (the table
 //!   of `state.rs`) and is persisted in `__mirror_state` before it takes effect; a per-partition
 //!   lock serialises the fetcher and operator actions (stop, pause) on a partition, so no
@@ -684,10 +686,11 @@ struct Entry {
     /// Not fetched before this time (mirror clock, ms): its last answer was an error from the
     /// leader it still has.
     fetch_backoff_until: i64,
-    /// Kafka's `Truncating` fetch state: set when the partition enters MIRRORING and when its
-    /// source leader changes; until a source whose fetches cannot report a divergence (Fetch
-    /// below v12) has been asked where the partition's latest epoch ends there, it is not
-    /// fetched ([`MirrorManager::check_divergence_before_fetch`]).
+    /// Kafka's `Truncating` fetch state: set when the partition enters MIRRORING, when its
+    /// source leader changes, and when a fetch brings records of a source epoch not heard of;
+    /// until a source whose fetches cannot report a divergence (Fetch below v12) has been asked
+    /// where the partition's latest epoch ends there, it is not fetched
+    /// ([`MirrorManager::check_divergence_before_fetch`]).
     truncating: bool,
 }
 
@@ -3207,6 +3210,24 @@ impl MirrorManager {
             let mut e = entry.lock();
             if !current(&e) {
                 continue;
+            }
+            if let NextFetch::After(_, newest) = next_fetch_position(&data, pf.fetch_offset) {
+                let known = dest.read().epoch_cache().latest_epoch();
+                if newest > e.source_epoch.max(known.unwrap_or(LeaderEpoch::NONE)) {
+                    // Records of a source leader epoch not heard of: its leader may have been
+                    // elected uncleanly, which a source below Fetch v12 cannot report (no
+                    // `DivergingEpoch`). Appended at our log end, they would hide the records
+                    // it lost below them: the OffsetForLeaderEpoch check would then ask about
+                    // the new epoch, which ends at or past our log end. Kafka's follower never
+                    // appends them unchecked (the leader fences a fetch with an older
+                    // `current_leader_epoch`, and the follower truncates before it fetches in
+                    // a new epoch); here the records tell: the partition is truncating again,
+                    // the epoch known, and the answer asked for again once checked.
+                    e.source_epoch = newest;
+                    e.truncating = true;
+                    resync_later(key);
+                    continue;
+                }
             }
             let outcome = apply_fetched(&dest, pf.fetch_offset, &data);
             // The fetcher guessed where this answer leaves the log; anything else (a refused

@@ -209,8 +209,9 @@ pub trait SourceCluster: Send + Sync + Debug {
     /// Whether a fetch from `node` can answer a [`PartitionData::diverging_epoch`] — Kafka's
     /// Fetch v12+ (Kafka 2.7+), which carries [`PartitionFetch::last_fetched_epoch`]. When it
     /// cannot, the mirror finds a divergence as Kafka's `ReplicaFetcherThread` does with such a
-    /// leader: before fetching a partition that enters MIRRORING or whose source leader changed,
-    /// it asks [`end_offset_for_epoch`](Self::end_offset_for_epoch) about its latest epoch.
+    /// leader: before fetching a partition that enters MIRRORING or whose source leader changed
+    /// (from the metadata, or from fetched records of an epoch it had not heard of), it asks
+    /// [`end_offset_for_epoch`](Self::end_offset_for_epoch) about its latest epoch.
     ///
     /// The default answers `true` (a source that always reports divergence).
     fn fetch_reports_divergence(&self, node: i32) -> Result<bool, SourceError> {

@@ -123,3 +123,18 @@ fn without_unclean_election_support_the_partition_fails_untouched() {
     assert!(f.contains("mirror.support.unclean.leader.election"), "{f}");
     assert_eq!(s.log_end_offset, Offset(5), "nothing truncated or appended");
 }
+
+/// Fetched between the election and the sync that reports its new leader epoch: the source's
+/// next batch starts right at the destination's log end, and the mirror appended it over the
+/// records the source lost; the OffsetForLeaderEpoch check after the sync then asked about that
+/// new epoch (ending at the source's log end) and saw no divergence below it. Records of an
+/// epoch not heard of now make the partition truncating first, as a leader change does.
+#[test]
+fn records_of_a_new_epoch_fetched_before_the_sync_are_checked_first() {
+    let w = copied_five(true, Hooks::default());
+    unclean_election(&w);
+    fetch_rounds(&w);
+    w.mirror.sync().unwrap();
+    fetch_rounds(&w);
+    assert_copy_of_the_source(&w);
+}

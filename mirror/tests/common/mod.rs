@@ -340,15 +340,16 @@ impl DestinationTopics for ConfigDest {
     }
 }
 
-/// Drives `mirror` (fetcher thread 0) until two rounds in a row append nothing (a truncation
-/// round appends nothing but is followed by one that does).
+/// Drives `mirror` (fetcher thread 0) until three rounds in a row append nothing (a truncation
+/// round appends nothing, nor does the next one when it brings records of a source leader epoch
+/// the mirror had not heard of, which it checks first; the one after appends).
 pub fn catch_up(mirror: &mirrorlog_mirror::manager::MirrorManager) {
     let mut idle = 0;
     for _ in 0..200 {
         mirror.drive();
         if mirror.fetch_round(0) == 0 {
             idle += 1;
-            if idle == 2 {
+            if idle == 3 {
                 return;
             }
         } else {

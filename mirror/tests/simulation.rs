@@ -7,8 +7,15 @@
 //! rounds, metadata syncs, source leader changes (epoch bumps), unclean elections on the source
 //! (truncation and a new epoch), deletion of a source topic, network errors, corrupt batches,
 //! destination crashes and restarts (the manager reopened from `__mirror_state`), pause, resume,
-//! stop and start again at random points, manual recovers, the clock moving on (retries), and
-//! client produce to the destination.
+//! stop and start again at random points, manual recovers, the clock moving on (retries),
+//! client produce to the destination, and rolling restarts of the source that move every
+//! partition's leader and may upgrade or downgrade it across Fetch v12.
+//!
+//! Each seed picks whether its source starts below Fetch v12 (Kafka before 2.7): its fetches then
+//! carry no `LastFetchedEpoch` and answer no `DivergingEpoch`, so the mirror must find a
+//! divergence the way Kafka's `ReplicaFetcherThread` does with such a leader, by asking
+//! OffsetForLeaderEpoch before it fetches a partition that enters MIRRORING or whose source
+//! leader changed.
 //!
 //! Invariants (DESIGN.md 1–8, KIP-1279 §3, §7–9):
 //! - every destination batch is byte-identical to the source's batch at the same offset — the
@@ -56,6 +63,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const T0: i64 = 1_700_000_000_000;
 const MIRROR: &str = "sim";
@@ -86,6 +94,9 @@ struct PartModel {
     /// Producer ids start here (moved on after an unclean election, whose truncation makes the
     /// source forget sequences).
     pid_base: i64,
+    /// OffsetForLeaderEpoch questions answered before the source's last unclean election that
+    /// left the destination ahead of it.
+    questions_at_divergence: u64,
 }
 
 struct Sim {
@@ -96,6 +107,10 @@ struct Sim {
     dst_dir: tempfile::TempDir,
     src: Arc<LogManager>,
     source: Arc<EngineSource>,
+    /// What the mirror talks to: `source`, below Fetch v12 while `below_fetch_v12` holds.
+    mirror_source: Arc<common::Hooked>,
+    below_fetch_v12: Arc<AtomicBool>,
+    epoch_questions: Arc<AtomicU64>,
     storage: SimStorage,
     dst: Arc<LogManager>,
     mirror: Arc<MirrorManager>,
@@ -123,6 +138,16 @@ struct Coverage {
     /// Checks that found the state topic's log start moved past what they had read (its
     /// compaction stand-in ran).
     state_rewrites: u32,
+    /// Seeds whose source was below Fetch v12 at some point, and the divergences found and
+    /// resolved (the destination a prefix of the source again) while it was: only
+    /// OffsetForLeaderEpoch, or a fetch past the source's end, can have found those.
+    seeds_below_fetch_v12: u32,
+    divergences_below_fetch_v12: u32,
+    divergences_resolved_below_fetch_v12: u32,
+    /// Of those, resolved after OffsetForLeaderEpoch questions since the divergence.
+    divergences_resolved_by_epoch_questions: u32,
+    /// Source rolling restarts that moved it across Fetch v12 (upgrades and downgrades).
+    version_changes: u32,
 }
 
 impl Coverage {
@@ -135,6 +160,11 @@ impl Coverage {
         self.failed += o.failed;
         self.transactions += o.transactions;
         self.state_rewrites += o.state_rewrites;
+        self.seeds_below_fetch_v12 += o.seeds_below_fetch_v12;
+        self.divergences_below_fetch_v12 += o.divergences_below_fetch_v12;
+        self.divergences_resolved_below_fetch_v12 += o.divergences_resolved_below_fetch_v12;
+        self.divergences_resolved_by_epoch_questions += o.divergences_resolved_by_epoch_questions;
+        self.version_changes += o.version_changes;
     }
 }
 
@@ -225,6 +255,7 @@ impl Sim {
     fn new(seed: u64) -> Sim {
         let mut rng = SmallRng::seed_from_u64(seed);
         let ule = rng.random_bool(0.5);
+        let below_fetch_v12 = Arc::new(AtomicBool::new(rng.random_bool(0.5)));
         let clock = ManualClock::new(T0);
         let src_dir = scratch_dir();
         let dst_dir = scratch_dir();
@@ -251,6 +282,15 @@ impl Sim {
             }
         }
         let source = EngineSource::new(src.clone(), "source-cluster", 1);
+        let epoch_questions = Arc::new(AtomicU64::new(0));
+        let mirror_source = Arc::new(common::Hooked {
+            inner: source.clone(),
+            hooks: common::Hooks {
+                below_fetch_v12_now: Some(below_fetch_v12.clone()),
+                epoch_questions: Some(epoch_questions.clone()),
+                ..common::Hooks::default()
+            },
+        });
         let storage = SimStorage::new();
         let dst = open_dst(dst_dir.path(), &storage, &clock);
         let store = Arc::new(MirrorStateStore::open(dst.clone(), STATE_PARTITIONS).unwrap());
@@ -258,7 +298,7 @@ impl Sim {
         store.set_compaction_min_dirty_records(STATE_DIRTY_RECORDS);
         let mirror = MirrorManager::new(
             config(ule),
-            source.clone(),
+            mirror_source.clone(),
             dst.clone(),
             Arc::new(Dest(dst.clone())),
             store,
@@ -273,6 +313,9 @@ impl Sim {
             dst_dir,
             src,
             source,
+            mirror_source,
+            below_fetch_v12,
+            epoch_questions,
             storage,
             dst,
             mirror,
@@ -283,12 +326,17 @@ impl Sim {
             trace: vec![],
             seen: Coverage::default(),
         };
+        sim.seen.seeds_below_fetch_v12 = sim.is_below_fetch_v12() as u32;
         for _ in 0..3 {
             sim.produce();
         }
         let names: Vec<String> = TOPICS.iter().map(|t| t.0.to_string()).collect();
         sim.mirror.start_topics(&names).unwrap();
         sim
+    }
+
+    fn is_below_fetch_v12(&self) -> bool {
+        self.below_fetch_v12.load(Ordering::Relaxed)
     }
 
     fn note(&mut self, s: String) {
@@ -420,12 +468,38 @@ impl Sim {
     fn leader_change(&mut self) {
         let live = self.live_partitions();
         let Some(k) = self.pick(&live) else { return };
-        let h = self.src_handle(&k);
+        self.new_source_leader(&k);
+    }
+
+    /// `k`'s source partition moves to a new leader (a new leader epoch, nothing lost).
+    fn new_source_leader(&mut self, k: &TopicPartition) {
+        let h = self.src_handle(k);
         let mut log = h.write();
         let next = LeaderEpoch(log.leader_epoch().get().max(0) + 1);
         log.assign_leader_epoch(next).unwrap();
         drop(log);
         self.note(format!("source leader change {k} → epoch {next}"));
+    }
+
+    /// The source cluster restarts broker by broker, which moves every partition's leader; half
+    /// the time it comes back on the other side of Fetch v12 (upgraded from, or downgraded to, a
+    /// version before Kafka 2.7).
+    fn source_rolling_restart(&mut self) {
+        let below = self.is_below_fetch_v12() != self.rng.random_bool(0.5);
+        if below != self.is_below_fetch_v12() {
+            self.seen.version_changes += 1;
+        }
+        self.below_fetch_v12.store(below, Ordering::Relaxed);
+        if below {
+            self.seen.seeds_below_fetch_v12 = 1;
+        }
+        self.note(format!(
+            "source rolling restart, now {} Fetch v12",
+            if below { "below" } else { "at or above" }
+        ));
+        for k in self.live_partitions() {
+            self.new_source_leader(&k);
+        }
     }
 
     fn unclean_election(&mut self) {
@@ -447,6 +521,10 @@ impl Sim {
         let model = self.parts.get_mut(&k).unwrap();
         if dest_leo > new_leo {
             self.seen.divergences += 1;
+            if self.below_fetch_v12.load(Ordering::Relaxed) {
+                self.seen.divergences_below_fetch_v12 += 1;
+            }
+            model.questions_at_divergence = self.epoch_questions.load(Ordering::Relaxed);
             model.diverged_from = Some(model.diverged_from.map_or(new_leo, |d| d.min(new_leo)));
         }
         // The truncation made the source forget producer sequences: new producers from here.
@@ -455,6 +533,31 @@ impl Sim {
         self.note(format!(
             "unclean election on the source {k}: truncated to {new_leo} (asked {to}), destination at {dest_leo}"
         ));
+        // Sometimes the new leader's first writes end right at the destination's log end and
+        // go on in a new batch there, which the mirror's next fetch asks for: only a divergence
+        // check (or a fenced fetch) keeps it from appending that batch over the records the
+        // source lost.
+        let gap = dest_leo.get() - new_leo.get();
+        if gap > 0 && gap <= 64 && self.rng.random_bool(0.5) {
+            let epoch = h.read().leader_epoch();
+            let now = TimestampMs(T0 + self.rng.random_range(0..1_000_000));
+            let next = self.rng.random_range(1..4);
+            let mut log = h.write();
+            let r = [gap as i32, next].map(|n| {
+                log.append_as_leader(
+                    common::plain_batch(n, false, now),
+                    epoch,
+                    LeaderOrigin::Client,
+                )
+                .map(|i| i.first_offset)
+            });
+            let leo = log.log_end_offset();
+            log.update_high_watermark(leo);
+            drop(log);
+            self.note(format!(
+                "the new leader of {k} writes {gap} records, then {next}: {r:?}"
+            ));
+        }
     }
 
     fn delete_source_topic(&mut self) {
@@ -510,7 +613,7 @@ impl Sim {
         store.set_compaction_min_dirty_records(STATE_DIRTY_RECORDS);
         let mirror = MirrorManager::new(
             config(self.ule),
-            self.source.clone(),
+            self.mirror_source.clone(),
             dst.clone(),
             Arc::new(Dest(dst.clone())),
             store,
@@ -631,7 +734,8 @@ impl Sim {
             83 => self.stop(),
             84..=85 => self.start_again(),
             86..=88 => self.recover(),
-            89..=94 => self.tick_clock(),
+            89..=93 => self.tick_clock(),
+            94 => self.source_rolling_restart(),
             _ => self.client_produce_to_destination(),
         }
     }
@@ -812,6 +916,14 @@ impl Sim {
                 (None, _) => {
                     if st.state != S::Stopped && model.diverged_from.take().is_some() {
                         self.seen.divergences_resolved += 1;
+                        if self.below_fetch_v12.load(Ordering::Relaxed) {
+                            self.seen.divergences_resolved_below_fetch_v12 += 1;
+                            if self.epoch_questions.load(Ordering::Relaxed)
+                                > model.questions_at_divergence
+                            {
+                                self.seen.divergences_resolved_by_epoch_questions += 1;
+                            }
+                        }
                     }
                 }
                 (Some(at), Some(from)) if at >= from => {}
@@ -905,8 +1017,9 @@ fn run(seed: u64, steps: usize) -> Coverage {
         let keep = env_u64("MIRRORLOG_SIM_TRACE").unwrap_or(25) as usize;
         let tail: Vec<&String> = sim.trace.iter().rev().take(keep).collect();
         eprintln!(
-            "simulation failed: MIRRORLOG_SIM_SEED={seed} (ule={}); last steps, newest first:",
-            sim.ule
+            "simulation failed: MIRRORLOG_SIM_SEED={seed} (ule={}, source below Fetch v12 at the end: {}); last steps, newest first:",
+            sim.ule,
+            sim.is_below_fetch_v12()
         );
         for t in tail {
             eprintln!("  {t}");
@@ -947,6 +1060,11 @@ fn a_mirror_keeps_its_invariants_under_random_faults_on_both_sides() {
             failed,
             transactions,
             state_rewrites,
+            seeds_below_fetch_v12,
+            divergences_below_fetch_v12,
+            divergences_resolved_below_fetch_v12,
+            divergences_resolved_by_epoch_questions,
+            version_changes,
         } = seen;
         for (what, n) in [
             ("crashes", crashes),
@@ -957,6 +1075,17 @@ fn a_mirror_keeps_its_invariants_under_random_faults_on_both_sides() {
             ("FAILED partitions", failed),
             ("transactions", transactions),
             ("state topic rewrites", state_rewrites),
+            ("seeds with a source below Fetch v12", seeds_below_fetch_v12),
+            ("divergences below Fetch v12", divergences_below_fetch_v12),
+            (
+                "divergences resolved below Fetch v12",
+                divergences_resolved_below_fetch_v12,
+            ),
+            (
+                "divergences resolved after OffsetForLeaderEpoch questions",
+                divergences_resolved_by_epoch_questions,
+            ),
+            ("source version changes", version_changes),
         ] {
             assert!(n > 0, "no {what} in {seeds} seeds: {seen:?}");
         }

@@ -591,6 +591,11 @@ pub struct Hooks {
     /// A source older than Kafka 2.7 (Fetch below v12): fetches carry no `last_fetched_epoch`,
     /// so no answer reports a divergence, and the source says so.
     pub below_fetch_v12: bool,
+    /// [`below_fetch_v12`](Self::below_fetch_v12) that can change while the source runs (a
+    /// rolling upgrade or downgrade): below v12 while it reads `true`.
+    pub below_fetch_v12_now: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Counts the OffsetForLeaderEpoch questions answered.
+    pub epoch_questions: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// See [`Hooks`].
@@ -602,6 +607,17 @@ pub struct Hooked {
 impl std::fmt::Debug for Hooked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hooked").finish_non_exhaustive()
+    }
+}
+
+impl Hooked {
+    fn below_fetch_v12(&self) -> bool {
+        self.hooks.below_fetch_v12
+            || self
+                .hooks
+                .below_fetch_v12_now
+                .as_ref()
+                .is_some_and(|b| b.load(std::sync::atomic::Ordering::Relaxed))
     }
 }
 
@@ -624,7 +640,7 @@ impl mirrorlog_mirror::source::SourceCluster for Hooked {
     ) -> Result<mirrorlog_mirror::source::FetchResponse, mirrorlog_mirror::source::SourceError>
     {
         let mut request = request.clone();
-        if self.hooks.below_fetch_v12 {
+        if self.below_fetch_v12() {
             for p in &mut request.partitions {
                 p.last_fetched_epoch = mirrorlog_index::LeaderEpoch::NONE;
             }
@@ -638,7 +654,7 @@ impl mirrorlog_mirror::source::SourceCluster for Hooked {
         &self,
         _node: i32,
     ) -> Result<bool, mirrorlog_mirror::source::SourceError> {
-        Ok(!self.hooks.below_fetch_v12)
+        Ok(!self.below_fetch_v12())
     }
     fn list_offset(
         &self,
@@ -663,7 +679,11 @@ impl mirrorlog_mirror::source::SourceCluster for Hooked {
         (mirrorlog_index::LeaderEpoch, mirrorlog_index::Offset),
         mirrorlog_mirror::source::SourceError,
     > {
-        self.inner.end_offset_for_epoch(topic, partition, epoch)
+        let r = self.inner.end_offset_for_epoch(topic, partition, epoch);
+        if let (Ok(_), Some(n)) = (&r, &self.hooks.epoch_questions) {
+            n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        r
     }
     fn topic_configs(
         &self,

@@ -339,11 +339,12 @@ impl DestinationTopics for BrokerTopics {
                 .cloned()
                 .collect()
         };
-        let (set, reset) = (supported(configs), supported(&resets));
-        // A value the destination refuses (`cleanup.policy=compact,delete`: no compaction here)
-        // must not keep the source's other keys off the topic: refused as a whole set, a
-        // source's `retention.ms` of 30 days stayed the destination's 7-day default, deleting
-        // records the source still holds for the consumers that would fail over to them.
+        let configs = keep_compacted_topics_whole(name, configs);
+        let (set, reset) = (supported(&configs), supported(&resets));
+        // A value the destination refuses (one out of its range) must not keep the source's
+        // other keys off the topic: refused as a whole set, a source's `retention.ms` of 30
+        // days stayed the destination's 7-day default, deleting records the source still holds
+        // for the consumers that would fail over to them.
         let mut refused = vec![];
         let set: Vec<(String, String)> = (set.into_iter())
             .filter(|(k, v)| {
@@ -415,6 +416,49 @@ impl DestinationTopics for BrokerTopics {
             }
         }
     }
+}
+
+/// A source's `cleanup.policy` as this destination, which has no log compaction, keeps it: a
+/// topic whose source never deletes by time or size keeps every record here too. `compact`
+/// alone (Kafka never applies `retention.ms`/`retention.bytes` to it: Kafka Streams changelogs,
+/// CDC tables) becomes the empty list, infinite retention; `compact,delete` becomes `delete`
+/// (the source's retention limits apply on both sides). Either way the destination holds every
+/// record the source holds, and the ones the source's cleaner removed since: more, never less.
+/// Before, `compact` was refused and the topic kept the destination's `delete` with its 7-day
+/// default, deleting a catch-up of a months-old changelog right after copying it.
+fn destination_cleanup_policy(value: &str) -> Option<&'static str> {
+    let items: Vec<&str> = value.split(',').map(str::trim).collect();
+    if !items.contains(&"compact") {
+        return None;
+    }
+    // Anything else listed: left to the parser to refuse as the malformed value it is.
+    if !items.iter().all(|i| matches!(*i, "compact" | "delete")) {
+        return None;
+    }
+    Some(if items.contains(&"delete") {
+        "delete"
+    } else {
+        ""
+    })
+}
+
+/// `configs` with a compacted source topic's `cleanup.policy` replaced by
+/// [`destination_cleanup_policy`]'s, which the log names (the copy is whole, not compacted).
+fn keep_compacted_topics_whole(name: &str, configs: &[(String, String)]) -> Vec<(String, String)> {
+    (configs.iter())
+        .map(|(k, v)| match destination_cleanup_policy(v) {
+            Some(here) if k == "cleanup.policy" => {
+                tracing::warn!(
+                    topic = name,
+                    "the source topic is compacted (cleanup.policy={v}); this destination does \
+                     not compact: mirrored whole with cleanup.policy={here:?} (every record the \
+                     source holds, and those its cleaner removes since, are kept)"
+                );
+                (k.clone(), here.to_owned())
+            }
+            _ => (k.clone(), v.clone()),
+        })
+        .collect()
 }
 
 /// Why a mirror-level operation failed, as the admin RPCs answer it.
@@ -924,6 +968,22 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_compacted_source_policy_keeps_every_record_here() {
+        for (source, here) in [
+            ("compact", Some("")),
+            (" compact ", Some("")),
+            ("compact,compact", Some("")),
+            ("compact,delete", Some("delete")),
+            ("delete, compact", Some("delete")),
+            ("delete", None),
+            ("", None),
+            ("compact,forever", None),
+        ] {
+            assert_eq!(destination_cleanup_policy(source), here, "{source:?}");
+        }
     }
 
     #[test]

@@ -99,6 +99,7 @@ mod mirror_group_sync_rewrites_no_unchanged_offset;
 mod mirror_rpc_wire;
 mod mirror_state_configs_not_alterable;
 mod mirror_state_partition_offline_at_start;
+mod mirroring_a_compacted_topic_keeps_every_record;
 mod non_utf8_client_id_is_accepted;
 mod offset_commit_to_an_unknown_partition_keeps_its_error;
 mod offset_delete;

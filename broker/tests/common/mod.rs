@@ -1,6 +1,7 @@
 //! Shared by the broker's integration tests.
 #![allow(dead_code)]
 
+pub mod compacted_source;
 pub mod configs;
 pub mod fetch_session;
 pub mod groups;

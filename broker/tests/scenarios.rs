@@ -8,6 +8,7 @@
 mod common;
 
 mod a_cluster_mirror_deleted_part_way_leaves_nothing_to_its_namesake;
+mod a_compacted_source_log_is_mirrored_across_its_gaps;
 mod a_connection_that_reads_nothing_is_closed_after_the_idle_timeout;
 mod a_failed_mirror_start_leaves_no_read_only_topic;
 mod a_group_loaded_over_group_max_size_rebalances;

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod a_batch_the_cleaner_emptied_is_recovered_with_its_producer;
 mod a_clean_close_leaves_the_active_indexes_as_kafka;
 mod a_client_batch_flagged_log_append_time_is_taken_as_kafka;
 mod a_client_batch_is_checked_in_kafkas_order;

@@ -133,6 +133,18 @@ const RESOURCE_TOPIC: i8 = 2;
 /// DescribeConfigs `config_source` of a value set on the topic itself (Kafka's
 /// `DYNAMIC_TOPIC_CONFIG`).
 const CONFIG_SOURCE_DYNAMIC_TOPIC: i8 = 1;
+/// Whether a source topic's DescribeConfigs entry is copied to its mirror topic: the topic's
+/// own settings only (KIP-1279 §12) — a value the source inherits from its brokers' settings
+/// (`log.retention.hours` in server.properties, a dynamic broker default) is not the topic's,
+/// and copied it would pin the source's broker defaults on the destination topic — except a
+/// `cleanup.policy` that compacts, wherever it comes from: a topic that compacts because its
+/// brokers' `log.cleanup.policy` says so is never deleted by time or size there, and its mirror
+/// must not be either (the destination maps the policy, `broker::mirrors`).
+fn copied_to_the_mirror(name: &str, value: &str, source: i8) -> bool {
+    source == CONFIG_SOURCE_DYNAMIC_TOPIC
+        || (name == "cleanup.policy" && value.split(',').any(|p| p.trim() == "compact"))
+}
+
 /// FindCoordinator key type of a consumer group.
 const COORDINATOR_GROUP: i8 = 0;
 /// The replica id of a consumer (Fetch, ListOffsets, OffsetForLeaderEpoch).
@@ -1776,16 +1788,15 @@ impl SourceCluster for KafkaSource {
                 if res.error_code != 0 {
                     return Err(kafka_error(res.error_code, res.error_message.as_ref()));
                 }
-                // Only the topic's own settings (KIP-1279 §12): a value the source inherits from
-                // its brokers' settings (`log.retention.hours` in server.properties, a dynamic
-                // broker default) is not the topic's, and copied it would pin the source's
-                // broker defaults on the destination topic. Sensitive values come back null:
-                // there is nothing to copy.
+                // Sensitive values come back null: there is nothing to copy.
                 Ok(res
                     .configs
                     .into_iter()
-                    .filter(|e| e.config_source == CONFIG_SOURCE_DYNAMIC_TOPIC)
-                    .filter_map(|e| Some((e.name.to_string(), e.value?.to_string())))
+                    .filter_map(|e| {
+                        Some((e.name.to_string(), e.value?.to_string(), e.config_source))
+                    })
+                    .filter(|(name, value, source)| copied_to_the_mirror(name, value, *source))
+                    .map(|(name, value, _)| (name, value))
                     .collect())
             })
             .map(Step::Done)
@@ -1935,6 +1946,24 @@ impl SourceCluster for KafkaSource {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_compacting_policy_inherited_from_the_source_brokers_is_copied() {
+        use super::copied_to_the_mirror as copied;
+        // Kafka's config sources: 1 the topic's own, 2–4 broker settings, 5 the default.
+        assert!(copied("retention.ms", "60000", 1));
+        for source in [2, 3, 4, 5] {
+            assert!(!copied("retention.ms", "60000", source), "{source}");
+            assert!(!copied("cleanup.policy", "delete", source), "{source}");
+            assert!(copied("cleanup.policy", "compact", source), "{source}");
+            assert!(
+                copied("cleanup.policy", "delete, compact", source),
+                "{source}"
+            );
+        }
+        assert!(copied("cleanup.policy", "delete", 1));
+        assert!(!copied("cleanup.policy", "compaction", 4));
+    }
+
     use super::*;
 
     /// A connection to a peer that answers with `parts` of one frame, each after `pause`.

@@ -219,7 +219,9 @@ pub trait SourceCluster: Send + Sync + Debug {
         Ok(true)
     }
     /// The topic's own configs (DescribeConfigs entries whose source is `DYNAMIC_TOPIC_CONFIG`,
-    /// not values inherited from the source's broker settings), as Kafka key/value pairs.
+    /// not values inherited from the source's broker settings), as Kafka key/value pairs; and
+    /// its `cleanup.policy` wherever it comes from when that policy compacts (a topic compacted
+    /// by its brokers' default is never deleted by retention, so neither may its mirror be).
     fn topic_configs(&self, topic: &str) -> Result<Vec<(String, String)>, SourceError>;
     /// Groups on the source (ListGroups).
     fn list_groups(&self) -> Result<Vec<GroupListing>, SourceError>;

@@ -7,25 +7,15 @@
 
 use crate::common;
 
-use common::fetch_session::{broker_with, by_topic_id, fetch_at, session_fetch};
+use common::current_leader::{NODE, assert_lists_node, leader_at_epoch_5};
+use common::fetch_session::{by_topic_id, fetch_at, session_fetch};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::fetch_response::LeaderIdAndEpoch;
-use mirrorlog_broker::broker::{Broker, BrokerConfig};
-use mirrorlog_index::LeaderEpoch;
+use mirrorlog_broker::broker::Broker;
 
 fn fenced_broker(dir: &tempfile::TempDir) -> Broker {
-    let mut config = BrokerConfig::new(dir.path(), "127.0.0.1", 9092);
-    config.node_id = 4;
-    config.advertised_host = "broker.example".into();
-    config.advertised_port = 19092;
-    let (b, _) = broker_with(config, &[("t", 1)]);
-    b.partition("t", 0)
-        .unwrap()
-        .write()
-        .assign_leader_epoch(LeaderEpoch(5))
-        .unwrap();
-    b
+    leader_at_epoch_5(dir, &[("t", 1)])
 }
 
 #[test]
@@ -39,20 +29,10 @@ fn a_fenced_consumer_is_told_the_current_leader_and_its_endpoint() {
     let d = &resp.responses[0].partitions[0];
     assert_eq!(d.error_code, ResponseError::FencedLeaderEpoch.code());
     let mut leader = LeaderIdAndEpoch::default();
-    leader.leader_id = BrokerId(4);
+    leader.leader_id = BrokerId(NODE.0);
     leader.leader_epoch = 5;
     assert_eq!(d.current_leader, leader);
-    assert_eq!(resp.node_endpoints.len(), 1);
-    let node = &resp.node_endpoints[0];
-    assert_eq!(
-        (
-            node.node_id,
-            node.host.as_str(),
-            node.port,
-            node.rack.clone()
-        ),
-        (BrokerId(4), "broker.example", 19092, None)
-    );
+    assert_lists_node!(resp.node_endpoints);
 
     // Before v16 Kafka sets neither (the field exists from v12).
     let resp = fetch_at(&b, r, 15);
@@ -74,7 +54,7 @@ fn only_not_leader_and_fenced_errors_name_the_leader() {
     assert_eq!(d.error_code, ResponseError::NotLeaderOrFollower.code());
     assert_eq!(
         (d.current_leader.leader_id, d.current_leader.leader_epoch),
-        (BrokerId(4), 5)
+        (BrokerId(NODE.0), 5)
     );
     assert_eq!(resp.node_endpoints.len(), 1);
 

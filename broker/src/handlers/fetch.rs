@@ -56,6 +56,7 @@
 //! # Sessions
 //! See [`FetchSessionCache`].
 
+use super::current_leader::{CurrentLeaders, node_endpoints};
 use crate::broker::{Broker, deadline_in};
 use crate::errors::engine_error_code;
 use crate::topics::sb;
@@ -64,7 +65,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, EpochEndOffset, FetchableTopicResponse, NodeEndpoint, PartitionData,
 };
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId, TopicName};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::{FetchIsolation, LogPosition, PartitionLog};
 use mirrorlog_engine::manager::PartitionHandle;
@@ -705,32 +706,20 @@ fn name_current_leaders(
     specs: &[ReadSpec],
     datas: &mut [PartitionData],
 ) -> Vec<NodeEndpoint> {
-    let mut named = false;
+    let mut leaders = CurrentLeaders::of(b);
     for (spec, d) in specs.iter().zip(datas.iter_mut()) {
         if d.error_code != ResponseError::NotLeaderOrFollower.code()
             && d.error_code != ResponseError::FencedLeaderEpoch.code()
         {
             continue;
         }
-        let handle = spec
-            .name
-            .as_deref()
-            .and_then(|n| b.partition(n, spec.key.partition));
-        if let Some(h) = handle {
-            d.current_leader.leader_id = BrokerId(b.config.node_id);
-            d.current_leader.leader_epoch = b.leader_epoch(&h);
-            named = true;
+        if let Some(name) = spec.name.as_deref() {
+            let (leader_id, leader_epoch) = leaders.name(name, spec.key.partition);
+            d.current_leader.leader_id = leader_id;
+            d.current_leader.leader_epoch = leader_epoch;
         }
     }
-    if !named {
-        return vec![];
-    }
-    let mut node = NodeEndpoint::default();
-    node.node_id = BrokerId(b.config.node_id);
-    node.host = sb(&b.config.advertised_host);
-    node.port = b.config.advertised_port;
-    node.rack = None;
-    vec![node]
+    node_endpoints!(leaders, NodeEndpoint)
 }
 
 /// A request's partitions as Kafka's `FetchRequest.fetchData` map holds them: a partition named

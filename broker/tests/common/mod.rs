@@ -3,6 +3,7 @@
 
 pub mod compacted_source;
 pub mod configs;
+pub mod current_leader;
 pub mod fetch_session;
 pub mod groups;
 pub mod internal_topics;

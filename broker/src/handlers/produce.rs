@@ -54,9 +54,16 @@
 //! timestamps (its `RecordValidationException`, with one `record_errors` entry per record), the
 //! verification errors `ReplicaManager` translates, and the whole-request
 //! `INVALID_PRODUCER_ID_MAPPING`; every other error is answered without one.
+//!
+//! From v10 (KIP-951) a partition answered `NOT_LEADER_OR_FOLLOWER` names its current leader
+//! (this node) and leader epoch, and the response lists this node in `node_endpoints`, as Kafka's
+//! `handleProduceRequest` does; no other error names one. This broker answers a Produce partition
+//! `NOT_LEADER_OR_FOLLOWER` only when an `acks = -1` append is undone by a truncation (a mirror's
+//! log alignment) before its sync.
 
 use crate::broker::Broker;
 use crate::errors::engine_error_code;
+use crate::handlers::current_leader::{CurrentLeaders, node_endpoints};
 use crate::server::Reply;
 use crate::topics::{INTERNAL_TOPICS, sb};
 use crate::txn::TxnError;
@@ -64,7 +71,7 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
 };
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind, TopicName};
 use mirrorlog_engine::error::{EngineError, EngineResult};
@@ -128,7 +135,7 @@ pub fn handle_from(
         return Some(durable(b, responses, jobs, version)());
     }
     let responses = append_all(b, responses, jobs, version);
-    (acks != 0).then(|| produce_response(responses))
+    (acks != 0).then(|| produce_response(responses, current_leaders(b, version)))
 }
 
 /// Appends `jobs` (acks 0 or 1) and fills in their responses.
@@ -180,8 +187,36 @@ pub fn handle_pipelined(
     Reply::Later(Box::new(move || ResponseKind::Produce(finish())))
 }
 
-fn produce_response(responses: Vec<TopicProduceResponse>) -> ProduceResponse {
+/// The first Produce version whose `NOT_LEADER_OR_FOLLOWER` names the current leader
+/// (KIP-951).
+const CURRENT_LEADER_SINCE: i16 = 10;
+
+/// What names the current leaders in a response of Produce `version`: `None` below v10.
+fn current_leaders(b: &Broker, version: i16) -> Option<CurrentLeaders> {
+    (version >= CURRENT_LEADER_SINCE).then(|| CurrentLeaders::of(b))
+}
+
+/// The response of `responses`. With `leaders` (v10+), as Kafka's `handleProduceRequest`
+/// (KIP-951): every partition answered `NOT_LEADER_OR_FOLLOWER` — here an `acks = -1` append a
+/// truncation undid before its sync — names its current leader and leader epoch, and the
+/// response lists that leader's endpoint; no other error does.
+fn produce_response(
+    mut responses: Vec<TopicProduceResponse>,
+    leaders: Option<CurrentLeaders>,
+) -> ProduceResponse {
     let mut out = ProduceResponse::default();
+    if let Some(mut leaders) = leaders {
+        for t in &mut responses {
+            for p in &mut t.partition_responses {
+                if p.error_code == ResponseError::NotLeaderOrFollower.code() {
+                    let (leader_id, leader_epoch) = leaders.name(&t.name.0, p.index);
+                    p.current_leader.leader_id = leader_id;
+                    p.current_leader.leader_epoch = leader_epoch;
+                }
+            }
+        }
+        out.node_endpoints = node_endpoints!(leaders, NodeEndpoint);
+    }
     out.responses = responses;
     out.throttle_time_ms = 0;
     out
@@ -355,6 +390,7 @@ fn durable(
         .collect();
     let appends = b.appends.clone();
     let pool = b.durable_waiters.clone();
+    let leaders = current_leaders(b, version);
     move || {
         for (job, result) in wait_durable(&pool, appended) {
             if result.is_ok() && advance_hw(&mut job.handle.write()) {
@@ -365,7 +401,7 @@ fn durable(
             let resp = &mut responses[job.topic].partition_responses[job.partition];
             fill(resp, &job.handle, result, version);
         }
-        produce_response(responses)
+        produce_response(responses, leaders)
     }
 }
 

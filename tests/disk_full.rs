@@ -11,58 +11,16 @@
 
 mod common;
 
+use common::tmpfs::Tmpfs;
 use common::{Serve, free_port};
 use mirrorlog_broker::client::{Client, ClientError};
 use mirrorlog_index::TimestampMs;
 use mirrorlog_segment::BatchBuilder;
 use rskafka::client::ClientBuilder;
 use rskafka::client::partition::UnknownTopicHandling;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
 const RECORDS_PER_BATCH: usize = 16;
-
-/// A tmpfs mounted for the test's lifetime.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(at).unwrap();
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .output()
-            .expect("run mount");
-        if out.status.success() {
-            return Some(Tmpfs(at.to_path_buf()));
-        }
-        let why = String::from_utf8_lossy(&out.stderr);
-        if std::env::var_os("MIRRORLOG_SKIP_MOUNT_TESTS").is_some() {
-            eprintln!("skipped (MIRRORLOG_SKIP_MOUNT_TESTS): cannot mount a tmpfs: {why}");
-            return None;
-        }
-        panic!(
-            "cannot mount a tmpfs ({why}); this test needs root — set \
-             MIRRORLOG_SKIP_MOUNT_TESTS=1 to skip it"
-        );
-    }
-
-    fn grow(&self, size: &str) {
-        let st = Command::new("mount")
-            .args(["-o", &format!("remount,size={size}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(st.success(), "remount tmpfs");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
 
 fn value(n: usize, i: usize) -> Vec<u8> {
     let mut v = format!("batch{n:06}-record{i:02}:").into_bytes();

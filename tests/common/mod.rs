@@ -4,6 +4,7 @@
 
 pub mod java;
 pub mod mirrors;
+pub mod tmpfs;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

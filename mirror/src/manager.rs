@@ -2260,7 +2260,11 @@ impl MirrorManager {
     /// directory went offline, often in the very failure being recorded), the partition is
     /// FAILED all the same, in memory only and not retryable, naming the directory — as a
     /// restore leaves such a partition: no retry could record its progress, and a partition
-    /// left in its state would be driven, and refused, on every pass.
+    /// left in its state would be driven, and refused, on every pass. When the write failed on
+    /// a directory that stays online (a full disk: space may return at any moment), it is
+    /// FAILED in memory and retried as any failure, at the stored state epoch, so that the
+    /// retry's transition is recorded over the stored state once the write goes through (a
+    /// restart meanwhile resumes from the stored state, as the retry would).
     fn fail(&self, key: &TopicPartition, entry: &mut Entry, reason: &str, retryable: bool) {
         let e = entry.state.state_epoch;
         let mut next = entry.state.clone();
@@ -2270,12 +2274,18 @@ impl MirrorManager {
         {
             return;
         }
-        if self.store.put_if_epoch(&next, e).is_ok() {
-            tracing::warn!(mirror = %self.config.name, partition = %key, retryable, "mirror partition FAILED: {reason}");
-            entry.state = next;
-            return;
-        }
+        let err = match self.store.put_if_epoch(&next, e) {
+            Ok(()) => {
+                tracing::warn!(mirror = %self.config.name, partition = %key, retryable, "mirror partition FAILED: {reason}");
+                entry.state = next;
+                return;
+            }
+            Err(err) => err,
+        };
         let Some(offline) = self.store.unavailable(&entry.state.key()) else {
+            if matches!(err, StateError::Engine(_)) {
+                self.fail_unrecorded(key, entry, reason, retryable, &err);
+            }
             return;
         };
         let reason = format!(
@@ -2289,6 +2299,30 @@ impl MirrorManager {
             .is_ok()
         {
             tracing::error!(mirror = %self.config.name, partition = %key, "mirror partition FAILED: {reason}");
+            entry.state = next;
+        }
+    }
+
+    /// [`fail`](Self::fail) when writing the FAILED state failed with `err` on a data directory
+    /// that stays online: FAILED in memory, retried as `retryable` says, the state epoch left
+    /// at the stored one (the next transition written is checked against what is stored).
+    fn fail_unrecorded(
+        &self,
+        key: &TopicPartition,
+        entry: &mut Entry,
+        reason: &str,
+        retryable: bool,
+        err: &StateError,
+    ) {
+        let e = entry.state.state_epoch;
+        let reason = format!("{reason}; this FAILED state could not be persisted ({err})");
+        let mut next = entry.state.clone();
+        if next
+            .fail(&reason, retryable, e, self.now(), &self.config.retry)
+            .is_ok()
+        {
+            next.state_epoch = e;
+            tracing::warn!(mirror = %self.config.name, partition = %key, retryable, "mirror partition FAILED (in memory): {reason}");
             entry.state = next;
         }
     }
@@ -2343,6 +2377,17 @@ impl MirrorManager {
                             |f| format!("{} (its retry could not be recorded)", f.reason),
                         );
                         self.fail(&key, &mut e, &reason, false);
+                    }
+                    // Its state could not be written on a directory that stays online (a full
+                    // disk): one more failed attempt, retried after a longer backoff rather
+                    // than at every pass.
+                    Err(err @ MirrorError::State(StateError::Engine(_))) => {
+                        self.fail(
+                            &key,
+                            &mut e,
+                            &format!("its retry could not be recorded: {err}"),
+                            true,
+                        );
                     }
                     Err(_) => {}
                 }

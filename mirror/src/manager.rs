@@ -457,6 +457,27 @@ pub enum MirrorError {
     },
 }
 
+/// An error with the causes its own message leaves out, `outer: cause: …`, for the reasons a
+/// partition is FAILED with: an index file's I/O error names the call and the file but keeps the
+/// operating system's error (`No space left on device`) as its source only, and an operator
+/// reading the reason needs that. A cause the message already shows is not repeated.
+struct Causes<'a>(&'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = self.0.to_string();
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            let cause = s.to_string();
+            if !text.contains(&cause) {
+                text = format!("{text}: {cause}");
+            }
+            source = s.source();
+        }
+        f.write_str(&text)
+    }
+}
+
 /// A partition's entry, locked by whoever acts on the partition (fetcher or operator).
 type EntryRef = Arc<Mutex<Entry>>;
 
@@ -2201,7 +2222,7 @@ impl MirrorManager {
             Err(err) => self.fail(
                 key,
                 entry,
-                &format!("recording a leader-epoch bump failed: {err}"),
+                &format!("recording a leader-epoch bump failed: {}", Causes(&err)),
                 true,
             ),
         }
@@ -2234,7 +2255,7 @@ impl MirrorManager {
             Err(err) => self.fail(
                 key,
                 entry,
-                &format!("bumping the leader epoch failed: {err}"),
+                &format!("bumping the leader epoch failed: {}", Causes(&err)),
                 true,
             ),
         }
@@ -2315,7 +2336,10 @@ impl MirrorManager {
         err: &StateError,
     ) {
         let e = entry.state.state_epoch;
-        let reason = format!("{reason}; this FAILED state could not be persisted ({err})");
+        let reason = format!(
+            "{reason}; this FAILED state could not be persisted ({})",
+            Causes(err)
+        );
         let mut next = entry.state.clone();
         if next
             .fail(&reason, retryable, e, self.now(), &self.config.retry)
@@ -2385,7 +2409,7 @@ impl MirrorManager {
                         self.fail(
                             &key,
                             &mut e,
-                            &format!("its retry could not be recorded: {err}"),
+                            &format!("its retry could not be recorded: {}", Causes(&err)),
                             true,
                         );
                     }
@@ -2454,9 +2478,12 @@ impl MirrorManager {
                         // A partition of a paused topic: paused before anything fetches it.
                         self.pause_again(&key, &mut e, false);
                     }
-                    Err(err) => {
-                        self.fail(&key, &mut e, &format!("log alignment failed: {err}"), true)
-                    }
+                    Err(err) => self.fail(
+                        &key,
+                        &mut e,
+                        &format!("log alignment failed: {}", Causes(&err)),
+                        true,
+                    ),
                 }
             }
         }
@@ -3328,7 +3355,10 @@ impl MirrorManager {
                         self.fail(
                             key,
                             &mut e,
-                            &format!("restarting at the source's log start failed: {err}"),
+                            &format!(
+                                "restarting at the source's log start failed: {}",
+                                Causes(&err)
+                            ),
                             true,
                         );
                     }
@@ -3345,7 +3375,7 @@ impl MirrorManager {
                 Err(err) => self.fail(
                     key,
                     &mut e,
-                    &format!("destination storage failed: {err}"),
+                    &format!("destination storage failed: {}", Causes(&err)),
                     true,
                 ),
             }
@@ -3406,7 +3436,7 @@ impl MirrorManager {
             self.fail(
                 key,
                 e,
-                &format!("unclean-election recovery failed: {err}"),
+                &format!("unclean-election recovery failed: {}", Causes(&err)),
                 true,
             );
         }
@@ -3867,7 +3897,12 @@ impl MirrorManager {
         let Some(dest) = self.mirror_destination(key) else {
             tracing::warn!(mirror = %self.config.name, partition = %key, "the destination partition is no longer this mirror's (deleted on the destination): stopped without the stop sequence");
             if let Err(err) = self.move_to(e, S::Stopped) {
-                self.fail(key, e, &format!("recording STOPPED failed: {err}"), true);
+                self.fail(
+                    key,
+                    e,
+                    &format!("recording STOPPED failed: {}", Causes(&err)),
+                    true,
+                );
                 return Err(err);
             }
             return Ok(());
@@ -3885,13 +3920,18 @@ impl MirrorManager {
                     if let Ok(dest) = self.dest_log(key) {
                         dest.write().set_read_only(true);
                     }
-                    self.fail(key, e, &format!("recording STOPPED failed: {err}"), true);
+                    self.fail(
+                        key,
+                        e,
+                        &format!("recording STOPPED failed: {}", Causes(&err)),
+                        true,
+                    );
                     return Err(err);
                 }
                 Ok(())
             }
             Err(err) => {
-                self.fail(key, e, &format!("stop failed: {err}"), true);
+                self.fail(key, e, &format!("stop failed: {}", Causes(&err)), true);
                 Err(err)
             }
         }
@@ -4160,6 +4200,40 @@ mod tests {
         fn set_read_only(&self, _: &str, _: bool) -> Result<(), String> {
             Ok(())
         }
+    }
+
+    /// A FAILED reason names the operating system's error of an index file's failed call (a
+    /// full disk refusing the `fallocate` that reserves a new segment's index blocks read only
+    /// "I/O error during fallocate of …"), through every wrapper, and does not repeat a cause
+    /// the message already shows (a log write's error names it itself).
+    #[test]
+    fn a_failure_reason_names_the_cause_of_an_index_write() {
+        // ENOSPC on Linux.
+        let enospc = || std::io::Error::from_raw_os_error(28);
+        let index = MirrorError::State(StateError::Engine(EngineError::Index(
+            mirrorlog_index::Error::Io {
+                op: "fallocate",
+                path: "/d/events-0/00000000000000007056.timeindex".into(),
+                source: enospc(),
+            },
+        )));
+        assert_eq!(
+            Causes(&index).to_string(),
+            "I/O error during fallocate of /d/events-0/00000000000000007056.timeindex: No space \
+             left on device (os error 28)"
+        );
+        let log = EngineError::Segment(mirrorlog_segment::segment::SegmentError::Io(
+            mirrorlog_segment::io::IoError::new(
+                mirrorlog_segment::io::IoOp::WriteAt,
+                "/d/events-0/00000000000000007056.log",
+                enospc(),
+            ),
+        ));
+        assert_eq!(Causes(&log).to_string(), log.to_string());
+        assert!(
+            log.to_string()
+                .ends_with("No space left on device (os error 28)")
+        );
     }
 
     /// `drive` aligns no partition of a topic a start is still moving (so a start that fails

@@ -4,7 +4,13 @@
 //! segment) are returned as [`Error`]; programmer errors (appending out of order, writing to a
 //! sealed index) panic instead, as `CONVENTIONS.md` asks. Every variant names the file it is
 //! about, and an I/O error keeps its source.
+//!
+//! [`ErrorChain`] renders any error with the causes its own message leaves out; it lives here,
+//! at the bottom of the crate graph, so that every crate writing an error into an operator-facing
+//! text (an offline directory's reason, a FAILED partition's reason, an `error_message`, a log
+//! line) uses the same one.
 
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -71,6 +77,35 @@ pub enum Error {
     },
 }
 
+/// An error with the causes its own message leaves out, `outer: cause: …`, for every text an
+/// operator reads: an offline data directory's reason, a FAILED mirror partition's reason, a
+/// response's `error_message`, a log line.
+///
+/// [`Error::Io`] names the call and the file but keeps the operating system's error
+/// (`No space left on device (os error 28)`) as its [`source`](std::error::Error::source) only, as
+/// `thiserror` errors do, so `{e}` alone would not say why the call failed. A cause whose text the
+/// message already shows (an error that formats its source into its message, a
+/// `#[error(transparent)]` wrapper) is not repeated. Error types keep their `Display`: wire texts
+/// and tests depend on it; only the places that write an operator-facing text use this.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = self.0.to_string();
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            let cause = s.to_string();
+            if !text.contains(&cause) {
+                text.push_str(": ");
+                text.push_str(&cause);
+            }
+            source = s.source();
+        }
+        f.write_str(&text)
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -110,6 +145,37 @@ mod tests {
             "I/O error during open of /x/00000000000000000000.index"
         );
         assert_eq!(err.source().expect("source kept").to_string(), "gone");
+    }
+
+    /// An index file's I/O error is rendered with the operating system's error its message
+    /// leaves out; a wrapper whose message already shows a cause does not repeat it.
+    #[test]
+    fn error_chain_names_each_cause_its_message_leaves_out() {
+        let err =
+            Error::io("write_at", Path::new("/d/x.timeindex"))(io::Error::from_raw_os_error(28));
+        let enospc = io::Error::from_raw_os_error(28).to_string();
+        assert_eq!(
+            ErrorChain(&err).to_string(),
+            format!("I/O error during write_at of /d/x.timeindex: {enospc}")
+        );
+
+        /// A wrapper that formats its source into its own message.
+        #[derive(Debug, thiserror::Error)]
+        #[error("sealing failed: {0}")]
+        struct Shown(#[source] io::Error);
+        let shown = Shown(io::Error::from_raw_os_error(28));
+        assert_eq!(ErrorChain(&shown).to_string(), shown.to_string());
+
+        /// A wrapper that keeps its source out of its message, over one that shows its own.
+        #[derive(Debug, thiserror::Error)]
+        #[error("closing its logs")]
+        struct Hidden(#[source] Shown);
+        let hidden = Hidden(Shown(io::Error::from_raw_os_error(5)));
+        let eio = io::Error::from_raw_os_error(5).to_string();
+        assert_eq!(
+            ErrorChain(&hidden).to_string(),
+            format!("closing its logs: sealing failed: {eio}")
+        );
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub use checkpoint::{
     PartitionOffset, TopicPartition,
 };
 pub use crc::{crc32c, crc32c_append};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorChain, Result};
 pub use files::{filename_prefix_from_offset, offset_from_file_name, segment_file};
 pub use mmap_index::{IndexEntry, MmapIndex};
 pub use offset_index::{OffsetEntry, OffsetIndex};

@@ -64,7 +64,7 @@ use mirrorlog_engine::clock::Clock;
 use mirrorlog_engine::epoch_cache::truncation_for_leader_answer;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::manager::{LogManager, PartitionHandle};
-use mirrorlog_index::{LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
+use mirrorlog_index::{ErrorChain, LeaderEpoch, Offset, ProducerEpoch, ProducerId, TopicPartition};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -455,27 +455,6 @@ pub enum MirrorError {
         /// The mirror that owns it.
         owner: String,
     },
-}
-
-/// An error with the causes its own message leaves out, `outer: cause: …`, for the reasons a
-/// partition is FAILED with: an index file's I/O error names the call and the file but keeps the
-/// operating system's error (`No space left on device`) as its source only, and an operator
-/// reading the reason needs that. A cause the message already shows is not repeated.
-struct Causes<'a>(&'a (dyn std::error::Error + 'static));
-
-impl fmt::Display for Causes<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut text = self.0.to_string();
-        let mut source = self.0.source();
-        while let Some(s) = source {
-            let cause = s.to_string();
-            if !text.contains(&cause) {
-                text = format!("{text}: {cause}");
-            }
-            source = s.source();
-        }
-        f.write_str(&text)
-    }
 }
 
 /// A partition's entry, locked by whoever acts on the partition (fetcher or operator).
@@ -2222,7 +2201,7 @@ impl MirrorManager {
             Err(err) => self.fail(
                 key,
                 entry,
-                &format!("recording a leader-epoch bump failed: {}", Causes(&err)),
+                &format!("recording a leader-epoch bump failed: {}", ErrorChain(&err)),
                 true,
             ),
         }
@@ -2255,7 +2234,7 @@ impl MirrorManager {
             Err(err) => self.fail(
                 key,
                 entry,
-                &format!("bumping the leader epoch failed: {}", Causes(&err)),
+                &format!("bumping the leader epoch failed: {}", ErrorChain(&err)),
                 true,
             ),
         }
@@ -2338,7 +2317,7 @@ impl MirrorManager {
         let e = entry.state.state_epoch;
         let reason = format!(
             "{reason}; this FAILED state could not be persisted ({})",
-            Causes(err)
+            ErrorChain(err)
         );
         let mut next = entry.state.clone();
         if next
@@ -2409,7 +2388,7 @@ impl MirrorManager {
                         self.fail(
                             &key,
                             &mut e,
-                            &format!("its retry could not be recorded: {}", Causes(&err)),
+                            &format!("its retry could not be recorded: {}", ErrorChain(&err)),
                             true,
                         );
                     }
@@ -2481,7 +2460,7 @@ impl MirrorManager {
                     Err(err) => self.fail(
                         &key,
                         &mut e,
-                        &format!("log alignment failed: {}", Causes(&err)),
+                        &format!("log alignment failed: {}", ErrorChain(&err)),
                         true,
                     ),
                 }
@@ -3357,7 +3336,7 @@ impl MirrorManager {
                             &mut e,
                             &format!(
                                 "restarting at the source's log start failed: {}",
-                                Causes(&err)
+                                ErrorChain(&err)
                             ),
                             true,
                         );
@@ -3375,7 +3354,7 @@ impl MirrorManager {
                 Err(err) => self.fail(
                     key,
                     &mut e,
-                    &format!("destination storage failed: {}", Causes(&err)),
+                    &format!("destination storage failed: {}", ErrorChain(&err)),
                     true,
                 ),
             }
@@ -3436,7 +3415,7 @@ impl MirrorManager {
             self.fail(
                 key,
                 e,
-                &format!("unclean-election recovery failed: {}", Causes(&err)),
+                &format!("unclean-election recovery failed: {}", ErrorChain(&err)),
                 true,
             );
         }
@@ -3900,7 +3879,7 @@ impl MirrorManager {
                 self.fail(
                     key,
                     e,
-                    &format!("recording STOPPED failed: {}", Causes(&err)),
+                    &format!("recording STOPPED failed: {}", ErrorChain(&err)),
                     true,
                 );
                 return Err(err);
@@ -3923,7 +3902,7 @@ impl MirrorManager {
                     self.fail(
                         key,
                         e,
-                        &format!("recording STOPPED failed: {}", Causes(&err)),
+                        &format!("recording STOPPED failed: {}", ErrorChain(&err)),
                         true,
                     );
                     return Err(err);
@@ -3931,7 +3910,7 @@ impl MirrorManager {
                 Ok(())
             }
             Err(err) => {
-                self.fail(key, e, &format!("stop failed: {}", Causes(&err)), true);
+                self.fail(key, e, &format!("stop failed: {}", ErrorChain(&err)), true);
                 Err(err)
             }
         }
@@ -4218,7 +4197,7 @@ mod tests {
             },
         )));
         assert_eq!(
-            Causes(&index).to_string(),
+            ErrorChain(&index).to_string(),
             "I/O error during fallocate of /d/events-0/00000000000000007056.timeindex: No space \
              left on device (os error 28)"
         );
@@ -4229,7 +4208,7 @@ mod tests {
                 enospc(),
             ),
         ));
-        assert_eq!(Causes(&log).to_string(), log.to_string());
+        assert_eq!(ErrorChain(&log).to_string(), log.to_string());
         assert!(
             log.to_string()
                 .ends_with("No space left on device (os error 28)")

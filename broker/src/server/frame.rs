@@ -687,26 +687,12 @@ pub fn write_all_pieces(mut w: impl io::Write, pieces: &[Bytes]) -> io::Result<(
     Ok(())
 }
 
-/// Displays an error with its chain of sources, `outer: inner: innermost`, for log lines.
-pub(crate) struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
-
-impl fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(s) = source {
-            write!(f, ": {s}")?;
-            source = s.source();
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use kafka_protocol::messages::{ApiVersionsRequest, MetadataRequest};
     use kafka_protocol::protocol::StrBytes;
+    use mirrorlog_index::ErrorChain;
 
     /// A fetch answer with records of `sizes` bytes over two topics.
     fn fetch_answer(sizes: &[usize]) -> FetchResponse {

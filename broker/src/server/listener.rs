@@ -20,9 +20,10 @@
 //! listening socket and returns once every connection thread has finished. A connection is
 //! registered, under the same lock, before its thread starts, so none can slip past the flag.
 
-use super::frame::{self, Decoded, ErrorChain, ReadFrameError};
+use super::frame::{self, Decoded, ReadFrameError};
 use super::{Handler, MirrorRequestContext, Reply, RequestContext};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use mirrorlog_index::ErrorChain;
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
 use std::collections::HashMap;

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use mirrorlog_index::checkpoint::{
     CHECKPOINT_VERSION, LEADER_EPOCH_CHECKPOINT_FILE, decode_checkpoint, encode_checkpoint,
 };
-use mirrorlog_index::{EpochEntry, Error, LeaderEpoch, Offset};
+use mirrorlog_index::{EpochEntry, Error, ErrorChain, LeaderEpoch, Offset};
 use mirrorlog_segment::io::{OpenMode, PwriteStorage, Storage};
 
 use crate::checkpoint_io::{index_io, read_if_exists, replace_durably};
@@ -318,7 +318,8 @@ impl LeaderEpochCache {
                 checkpoint = ?self.checkpoint.as_ref().map(|c| &c.path),
                 ?before,
                 after = ?self.entries,
-                "leader epoch entries removed in memory only, the checkpoint write failed: {e}"
+                "leader epoch entries removed in memory only, the checkpoint write failed: {}",
+                ErrorChain(e)
             );
         }
         r

@@ -99,7 +99,9 @@ use crate::log::{
 };
 use bytes::Bytes;
 use mirrorlog_index::checkpoint::{decode_offset_checkpoint, encode_offset_checkpoint};
-use mirrorlog_index::{LeaderEpoch, Offset, PartitionMetadata, TopicId, TopicPartition};
+use mirrorlog_index::{
+    ErrorChain, LeaderEpoch, Offset, PartitionMetadata, TopicId, TopicPartition,
+};
 use mirrorlog_segment::io::{
     DirectConfig, DirectDurability, DirectStorage, OpenMode, SimStorage, Storage, ZeroAheadConfig,
     ZeroAheadStorage, create_dir_all_durably,
@@ -417,8 +419,9 @@ impl LogStartListener for LogStartCheckpointer {
         let r = self.dir.write_checkpoints(Checkpoints::LogStartOnly);
         if let Err(e) = &r {
             self.dir.take_offline(format!(
-                "{}: writing the log start {new_start} to {LOG_START_CHECKPOINT}: {e}",
-                self.tp
+                "{}: writing the log start {new_start} to {LOG_START_CHECKPOINT}: {}",
+                self.tp,
+                ErrorChain(e)
             ));
         }
         r
@@ -508,7 +511,7 @@ impl Drop for PartitionLogWriteGuard<'_> {
         {
             self.handle
                 .dir
-                .take_offline(format!("{}: {e}", self.handle.tp));
+                .take_offline(format!("{}: {}", self.handle.tp, ErrorChain(&e)));
         }
     }
 }
@@ -543,7 +546,8 @@ impl PartitionHandle {
         if let Err(e) = &r
             && takes_dir_offline(e)
         {
-            self.dir.take_offline(format!("{}: {e}", self.tp));
+            self.dir
+                .take_offline(format!("{}: {}", self.tp, ErrorChain(e)));
         }
         r
     }
@@ -707,7 +711,7 @@ impl PartitionHandle {
             }
         };
         if let Err(e) = self.group_commit.sync(&file) {
-            let reason = format!("{}: group commit sync failed: {e}", self.tp);
+            let reason = format!("{}: group commit sync failed: {}", self.tp, ErrorChain(&e));
             self.dir.take_offline(reason.clone());
             return Err(EngineError::LogDirOffline {
                 path: self.dir.path.clone(),
@@ -824,7 +828,11 @@ impl LogManager {
                         Ok(v) => v,
                         Err(e) => {
                             let e = EngineError::from(e);
-                            dir.take_offline(format!("loading {}: {e}", data_dir.display()));
+                            dir.take_offline(format!(
+                                "loading {}: {}",
+                                data_dir.display(),
+                                ErrorChain(&e)
+                            ));
                             let known = jobs.drain(first_job..).map(|job| job.2);
                             let named = partitions_of_offline_dir(&*storage, data_dir);
                             for tp in known.chain(named) {
@@ -857,7 +865,7 @@ impl LogManager {
             // checkpoint would then write that lower log start over the file).
             let read = |name: &str| {
                 read_offset_checkpoint(&*storage, &data_dir.join(name))
-                    .map_err(|e| format!("{name}: {e}"))
+                    .map_err(|e| format!("{name}: {}", ErrorChain(&e)))
             };
             let read_all = || -> Result<_, String> {
                 Ok((
@@ -992,7 +1000,7 @@ impl LogManager {
                             EngineError::Index(mirrorlog_index::Error::Corrupt { .. })
                         ) =>
                 {
-                    dir.take_offline(format!("loading {tp}: {e}"));
+                    dir.take_offline(format!("loading {tp}: {}", ErrorChain(&e)));
                     offline_partitions.insert(tp, dir);
                     continue;
                 }
@@ -1350,7 +1358,7 @@ impl LogManager {
             // `maybeHandleIOException` does, the directory goes offline rather than let the
             // partition quietly come back at the next start.
             let e = dir_err(&path, e);
-            dir.take_offline(format!("deleting {tp}: {e}"));
+            dir.take_offline(format!("deleting {tp}: {}", ErrorChain(&e)));
             return Err(e);
         }
         if self.storage.name() == SimStorage::NAME {
@@ -1387,8 +1395,9 @@ impl LogManager {
         }
         remove_dir(&*self.storage, path).inspect_err(|e| {
             dir.take_offline(format!(
-                "removing the deleted partition {}: {e}",
-                path.display()
+                "removing the deleted partition {}: {}",
+                path.display(),
+                ErrorChain(e)
             ));
         })
     }
@@ -1414,9 +1423,9 @@ impl LogManager {
         for dir in self.dirs.iter().filter(|d| d.offline_reason().is_none()) {
             if let Err(e) = dir.write_checkpoints(Checkpoints::All) {
                 if takes_dir_offline(&e) {
-                    dir.take_offline(format!("writing its checkpoints: {e}"));
+                    dir.take_offline(format!("writing its checkpoints: {}", ErrorChain(&e)));
                 } else {
-                    tracing::warn!(dir = %dir.path.display(), "checkpoints not written: {e}");
+                    tracing::warn!(dir = %dir.path.display(), "checkpoints not written: {}", ErrorChain(&e));
                 }
                 first_err.get_or_insert(e);
             }
@@ -1472,7 +1481,7 @@ impl LogManager {
             match r {
                 Ok(n) => deleted += n,
                 Err(e) => {
-                    tracing::error!(partition = %h.tp, "maintenance failed: {e}");
+                    tracing::error!(partition = %h.tp, "maintenance failed: {}", ErrorChain(&e));
                     first_err.get_or_insert(e);
                 }
             }
@@ -1528,7 +1537,7 @@ impl LogManager {
                 let dir = h.dir.clone();
                 if let Err(e) = h.log.into_inner().close() {
                     if takes_dir_offline(&e) {
-                        dir.take_offline(format!("closing its logs: {e}"));
+                        dir.take_offline(format!("closing its logs: {}", ErrorChain(&e)));
                     }
                     not_clean.push(dir);
                     first_err.get_or_insert(e);

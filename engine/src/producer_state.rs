@@ -850,8 +850,9 @@ impl ProducerStateManager {
                 Err(e @ mirrorlog_index::Error::Io { .. }) => return Err(e),
                 Err(e) => {
                     tracing::warn!(
-                        "deleting corrupt producer snapshot {}: {e}",
-                        s.path.display()
+                        "deleting corrupt producer snapshot {}: {}",
+                        s.path.display(),
+                        mirrorlog_index::ErrorChain(&e)
                     );
                     self.remove_snapshot(&s.path)?;
                 }

@@ -3,7 +3,7 @@
 use super::{FlushPoint, LogFailureListener, LogStartListener, PartitionLog, replay_segment};
 use crate::config::LogConfig;
 use crate::error::{EngineError, EngineResult};
-use mirrorlog_index::{LeaderEpoch, Offset};
+use mirrorlog_index::{ErrorChain, LeaderEpoch, Offset};
 use mirrorlog_segment::io::StorageFile;
 use mirrorlog_segment::segment::{
     ActiveSegment, DeletedSegmentFiles, SegmentReader, SegmentResult,
@@ -359,7 +359,7 @@ impl PartitionLog {
     /// Fails the log: `what` was left part-way by `e`. The first reason is kept; the listener is
     /// told every time (it keeps the first too).
     pub(super) fn fail(&mut self, what: &str, e: &EngineError) {
-        let reason = format!("{}: {what} failed: {e}", self.name);
+        let reason = format!("{}: {what} failed: {}", self.name, ErrorChain(e));
         if self.failed.is_none() {
             tracing::error!(log = %self.name, "log failed, refusing all use until reopened: {reason}");
             self.failed = Some(reason.clone());

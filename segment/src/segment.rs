@@ -21,8 +21,8 @@ use crate::io::{IoError, IoOp, OpenMode, Storage, StorageFile};
 use crate::scan::{FileBatches, ScanError};
 use bytes::Bytes;
 use mirrorlog_index::{
-    AbortedTxn, FilePosition, Offset, OffsetIndex, TimeIndex, TimestampMs, TransactionIndex,
-    segment_file,
+    AbortedTxn, ErrorChain, FilePosition, Offset, OffsetIndex, TimeIndex, TimestampMs,
+    TransactionIndex, segment_file,
 };
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -127,7 +127,8 @@ pub enum SegmentError {
     Failed {
         /// The `.log` file.
         path: PathBuf,
-        /// The first failure.
+        /// The first failure, with the causes its message leaves out
+        /// ([`ErrorChain`]).
         cause: String,
     },
     /// Recording an aborted transaction in the transaction index failed after its ABORT marker
@@ -1012,7 +1013,8 @@ impl ActiveSegment {
                 marker_offset: txn.last_offset,
                 source,
             };
-            self.failed.get_or_insert_with(|| e.to_string());
+            self.failed
+                .get_or_insert_with(|| ErrorChain(&e).to_string());
             return Err(e);
         }
         Ok(())
@@ -1278,7 +1280,8 @@ impl ActiveSegment {
     fn poisoning<T, E: Into<SegmentError>>(&mut self, r: Result<T, E>) -> SegmentResult<T> {
         r.map_err(|e| {
             let e = e.into();
-            self.failed.get_or_insert_with(|| e.to_string());
+            self.failed
+                .get_or_insert_with(|| ErrorChain(&e).to_string());
             e
         })
     }
@@ -1349,7 +1352,7 @@ impl ActiveSegment {
         if let Err(e) = &r {
             // Half-rebuilt (the size is the whole file, the offsets partly rebuilt): no append
             // may land on it.
-            self.failed = Some(format!("recovery failed: {e}"));
+            self.failed = Some(format!("recovery failed: {}", ErrorChain(e)));
         }
         r
     }

@@ -71,3 +71,22 @@ fn a_failed_prepare_seal_keeps_the_segment_poisoned() {
         Err(SegmentError::Failed { .. })
     ));
 }
+
+/// The poisoned segment's error names the operating system's error of the index's failed sync:
+/// the index crate's error keeps it as its source only, and the cause was its message alone
+/// ("I/O error during fsync of …/00000000000000000000.txnindex"), which reaches the reason a
+/// data directory goes offline with.
+#[test]
+fn a_poisoned_segment_names_the_os_error_of_its_failed_index_sync() {
+    let d = tempfile::tempdir().unwrap();
+    let mut seg = segment_with_an_unsyncable_txn_index(d.path());
+    seg.flush()
+        .expect_err("the transaction index's fsync fails on /dev/null");
+    let einval = std::io::Error::from_raw_os_error(22).to_string();
+    let e = seg.check_usable().expect_err("poisoned");
+    assert!(e.to_string().contains(".txnindex"), "{e}");
+    assert!(
+        e.to_string().contains(&einval),
+        "{e} does not name {einval:?}"
+    );
+}

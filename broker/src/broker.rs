@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::clock::Clock;
 use mirrorlog_engine::manager::{LogManager, LogManagerConfig, PartitionHandle};
-use mirrorlog_index::TopicPartition;
+use mirrorlog_index::{ErrorChain, TopicPartition};
 use mirrorlog_segment::io::Storage;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::HashMap;
@@ -550,7 +550,7 @@ impl Broker {
     /// Log maintenance (retention, flush by time, checkpoints). Call every few seconds.
     pub fn maintain(&self) {
         if let Err(e) = self.logs.maintain() {
-            tracing::error!("log maintenance: {e}");
+            tracing::error!("log maintenance: {}", ErrorChain(&e));
         }
     }
 

@@ -44,8 +44,8 @@ use crate::broker::Broker;
 use crate::source_client::{KafkaSource, KafkaSourceConfig};
 use crate::topics::{TopicError, topic_log_config};
 use mirrorlog_engine::config::LogConfig;
-use mirrorlog_index::TopicId;
 use mirrorlog_index::TopicPartition;
+use mirrorlog_index::{ErrorChain, TopicId};
 use mirrorlog_mirror::claims::TopicClaims;
 use mirrorlog_mirror::group_sync::GroupOffsetsSink;
 use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
@@ -526,7 +526,9 @@ fn update_partition_configs(
             }
         };
         if next != current {
-            b.logs.update_config(&tp, next).map_err(|e| e.to_string())?;
+            b.logs
+                .update_config(&tp, next)
+                .map_err(|e| ErrorChain(&e).to_string())?;
         }
     }
     Ok(())
@@ -634,7 +636,7 @@ impl Mirrors {
         if store.mirror_deletion_pending(name) {
             store
                 .finish_mirror_deletion(name)
-                .map_err(|e| MirrorsError::Storage(e.to_string()))?;
+                .map_err(|e| MirrorsError::Storage(ErrorChain(&e).to_string()))?;
         }
         self.durable.lock().insert(name.into(), configs);
         if let Err(e) = self.save(broker) {
@@ -655,7 +657,7 @@ impl Mirrors {
                 {
                     tracing::error!(mirror = %name, "a cluster mirror that failed to start stays in {MIRRORS_FILE}: {save}");
                 }
-                Err(MirrorsError::Storage(e.to_string()))
+                Err(MirrorsError::Storage(ErrorChain(e.as_ref()).to_string()))
             }
         }
     }
@@ -685,7 +687,7 @@ impl Mirrors {
                 let source = KafkaSource::new(sc).map_err(|e| e.to_string())?;
                 let m = self
                     .build_locked(&mut mirrors, broker, config, source)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| ErrorChain(e.as_ref()).to_string())?;
                 self.bootstrap.lock().insert(name.clone(), bootstrap);
                 Ok(m)
             });
@@ -795,7 +797,7 @@ impl Mirrors {
             .map_err(|e| MirrorsError::Storage(e.to_string()))?;
         store
             .put_mirror_deletion(name)
-            .map_err(|e| MirrorsError::Storage(e.to_string()))?;
+            .map_err(|e| MirrorsError::Storage(ErrorChain(&e).to_string()))?;
         let removed = self.durable.lock().remove(name);
         if removed.is_some()
             && let Err(e) = self.save(broker)
@@ -813,7 +815,7 @@ impl Mirrors {
         // tombstone fails below (the mirror is gone either way).
         self.claims.release_all(name);
         m.delete_states()
-            .map_err(|e| MirrorsError::Storage(e.to_string()))?;
+            .map_err(|e| MirrorsError::Storage(ErrorChain(&e).to_string()))?;
         Ok(())
     }
 
@@ -928,7 +930,7 @@ impl Mirrors {
         for name in pending {
             tracing::warn!(mirror = %name, "finishing the deletion of a cluster mirror, which a crash cut short");
             if let Err(e) = store.finish_mirror_deletion(&name) {
-                tracing::error!(mirror = %name, "cannot finish the deletion of cluster mirror (a mirror created under its name is refused until it is finished): {e}");
+                tracing::error!(mirror = %name, "cannot finish the deletion of cluster mirror (a mirror created under its name is refused until it is finished): {}", ErrorChain(&e));
             }
         }
     }

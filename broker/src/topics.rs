@@ -9,7 +9,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::LogManager;
-use mirrorlog_index::{TopicId, TopicPartition};
+use mirrorlog_index::{ErrorChain, TopicId, TopicPartition};
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
@@ -144,7 +144,10 @@ pub fn check_no_partition_offline(
         if let Err(e) = logs.lookup(&tp) {
             return Err(TopicError::new(
                 ResponseError::KafkaStorageError,
-                format!("cannot {what} topic {name}: partition {tp}: {e}"),
+                format!(
+                    "cannot {what} topic {name}: partition {tp}: {}",
+                    ErrorChain(&e)
+                ),
             ));
         }
     }
@@ -291,12 +294,12 @@ impl TopicRegistry {
                         partition: q,
                     };
                     if let Err(e) = logs.delete(&tp) {
-                        tracing::error!(partition = %tp, "undoing a failed topic creation: {e}");
+                        tracing::error!(partition = %tp, "undoing a failed topic creation: {}", ErrorChain(&e));
                     }
                 }
                 return Err(TopicError::new(
                     ResponseError::KafkaStorageError,
-                    e.to_string(),
+                    ErrorChain(&e).to_string(),
                 ));
             }
         }
@@ -352,7 +355,9 @@ impl TopicRegistry {
                 partition: p,
             };
             logs.create(&tp, uuid_to_topic_id(t.id), config.clone())
-                .map_err(|e| TopicError::new(ResponseError::KafkaStorageError, e.to_string()))?;
+                .map_err(|e| {
+                    TopicError::new(ResponseError::KafkaStorageError, ErrorChain(&e).to_string())
+                })?;
             t.partitions = p + 1;
         }
         Ok(t.clone())
@@ -441,7 +446,7 @@ impl TopicRegistry {
                 }
                 Err(TopicError::new(
                     ResponseError::KafkaStorageError,
-                    e.to_string(),
+                    ErrorChain(&e).to_string(),
                 ))
             }
         }

@@ -16,6 +16,7 @@ use super::state::{
 use bytes::Bytes;
 use crossbeam_channel::Receiver;
 use kafka_protocol::ResponseError as E;
+use mirrorlog_index::ErrorChain;
 use std::collections::HashMap;
 
 /// An answer now, or a parked request's receiver.
@@ -98,7 +99,7 @@ impl Env<'_> {
             let mut g = Group::new(p.group_id.clone(), GroupState::Empty, self.now_ms);
             // As Kafka, a new group is stored at once.
             if let Err(e) = self.shard.store_group(&mut g, None, self.now_ms) {
-                tracing::warn!(group = %p.group_id, "storing a new group failed: {e}");
+                tracing::warn!(group = %p.group_id, "storing a new group failed: {}", ErrorChain(&e));
                 return Reply::Now(JoinOutcome::error(e.group_code(), UNKNOWN_MEMBER_ID));
             }
             groups.insert(p.group_id.clone(), g);
@@ -302,7 +303,7 @@ impl Env<'_> {
             GroupState::Stable => {
                 if g.protocol_name.as_deref() == Some(g.select_protocol().as_str()) {
                     if let Err(e) = self.shard.store_group(g, None, self.now_ms) {
-                        tracing::warn!(group = %g.group_id, "storing the static member failed, reverting: {e}");
+                        tracing::warn!(group = %g.group_id, "storing the static member failed, reverting: {}", ErrorChain(&e));
                         g.update_member(&new_id, old_protocols, old_rebalance, old_session, None);
                         g.replace_static_member(instance, &new_id, old_id);
                         let mut o = JoinOutcome::error(e.group_code(), UNKNOWN_MEMBER_ID);
@@ -431,7 +432,7 @@ impl Env<'_> {
         tracing::info!(group = %g.group_id, generation = g.generation_id, members = g.num_members(), protocol = ?g.protocol_name, "join phase complete");
         if g.is(GroupState::Empty) {
             if let Err(e) = self.shard.store_group(g, None, self.now_ms) {
-                tracing::warn!(group = %g.group_id, "storing the empty group failed: {e}");
+                tracing::warn!(group = %g.group_id, "storing the empty group failed: {}", ErrorChain(&e));
             }
             return;
         }
@@ -578,7 +579,7 @@ impl Env<'_> {
                             tracing::info!(group = %g.group_id, generation = g.generation_id, "assignment stored; group stable");
                         }
                         Err(e) => {
-                            tracing::warn!(group = %g.group_id, "storing the assignment failed: {e}");
+                            tracing::warn!(group = %g.group_id, "storing the assignment failed: {}", ErrorChain(&e));
                             self.reset_and_propagate_assignment_with_error(g, e.group_code());
                             self.maybe_prepare_rebalance_or_complete_join(g);
                         }

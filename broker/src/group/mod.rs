@@ -90,7 +90,7 @@ use membership::{Env, JoinParams, Reply, SyncParams};
 use mirrorlog_engine::clock::Clock;
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::manager::LogManager;
-use mirrorlog_index::{Offset, TopicId, TopicPartition};
+use mirrorlog_index::{ErrorChain, Offset, TopicId, TopicPartition};
 use offsets::{CommitEntry, Committer, Fetched};
 use parking_lot::RwLock;
 use records::OffsetValue;
@@ -578,7 +578,7 @@ impl GroupCoordinator {
             let written = match recs {
                 Ok(recs) => shard
                     .append(&recs, None, self.clock.now_ms())
-                    .map_err(|e| e.to_string()),
+                    .map_err(|e| ErrorChain(&e).to_string()),
                 Err(e) => Err(format!("{e:?}")),
             };
             if let Err(e) = written {

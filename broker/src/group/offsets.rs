@@ -6,7 +6,7 @@ use super::records::{self, OffsetValue};
 use super::shard::ShardState;
 use super::state::{CommittedOffset, Group, GroupState};
 use kafka_protocol::ResponseError as E;
-use mirrorlog_index::TopicPartition;
+use mirrorlog_index::{ErrorChain, TopicPartition};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One partition of a commit: its value, or the error it already has (metadata too large,
@@ -366,7 +366,11 @@ impl Env<'_> {
             }
         }
         if let Err(e) = self.shard.append(&recs, None, self.now_ms) {
-            tracing::warn!(group = group_id, "deleting offsets failed: {e}");
+            tracing::warn!(
+                group = group_id,
+                "deleting offsets failed: {}",
+                ErrorChain(&e)
+            );
             return Err(super::shard::StoreError::from(e).group_code());
         }
         for tp in &doomed {
@@ -407,7 +411,11 @@ impl Env<'_> {
             Err(_) => return E::InvalidGroupId.code(),
         }
         if let Err(e) = self.shard.append(&recs, None, self.now_ms) {
-            tracing::warn!(group = group_id, "deleting the group failed: {e}");
+            tracing::warn!(
+                group = group_id,
+                "deleting the group failed: {}",
+                ErrorChain(&e)
+            );
             return super::shard::StoreError::from(e).group_code();
         }
         g.transition_to(GroupState::Dead, self.now_ms);

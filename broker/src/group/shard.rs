@@ -20,7 +20,8 @@ use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
 use mirrorlog_engine::manager::PartitionHandle;
 use mirrorlog_engine::producer_state::ProducerStateError;
 use mirrorlog_index::{
-    LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs, TopicPartition,
+    ErrorChain, LeaderEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs,
+    TopicPartition,
 };
 use mirrorlog_segment::batch::Batches;
 use mirrorlog_segment::{BatchBuilder, ControlRecordType, RecordBatch};
@@ -487,7 +488,8 @@ impl Shard {
         {
             tracing::warn!(
                 partition = self.partition,
-                "offset expiry failed, retrying later: {e}"
+                "offset expiry failed, retrying later: {}",
+                ErrorChain(&e)
             );
             return;
         }
@@ -604,7 +606,11 @@ impl Shard {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(partition = self.partition, "compaction append failed: {e}");
+                    tracing::warn!(
+                        partition = self.partition,
+                        "compaction append failed: {}",
+                        ErrorChain(&e)
+                    );
                     return;
                 }
             }
@@ -634,7 +640,8 @@ impl Shard {
             }
             Err(e) => tracing::warn!(
                 partition = self.partition,
-                "compaction could not move the log start: {e}"
+                "compaction could not move the log start: {}",
+                ErrorChain(&e)
             ),
         }
     }

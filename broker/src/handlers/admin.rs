@@ -77,7 +77,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::config::{ConfigError, InvalidReason, LogConfig};
 use mirrorlog_engine::error::EngineError;
-use mirrorlog_index::TopicPartition;
+use mirrorlog_index::{ErrorChain, TopicPartition};
 use mirrorlog_mirror::manager::MirrorManager;
 use mirrorlog_mirror::state::MIRROR_STATE_TOPIC;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -2437,8 +2437,9 @@ fn alter_one(
                 message: format!(
                     "{} of read-only topic {name} cannot be altered: cluster mirror {owner} may \
                      mirror it and copy {it} from the source, but its mirror state is \
-                     unavailable: {e}",
+                     unavailable: {}",
                     changed.join(", "),
+                    ErrorChain(e),
                     it = if changed.len() == 1 { "it" } else { "them" },
                 ),
             });
@@ -2492,7 +2493,7 @@ fn alter_one(
             .update_config(&tp, new.clone())
             .map_err(|e| TopicError {
                 code: engine_error_code(&e),
-                message: e.to_string(),
+                message: ErrorChain(&e).to_string(),
             })?;
     }
     tracing::info!(topic = name, "altered topic configs");

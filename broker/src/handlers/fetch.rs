@@ -69,7 +69,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicNam
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::{FetchIsolation, LogPosition, PartitionLog};
 use mirrorlog_engine::manager::PartitionHandle;
-use mirrorlog_index::{LeaderEpoch, Offset};
+use mirrorlog_index::{ErrorChain, LeaderEpoch, Offset};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -1143,7 +1143,7 @@ fn read_partition(
         match data.slice.read_all() {
             Ok(bytes) => d.records = Some(bytes),
             Err(e) => {
-                tracing::error!(partition = %h.topic_partition(), "fetch read failed: {e}");
+                tracing::error!(partition = %h.topic_partition(), "fetch read failed: {}", ErrorChain(&e));
                 let mut empty = empty_partition(spec.key.partition);
                 empty.error_code = ResponseError::KafkaStorageError.code();
                 return (empty, None);

@@ -50,6 +50,7 @@ use crate::errors::MirrorErrorCode as M;
 use crate::mirror_rpc::*;
 use crate::mirrors::MirrorsError;
 use kafka_protocol::ResponseError as E;
+use mirrorlog_index::ErrorChain;
 use mirrorlog_mirror::manager::{MirrorError, MirrorManager, PartitionStatus, compile_patterns};
 use mirrorlog_mirror::state::MirrorPartitionState as S;
 use std::collections::BTreeMap;
@@ -161,7 +162,7 @@ fn mirrors_failure(e: MirrorsError) -> Failure {
         MirrorsError::NotEmpty { .. } => M::ClusterMirrorNotEmpty.code(),
         _ => ec(E::KafkaStorageError),
     };
-    (code, e.to_string())
+    (code, ErrorChain(&e).to_string())
 }
 
 fn create(b: &Arc<Broker>, r: CreateClusterMirrorRequest) -> MirrorErrorResponse {
@@ -533,7 +534,7 @@ fn mirror_failure(e: MirrorError) -> Failure {
             ec(E::NetworkException),
             format!("the source cluster failed: {s}"),
         ),
-        MirrorError::Engine(e) => fail(ec(E::KafkaStorageError), e.to_string()),
+        MirrorError::Engine(e) => fail(ec(E::KafkaStorageError), ErrorChain(&e).to_string()),
         e @ MirrorError::HeldByAnotherMirror { .. } => {
             fail(M::TopicAlreadyInClusterMirror, e.to_string())
         }
@@ -651,7 +652,7 @@ fn start_one(
         ));
     }
     if let Some(e) = m.topic_state_unavailable(topic) {
-        return Err(fail(ec(E::KafkaStorageError), e.to_string()));
+        return Err(fail(ec(E::KafkaStorageError), ErrorChain(&e).to_string()));
     }
     match summarize(&m.topic_states(topic)) {
         Some(TopicState::Mirroring) => return Ok(()),
@@ -774,7 +775,7 @@ fn topic_op_one(b: &Broker, m: &MirrorManager, topic: &str, op: Op) -> Result<()
     // A partition whose state lives in an offline `__mirror_state` partition: no action may
     // write its state (whatever the others' states say).
     if let Some(e) = m.topic_state_unavailable(topic) {
-        return Err(fail(ec(E::KafkaStorageError), e.to_string()));
+        return Err(fail(ec(E::KafkaStorageError), ErrorChain(&e).to_string()));
     }
     match action(op, state, topic, mirror) {
         Action::Nothing => Ok(()),

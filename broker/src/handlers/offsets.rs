@@ -30,7 +30,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use mirrorlog_engine::log::{FetchIsolation, OffsetLookup, PartitionLog};
-use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
+use mirrorlog_index::{ErrorChain, LeaderEpoch, Offset, TimestampMs};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
@@ -338,7 +338,10 @@ pub fn delete_records(b: &Broker, r: DeleteRecordsRequest, _v: i16) -> DeleteRec
         // Store the new log start offsets now rather than at the next periodic checkpoint, so a
         // crash cannot bring deleted records back.
         if let Err(e) = b.logs.checkpoint() {
-            tracing::warn!("checkpointing log start offsets after DeleteRecords: {e}");
+            tracing::warn!(
+                "checkpointing log start offsets after DeleteRecords: {}",
+                ErrorChain(&e)
+            );
         }
     }
     resp

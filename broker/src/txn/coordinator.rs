@@ -17,7 +17,8 @@ use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
 use mirrorlog_engine::manager::{LogManager, PartitionHandle};
 use mirrorlog_index::{
-    CoordinatorEpoch, LeaderEpoch, ProducerEpoch, ProducerId, TimestampMs, TopicId, TopicPartition,
+    CoordinatorEpoch, ErrorChain, LeaderEpoch, ProducerEpoch, ProducerId, TimestampMs, TopicId,
+    TopicPartition,
 };
 use mirrorlog_segment::{BatchBuilder, Batches, TimestampType};
 use parking_lot::{Mutex, RwLock};
@@ -697,7 +698,10 @@ impl TxnCoordinator {
             self.expire_idle(now);
         }
         if let Err(e) = self.maybe_rewrite_state_log() {
-            tracing::warn!("rewriting {TRANSACTION_STATE_TOPIC} failed, will retry: {e}");
+            tracing::warn!(
+                "rewriting {TRANSACTION_STATE_TOPIC} failed, will retry: {}",
+                ErrorChain(&e)
+            );
         }
         wrote
     }
@@ -832,13 +836,14 @@ impl TxnCoordinator {
                 p.failures = p.failures.saturating_add(1);
                 let backoff_ms = completion_retry_backoff_ms(p.failures);
                 p.next_retry_ms = self.clock.now_ms().saturating_add(backoff_ms);
-                let reason = e.to_string();
+                let reason = ErrorChain(&e).to_string();
                 if p.warned.as_ref() == Some(&reason) {
                     tracing::debug!(
                         transactional_id = id,
                         failures = p.failures,
                         "completing the transaction failed again, will retry in {backoff_ms} ms: \
-                         {e}"
+                         {}",
+                        ErrorChain(&e)
                     );
                 } else {
                     tracing::warn!(
@@ -846,7 +851,8 @@ impl TxnCoordinator {
                         failures = p.failures,
                         "completing the transaction failed, will retry in {backoff_ms} ms (then \
                          less often, up to {COMPLETION_RETRY_BACKOFF_MAX_MS} ms apart; the same \
-                         failure again is logged at debug level): {e}"
+                         failure again is logged at debug level): {}",
+                        ErrorChain(&e)
                     );
                     p.warned = Some(reason);
                 }
@@ -987,7 +993,7 @@ impl TxnCoordinator {
                 tracing::warn!(partition = %tp, "partition is gone: transaction marker skipped");
                 return Ok(());
             }
-            Err(e) => return Err(format!("{tp}: {e}")),
+            Err(e) => return Err(format!("{tp}: {}", ErrorChain(&e))),
         };
         if h.read().is_read_only() {
             tracing::warn!(partition = %tp, "partition is a read-only mirror: transaction marker skipped");
@@ -1019,7 +1025,7 @@ impl TxnCoordinator {
                 tracing::warn!(partition = %tp, "partition is a read-only mirror: transaction marker skipped");
                 Ok(())
             }
-            Err(e) => Err(format!("{tp}: {e}")),
+            Err(e) => Err(format!("{tp}: {}", ErrorChain(&e))),
         }
     }
 
@@ -1127,7 +1133,8 @@ impl TxnCoordinator {
                 if let Err(err) = self.fence_and_abort(&id, &mut m) {
                     tracing::warn!(
                         transactional_id = id,
-                        "timeout abort failed, will retry: {err}"
+                        "timeout abort failed, will retry: {}",
+                        ErrorChain(&err)
                     );
                 }
             }
@@ -1155,7 +1162,11 @@ impl TxnCoordinator {
                     tracing::info!(transactional_id = id, "transactional id expired");
                 }
                 Err(err) => {
-                    tracing::warn!(transactional_id = id, "expiring failed, will retry: {err}")
+                    tracing::warn!(
+                        transactional_id = id,
+                        "expiring failed, will retry: {}",
+                        ErrorChain(&err)
+                    )
                 }
             }
         }

@@ -3,6 +3,7 @@
 
 use kafka_protocol::ResponseError;
 use mirrorlog_engine::error::EngineError;
+use mirrorlog_index::ErrorChain;
 
 /// A transaction request the coordinator refused or could not complete.
 #[non_exhaustive]
@@ -71,7 +72,7 @@ impl TxnError {
     pub(crate) fn state_log_write(e: &EngineError) -> TxnError {
         TxnError::StateLogWrite {
             append_error: crate::errors::engine_error(e),
-            reason: e.to_string(),
+            reason: ErrorChain(e).to_string(),
         }
     }
 

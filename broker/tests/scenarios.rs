@@ -58,6 +58,7 @@ mod durable_produce_overlap;
 mod durable_produce_pool;
 mod end_txn_wakes_only_the_partitions_it_marked;
 mod fetch_long_poll_completes_as_kafkas_delayed_fetch;
+mod fetch_long_poll_ends_when_its_log_is_truncated_under_it;
 mod fetch_long_poll_markers;
 mod fetch_min_bytes_above_max_bytes_answers_at_once;
 mod fetch_of_a_batch_the_limit_cuts_answers_no_records;

@@ -43,10 +43,11 @@
 //! by partition, as Kafka's purgatory) and, before sleeping and at each wake-up, checks where
 //! each partition's bound (high watermark or last stable offset) lies against where its first
 //! read started ([`LogPosition`]), reading nothing: it is done when a partition is gone, offline,
-//! fenced or diverging, when a fetch offset is above its bound, when a bound lies in a later
-//! segment than the read (a read stops at its segment's end), or when the bytes between read and
-//! bound, each capped at its `partition_max_bytes`, reach `min_bytes`; then (or at the deadline)
-//! it reads and answers. The registration is re-armed before each check, so no append is
+//! fenced or diverging, when its log was truncated since the read (a mirror's log alignment:
+//! the read's position may name bytes since rewritten), when a fetch offset is above its bound,
+//! when a bound lies in a later segment than the read (a read stops at its segment's end), or
+//! when the bytes between read and bound, each capped at its `partition_max_bytes`, reach
+//! `min_bytes`; then (or at the deadline) it reads and answers. The registration is re-armed before each check, so no append is
 //! missed. As in Kafka, an error or a diverging epoch in any partition the first read reads
 //! answers at once; a partition the first read finds unknown (`UNKNOWN_TOPIC_ID`,
 //! `UNKNOWN_TOPIC_OR_PARTITION`: Kafka answers it in `KafkaApis`, outside the read) is answered
@@ -887,8 +888,9 @@ fn read_with_wait(
 /// Kafka's `DelayedFetch.tryComplete`: whether a waiting fetch is done, judged from where each
 /// partition's first read started (`starts`; `None` for a partition it did not read) and where
 /// its bound lies now. Done when a partition is gone, offline, fenced or diverging (the answer
-/// reads its error), when a fetch offset is above its bound (a truncation, or a READ_COMMITTED
-/// fetch above the last stable offset), when a bound lies in a later segment than the read
+/// reads its error), when its log was truncated since the read, when a fetch offset is above
+/// its bound (a READ_COMMITTED fetch above the last stable offset), when a bound lies in a
+/// later segment than the read
 /// (which stops at its segment's end), or when the bytes between read and bound, each capped at
 /// its partition's `partition_max_bytes`, reach `min_bytes`.
 fn delayed_fetch_done(
@@ -916,7 +918,10 @@ fn delayed_fetch_done(
         let Ok(end) = log.bound_position(isolation) else {
             return true;
         };
-        if start.offset > end.offset {
+        // Truncated since the read (a mirror aligning its log, which may have appended past
+        // the fetch offset again): the read's position names bytes that may be gone, and
+        // compares with no bound; the answer reads the log as it is now.
+        if start.truncations != end.truncations || start.offset > end.offset {
             return true;
         }
         if start.offset < end.offset {

@@ -51,6 +51,11 @@ pub struct LogPosition {
     pub segment_base: Offset,
     /// The byte position in that segment.
     pub position: FilePosition,
+    /// The log's [`truncations`](PartitionLog::truncations) when this was taken. Positions
+    /// taken across a truncation do not compare: the bytes at the earlier one may be gone, or
+    /// rewritten with other batches (a mirror's log alignment truncates a log consumers read,
+    /// and appends again; a Kafka leader never truncates).
+    pub truncations: u64,
 }
 
 /// Which offset a ListOffsets request asks for.
@@ -158,6 +163,7 @@ impl PartitionLog {
                     offset: start,
                     segment_base: seg_base,
                     position: d.slice.position,
+                    truncations: self.truncations,
                 };
                 // A limit of 0 (a partition after others filled the response) reads nothing,
                 // and ends the read at the first segment holding `start`, as Kafka's.
@@ -195,6 +201,7 @@ impl PartitionLog {
                 offset,
                 segment_base,
                 position,
+                truncations: self.truncations,
             },
             None => LogPosition {
                 offset,
@@ -209,6 +216,7 @@ impl PartitionLog {
             offset: self.log_end_offset(),
             segment_base: self.active.base_offset(),
             position: FilePosition(self.active.size_bytes()),
+            truncations: self.truncations,
         }
     }
 

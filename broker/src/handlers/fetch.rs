@@ -39,20 +39,20 @@
 //! # Long poll
 //! When the first read found fewer than `min_bytes` and `max_wait_ms > 0`, the fetch waits as
 //! Kafka's `DelayedFetch`: it registers on the broker's
-//! [`AppendNotifier`](crate::broker::AppendNotifier) for exactly the partitions it reads (keyed
-//! by partition, as Kafka's purgatory) and, before sleeping and at each wake-up, checks where
-//! each partition's bound (high watermark or last stable offset) lies against where its first
-//! read started ([`LogPosition`]), reading nothing: it is done when a partition is gone, offline,
-//! fenced or diverging, when its log was truncated since the read (a mirror's log alignment:
-//! the read's position may name bytes since rewritten), when a fetch offset is above its bound,
-//! when a bound lies in a later segment than the read (a read stops at its segment's end), or
-//! when the bytes between read and bound, each capped at its `partition_max_bytes`, reach
-//! `min_bytes`; then (or at the deadline) it reads and answers. The registration is re-armed before each check, so no append is
-//! missed. As in Kafka, an error or a diverging epoch in any partition the first read reads
-//! answers at once; a partition the first read finds unknown (`UNKNOWN_TOPIC_ID`,
-//! `UNKNOWN_TOPIC_OR_PARTITION`: Kafka answers it in `KafkaApis`, outside the read) is answered
-//! beside the others without ending their wait (a session still holding a deleted topic's
-//! partition long-polls as usual).
+//! [`AppendNotifier`](crate::broker::AppendNotifier) for exactly the partitions it reads (keyed by
+//! partition, as Kafka's purgatory) and, before sleeping and at each wake-up, checks where each
+//! partition's bound (high watermark or last stable offset) lies against where its first read
+//! started ([`LogPosition`]), reading nothing: it is done when a partition is gone, offline, fenced
+//! or diverging, when its log was truncated since the read (a mirror's log alignment: the read's
+//! position may name bytes since rewritten), when a fetch offset is below the log start
+//! (DeleteRecords) or above its bound, when a bound lies in a later segment than the read (a read
+//! stops at its segment's end), or when the bytes between read and bound, each capped at its
+//! `partition_max_bytes`, reach `min_bytes`; then (or at the deadline) it reads and answers. The
+//! registration is re-armed before each check, so no append is missed. As in Kafka, an error or a
+//! diverging epoch in any partition the first read reads answers at once; a partition the first
+//! read finds unknown (`UNKNOWN_TOPIC_ID`, `UNKNOWN_TOPIC_OR_PARTITION`: Kafka answers it in
+//! `KafkaApis`, outside the read) is answered beside the others without ending their wait (a
+//! session still holding a deleted topic's partition long-polls as usual).
 //!
 //! # Sessions
 //! See [`FetchSessionCache`].
@@ -886,13 +886,12 @@ fn read_with_wait(
 }
 
 /// Kafka's `DelayedFetch.tryComplete`: whether a waiting fetch is done, judged from where each
-/// partition's first read started (`starts`; `None` for a partition it did not read) and where
-/// its bound lies now. Done when a partition is gone, offline, fenced or diverging (the answer
-/// reads its error), when its log was truncated since the read, when a fetch offset is above
-/// its bound (a READ_COMMITTED fetch above the last stable offset), when a bound lies in a
-/// later segment than the read
-/// (which stops at its segment's end), or when the bytes between read and bound, each capped at
-/// its partition's `partition_max_bytes`, reach `min_bytes`.
+/// partition's first read started (`starts`; `None` for a partition it did not read) and where its
+/// bound lies now. Done when a partition is gone, offline, fenced or diverging (the answer reads
+/// its error), when a fetch offset is below the log start or above its bound (a READ_COMMITTED
+/// fetch above the last stable offset), when its log was truncated since the read, when a bound
+/// lies in a later segment than the read (which stops at its segment's end), or when the bytes
+/// between read and bound, each capped at its partition's `partition_max_bytes`, reach `min_bytes`.
 fn delayed_fetch_done(
     b: &Broker,
     specs: &[ReadSpec],
@@ -913,6 +912,12 @@ fn delayed_fetch_done(
                 None | Some(EpochCheck::Consistent)
             )
         {
+            return true;
+        }
+        // Below the log start (DeleteRecords, which wakes the waiting fetches for this): the
+        // answer is OFFSET_OUT_OF_RANGE now, not at the deadline. Kafka's `DelayedFetch` looks
+        // at no log start.
+        if start.offset < log.log_start_offset() {
             return true;
         }
         let Ok(end) = log.bound_position(isolation) else {

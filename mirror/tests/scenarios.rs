@@ -52,25 +52,18 @@ mod stop_and_out_of_range;
 mod the_fetcher_pool_copies_exactly_under_leader_moves;
 mod two_mirrors_of_one_source_share_no_topic;
 
+#[path = "../../tests/support/test_files_built.rs"]
+mod test_files_built;
+
 /// Every `tests/*.rs` file is either a module above or a `[[test]]` of its own in `Cargo.toml`
 /// (the crate sets `autotests = false`, so a file in neither place would silently never run).
 #[test]
 fn every_test_file_is_built() {
-    let this = include_str!("scenarios.rs");
-    let manifest = include_str!("../Cargo.toml");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        let Some(stem) = name.strip_suffix(".rs") else {
-            continue;
-        };
-        let module = format!("\nmod {stem};\n");
-        let binary = format!("path = \"tests/{name}\"");
-        if stem != "scenarios" && !this.contains(&module) && !manifest.contains(&binary) {
-            missing.push(name);
-        }
-    }
+    let missing = test_files_built::unbuilt(
+        env!("CARGO_MANIFEST_DIR"),
+        include_str!("scenarios.rs"),
+        include_str!("../Cargo.toml"),
+    );
     assert!(
         missing.is_empty(),
         "test files built by nothing: {missing:?}"

@@ -19,6 +19,11 @@ pub fn engine_error_code(e: &EngineError) -> i16 {
 /// [`engine_error_code`]'s).
 pub(crate) fn engine_error(e: &EngineError) -> ResponseError {
     match e {
+        // An unknown codec id or records that do not decompress: Kafka's log fails these with
+        // `CompressionType.forId`'s `IllegalArgumentException` or a `KafkaException`, which
+        // `ReplicaManager` answers as an unexpected error (not retriable), where a CRC or
+        // framing failure is the retriable CORRUPT_MESSAGE.
+        EngineError::Corrupt(b) if b.is_codec_failure() => ResponseError::UnknownServerError,
         EngineError::Corrupt(_) => ResponseError::CorruptMessage,
         EngineError::InvalidRecord(_) => ResponseError::InvalidRecord,
         EngineError::RecordTooLarge { .. } => ResponseError::MessageTooLarge,

@@ -1,6 +1,6 @@
 //! Kafka's `handleProduceRequest` begins with `RequestUtils.hasTransactionalRecords`, which
-//! frames the first batch of every partition in the request (`RequestUtils.flags`, until it has
-//! seen an idempotent and a transactional batch). A first batch its iterator finds corrupt (a
+//! frames the first batch of every partition in the request (Kafka 4's `RequestUtils.flag`,
+//! until the first transactional one). A first batch its iterator finds corrupt (a
 //! length below 14, a magic above 2) throws there, so the whole request fails:
 //! `ProduceRequest.getErrorResponse` answers every partition `CORRUPT_MESSAGE` with the
 //! exception's message, nothing is appended, and with `acks = 0` the connection is closed.
@@ -111,7 +111,7 @@ fn a_corrupt_first_batch_fails_every_partition_with_its_message() {
 }
 
 #[test]
-fn the_scan_stops_once_it_has_seen_an_idempotent_and_a_transactional_batch() {
+fn the_scan_stops_at_the_first_transactional_batch() {
     let dir = tempfile::tempdir().unwrap();
     let (running, pid, epoch) = running_with_partition_0_in_transaction(dir.path());
     // Kafka's scan ends at the transactional batch, so the corrupt one after it reaches
@@ -120,6 +120,29 @@ fn the_scan_stops_once_it_has_seen_an_idempotent_and_a_transactional_batch() {
         1,
         vec![
             ("t", 0, Some(txn_batch(pid, epoch, 0))),
+            ("t", 1, Some(with_length(13))),
+        ],
+    );
+    r.transactional_id = Some(StrBytes::from_static_str("tx").into());
+    let resp = send(running.addr, 9, &r);
+    let t = |p: i32, code: i16| ("t".to_string(), p, code);
+    assert_eq!(answered(&resp), vec![t(0, 0), t(1, CORRUPT)]);
+    assert_eq!(resp.responses[0].partition_responses[1].error_message, None);
+    assert_eq!(log_end(&running, "t", 0), 1);
+    running.shutdown().unwrap();
+}
+
+#[test]
+fn the_scan_stops_at_a_transactional_batch_without_a_producer_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = running_with_topic(dir.path(), "t", 2);
+    // Kafka 4's scan reads no producer id: a transactional batch ends it, with or without one
+    // (mirrorlog's scan went on until it had also seen a producer id, and failed the whole
+    // request on the corrupt batch after it).
+    let mut r = request(
+        1,
+        vec![
+            ("t", 0, Some(txn_batch(-1, -1, -1))),
             ("t", 1, Some(with_length(13))),
         ],
     );

@@ -1,19 +1,25 @@
 //! Produce (v3–v11): one batch per partition appended as leader through the engine.
 //!
-//! First, as Kafka's `RequestUtils.hasTransactionalRecords` frames every partition's first
-//! batch, a corrupt one fails the whole request (`CORRUPT_MESSAGE` with its message, in every
-//! partition), and so do transactional records without a transactional id
-//! (`TRANSACTIONAL_ID_AUTHORIZATION_FAILED`). Then per partition, in Kafka's order: the topic
-//! and partition must exist (`UNKNOWN_TOPIC_OR_PARTITION`), the records must hold exactly one
-//! whole v2 batch (`INVALID_RECORD`; a length or magic Kafka's batch iterator finds corrupt
-//! `CORRUPT_MESSAGE`; a partial batch after it is dropped, as that iterator ends there and
-//! Kafka's log appends only the whole batches; ZStandard needs v7+,
-//! `UNSUPPORTED_COMPRESSION_TYPE`), one transactional producer per request (below), the
+//! First, as Kafka's `RequestUtils.hasTransactionalRecords` frames the partitions' first
+//! batches (up to the first transactional one), a corrupt one fails the whole request
+//! (`CORRUPT_MESSAGE` with its message, in every partition), and so do transactional records
+//! without a transactional id (`TRANSACTIONAL_ID_AUTHORIZATION_FAILED`). Then per partition, in
+//! Kafka's order: the topic and partition must exist (`UNKNOWN_TOPIC_OR_PARTITION`), the
+//! records must hold exactly one whole v2 batch (`INVALID_RECORD`; a length or magic Kafka's
+//! batch iterator finds corrupt `CORRUPT_MESSAGE`; a partial batch after it is dropped, as that
+//! iterator ends there and Kafka's log appends only the whole batches; ZStandard needs v7+,
+//! `UNSUPPORTED_COMPRESSION_TYPE`, and before v7 a codec id Kafka does not know, 5–7, fails the
+//! whole request `UNKNOWN_SERVER_ERROR`, as its `CompressionType.forId` throws there), a batch
+//! too short to hold the producer fields Kafka's `handleProduceAppend` reads fails the whole
+//! request `UNKNOWN_SERVER_ERROR` (Kafka reads past its end), one transactional producer per
+//! request (below), the
 //! transaction verification (below), `acks` must be 0, 1 or −1 (`INVALID_REQUIRED_ACKS`),
 //! internal topics are refused (`INVALID_TOPIC_EXCEPTION`) but to the client id
 //! [`ADMIN_CLIENT_ID`], a partition of a data directory offline since start fails here
 //! (`KAFKA_STORAGE_ERROR`: Kafka's metadata has it, only its log append fails), then the engine
-//! validates and appends the batch as leader, stamped with the partition's leader epoch. A
+//! validates and appends the batch as leader, stamped with the partition's leader epoch (an
+//! unknown codec id from v7, or compressed records that do not decompress, is the partition's
+//! `UNKNOWN_SERVER_ERROR` there, as Kafka's log throws no `CorruptRecordException` for them). A
 //! partition named twice is appended once, with its last entry's records, and answered once, as
 //! Kafka keys a request's partitions by topic-partition.
 //!
@@ -93,10 +99,14 @@ const MAGIC_AT: usize = 16;
 const ATTRIBUTES_AT: usize = 21;
 const PRODUCER_ID_AT: usize = 43;
 const PRODUCER_EPOCH_AT: usize = 51;
+const BASE_SEQUENCE_AT: usize = 53;
 /// Attributes bit: transactional.
 const TRANSACTIONAL_BIT: i16 = 0x10;
-/// Kafka's codec id of ZStandard (attributes bits 0–2).
+/// Kafka's codec id of ZStandard (attributes bits 0–2), the highest it knows.
 const ZSTD_CODEC: i16 = 4;
+/// The first Produce version that may carry ZStandard, and whose `validateRecords` no longer
+/// reads a batch's codec.
+const ZSTD_SINCE: i16 = 7;
 /// The smallest length field Kafka's batch iterator accepts (`RECORD_OVERHEAD_V0`, a v0
 /// message's): below it the bytes are corrupt, not a partial batch.
 const MIN_BATCH_LENGTH: i32 = 14;
@@ -237,11 +247,18 @@ fn prepare(
     // (`RequestUtils.hasTransactionalRecords`): a corrupt one fails the whole request, and
     // transactional records without a transactional id fail it too (nothing can verify them
     // against a transaction).
-    let whole_request = match request_flags(&r.topic_data) {
+    let whole_request = match has_transactional_records(&r.topic_data) {
         Err(corrupt) => Some(corrupt),
         Ok(true) if transactional_id.is_none() => {
             // Kafka answers with the error's own message, which `ApiError` leaves out.
             Some(failure(ResponseError::TransactionalIdAuthorizationFailed))
+        }
+        // Then its per-partition loop: before v7, `validateRecords` reads the first batch's
+        // codec, and an id it does not know throws an `IllegalArgumentException`, which no
+        // partition catches: the whole request fails, every partition UNKNOWN_SERVER_ERROR
+        // (`ApiError` gives that error no message).
+        Ok(_) if unknown_codec_before_v7(b, &r.topic_data, version) => {
+            Some(failure(ResponseError::UnknownServerError))
         }
         Ok(_) => None,
     };
@@ -284,8 +301,26 @@ fn prepare(
         }
         responses.push(tr);
     }
-    // Kafka's `ReplicaManager.handleProduceAppend`: the transactional batches to append must
-    // all be one producer's (one id and epoch), or the whole request fails.
+    // Kafka's `ReplicaManager.handleProduceAppend` reads the producer fields of every batch to
+    // append: a v2 batch cut before them throws an `IndexOutOfBoundsException` out of the
+    // handler, failing the whole request UNKNOWN_SERVER_ERROR before anything is appended.
+    if jobs
+        .iter()
+        .map(|j| &j.records)
+        .chain(offline.iter().map(|o| &o.3))
+        .any(|records| producer_fields_cut_short(records))
+    {
+        jobs.clear();
+        offline.clear();
+        for resp in responses
+            .iter_mut()
+            .flat_map(|t| &mut t.partition_responses)
+        {
+            refuse(resp, failure(ResponseError::UnknownServerError), version);
+        }
+    }
+    // Then the transactional batches to append must all be one producer's (one id and
+    // epoch), or the whole request fails.
     let mut producers = jobs
         .iter()
         .map(|j| &j.records)
@@ -601,6 +636,22 @@ fn precheck(
     records: Option<Bytes>,
     version: i16,
 ) -> Result<(Option<Arc<PartitionHandle>>, Bytes), Refusal> {
+    let handle = in_metadata(b, topic, partition)?;
+    let Some(mut records) = records else {
+        return Err(no_batch());
+    };
+    let size = validate_records(version, &records)?;
+    records.truncate(size);
+    Ok((handle, records))
+}
+
+/// Whether Kafka's metadata has the partition (`metadataCache.contains`): its handle, `None` for
+/// a partition of a data directory offline since start; `UNKNOWN_TOPIC_OR_PARTITION` if not.
+fn in_metadata(
+    b: &Broker,
+    topic: &str,
+    partition: i32,
+) -> Result<Option<Arc<PartitionHandle>>, Refusal> {
     let unknown = || failure(ResponseError::UnknownTopicOrPartition);
     if b.topics.get(topic).is_none() {
         return Err(unknown());
@@ -611,12 +662,36 @@ fn precheck(
     {
         return Err(unknown());
     }
-    let Some(mut records) = records else {
-        return Err(no_batch());
+    Ok(handle)
+}
+
+/// Whether a request of Produce `version` below v7 names, for a partition Kafka's metadata
+/// has, a first batch `validateRecords` reads the codec of (one whole v2 batch) whose codec id
+/// Kafka does not know: Kafka's loop over the request's entries (a partition named twice in
+/// each of its entries) then throws out of the handler ([`validate_records`]).
+fn unknown_codec_before_v7(b: &Broker, topics: &[TopicProduceData], version: i16) -> bool {
+    version < ZSTD_SINCE
+        && topics.iter().any(|t| {
+            t.partition_data.iter().any(|p| {
+                p.records.as_deref().is_some_and(|records| {
+                    matches!(validate_records(version, records), Err((code, _))
+                        if code == ResponseError::UnknownServerError.code())
+                        && in_metadata(b, &t.name.0, p.index).is_ok()
+                })
+            })
+        })
+}
+
+/// Whether Kafka's `handleProduceAppend` reads past the end of `records` (one v2 batch): its
+/// `batch.hasProducerId` reads the producer id, and for a transactional batch with one also the
+/// epoch and the base sequence. A batch cut before what it reads (shorter than the v2 header,
+/// which its iterator frames from a length of 14) throws `IndexOutOfBoundsException` there.
+fn producer_fields_cut_short(records: &[u8]) -> bool {
+    let Some(pid) = records.get(PRODUCER_ID_AT..PRODUCER_ID_AT + 8) else {
+        return true;
     };
-    let size = validate_records(version, &records)?;
-    records.truncate(size);
-    Ok((handle, records))
+    let pid = i64::from_be_bytes(pid.try_into().expect("8 bytes"));
+    pid >= 0 && is_transactional(records) && records.len() < BASE_SEQUENCE_AT + 4
 }
 
 /// The replica manager's checks before an append, in its order: `acks`
@@ -638,7 +713,8 @@ fn no_batch() -> Refusal {
 }
 
 /// Kafka's `ProduceRequest.validateRecords`, over the batches as Kafka's iterator frames them
-/// ([`next_batch_size`]): at least one whole batch, of magic 2, no ZStandard before v7, and no
+/// ([`next_batch_size`]): at least one whole batch, of magic 2, no ZStandard before v7 (nor a
+/// codec id Kafka does not know: `UNKNOWN_SERVER_ERROR`, which fails the whole request), and no
 /// second whole batch. Returns the size of that batch: a partial batch after it is not one to
 /// Kafka's iterator, and its log appends only the whole batches (`trimInvalidBytes`), so the
 /// caller drops it. The rest (CRC, header fields) is the engine's. Kafka answers these
@@ -651,11 +727,18 @@ fn validate_records(version: i16, records: &[u8]) -> Result<usize, Refusal> {
     if records[MAGIC_AT] != 2 {
         return Err(failure(ResponseError::InvalidRecord));
     }
-    if version < 7
+    if version < ZSTD_SINCE
         && let Some(a) = records.get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)
-        && i16::from_be_bytes([a[0], a[1]]) & 0x07 == ZSTD_CODEC
     {
-        return Err(failure(ResponseError::UnsupportedCompressionType));
+        match i16::from_be_bytes([a[0], a[1]]) & 0x07 {
+            ZSTD_CODEC => return Err(failure(ResponseError::UnsupportedCompressionType)),
+            // `CompressionType.forId` throws an `IllegalArgumentException`, which fails the
+            // whole request ([`unknown_codec_before_v7`]).
+            codec if codec > ZSTD_CODEC => {
+                return Err(failure(ResponseError::UnknownServerError));
+            }
+            _ => {}
+        }
     }
     if next_batch_size(&records[size..])
         .map_err(corrupt)?
@@ -692,16 +775,16 @@ fn next_batch_size(bytes: &[u8]) -> Result<Option<usize>, String> {
     Ok((bytes.len() >= size).then_some(size))
 }
 
-/// Kafka's `RequestUtils.flags` (`hasTransactionalRecords`), which `handleProduceRequest` runs
-/// before anything else: whether the request has transactional records — the first whole batch
-/// of any partition (named twice or of an unknown topic too) flagged transactional, whatever its
+/// Kafka's `RequestUtils.hasTransactionalRecords`, which `handleProduceRequest` runs before
+/// anything else: whether the request has transactional records — the first whole batch of any
+/// partition (named twice or of an unknown topic too) flagged transactional, whatever its
 /// producer id, a client's control batch too, which the log refuses only afterwards; a partial
-/// or legacy (magic 0, 1) first batch is not. Kafka's scan frames each partition's first batch
-/// until it has seen both an idempotent and a transactional one, and a first batch it finds
-/// corrupt on the way fails the whole request: `Err` with that `CORRUPT_MESSAGE` and its
-/// message (`ProduceRequest.getErrorResponse`).
-fn request_flags(topics: &[TopicProduceData]) -> Result<bool, Refusal> {
-    let (mut idempotent, mut transactional) = (false, false);
+/// or legacy (magic 0, 1) first batch is not. Kafka 4's scan (`RequestUtils.flag`) frames each
+/// partition's first batch in request order and stops at the first transactional one; a first
+/// batch it finds corrupt before that fails the whole request: `Err` with that
+/// `CORRUPT_MESSAGE` and its message (`ProduceRequest.getErrorResponse`). It reads no producer
+/// id, so a batch cut short of one passes here (see [`producer_fields_cut_short`]).
+fn has_transactional_records(topics: &[TopicProduceData]) -> Result<bool, Refusal> {
     for records in topics
         .iter()
         .flat_map(|t| &t.partition_data)
@@ -709,17 +792,11 @@ fn request_flags(topics: &[TopicProduceData]) -> Result<bool, Refusal> {
     {
         let framed = next_batch_size(records)
             .map_err(|message| failure_with(ResponseError::CorruptMessage, message))?;
-        if framed.is_some() && records[MAGIC_AT] >= 2 {
-            idempotent |= records
-                .get(PRODUCER_ID_AT..PRODUCER_ID_AT + 8)
-                .is_some_and(|p| i64::from_be_bytes(p.try_into().expect("8 bytes")) >= 0);
-            transactional |= is_transactional(records);
-        }
-        if idempotent && transactional {
-            break;
+        if framed.is_some() && records[MAGIC_AT] >= 2 && is_transactional(records) {
+            return Ok(true);
         }
     }
-    Ok(transactional)
+    Ok(false)
 }
 
 /// Whether `records` start with a batch whose attributes have the transactional flag (read
@@ -991,6 +1068,20 @@ mod tests {
     }
 
     #[test]
+    fn producer_fields_are_cut_short_where_kafka_reads_past_the_end() {
+        let plain = header(2, 0);
+        assert!(producer_fields_cut_short(&plain[..50]));
+        assert!(!producer_fields_cut_short(&plain[..51]));
+        // A transactional batch with a producer id: its epoch and base sequence are read too.
+        let mut txn = header(2, 0);
+        txn[ATTRIBUTES_AT + 1] |= TRANSACTIONAL_BIT as u8;
+        assert!(producer_fields_cut_short(&txn[..56]));
+        assert!(!producer_fields_cut_short(&txn[..57]));
+        txn[PRODUCER_ID_AT..PRODUCER_ID_AT + 8].copy_from_slice(&(-1i64).to_be_bytes());
+        assert!(!producer_fields_cut_short(&txn[..51]));
+    }
+
+    #[test]
     fn records_are_checked_as_kafkas_validate_records() {
         let invalid = ResponseError::InvalidRecord.code();
         let corrupt = ResponseError::CorruptMessage.code();
@@ -1004,6 +1095,15 @@ mod tests {
             ResponseError::UnsupportedCompressionType.code()
         );
         assert!(validate_records(7, &zstd).is_ok());
+        // A codec id Kafka does not know: read (and thrown on) only before v7.
+        for codec in 5..=7 {
+            let unknown = header(2, codec);
+            assert_eq!(
+                validate_records(6, &unknown).unwrap_err().0,
+                ResponseError::UnknownServerError.code()
+            );
+            assert_eq!(validate_records(7, &unknown), Ok(61));
+        }
         // No whole batch.
         assert_eq!(validate_records(3, &[0u8; 5]).unwrap_err().0, invalid);
         assert_eq!(

@@ -52,6 +52,15 @@ pub enum BatchError {
         /// What is wrong.
         reason: String,
     },
+    /// The codec id (attributes bits 0–2) is one Kafka does not know (5–7; 4 in a legacy entry
+    /// is [`InvalidField`](Self::InvalidField)): Kafka's `CompressionType.forId` throws for it.
+    #[error("batch at position {position}: unknown compression codec id {id}")]
+    UnknownCodec {
+        /// Position of the batch.
+        position: u64,
+        /// The codec id found.
+        id: u8,
+    },
     /// The compressed records stream cannot be decompressed.
     #[error("batch at position {position}: {codec} decompression failed: {reason}")]
     Decompression {
@@ -72,8 +81,21 @@ impl BatchError {
             | BatchError::InvalidField { position, .. }
             | BatchError::CrcMismatch { position, .. }
             | BatchError::CorruptRecord { position, .. }
+            | BatchError::UnknownCodec { position, .. }
             | BatchError::Decompression { position, .. } => *position,
         }
+    }
+
+    /// Whether the batch's records cannot be read for their codec: an unknown codec id, or
+    /// compressed records that do not decompress. Kafka fails these with exceptions that are
+    /// not a `CorruptRecordException` (`CompressionType.forId`'s `IllegalArgumentException`,
+    /// `KafkaException("Failed to decompress record stream")`), which its broker answers
+    /// `UNKNOWN_SERVER_ERROR`; a CRC or framing failure is `CORRUPT_MESSAGE` there.
+    pub fn is_codec_failure(&self) -> bool {
+        matches!(
+            self,
+            BatchError::UnknownCodec { .. } | BatchError::Decompression { .. }
+        )
     }
 
     pub(crate) fn invalid(

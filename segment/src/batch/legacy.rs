@@ -139,7 +139,8 @@ pub(crate) fn compression(attributes: u8, position: u64) -> Result<Compression, 
     let id = attributes & attr::COMPRESSION_MASK;
     match Compression::from_id(id) {
         Some(c) if c != Compression::Zstd => Ok(c),
-        _ => Err(BatchError::invalid(
+        None => Err(BatchError::UnknownCodec { position, id }),
+        Some(_) => Err(BatchError::invalid(
             position,
             "attributes.compression",
             "0..=3 (a legacy message)",

@@ -326,8 +326,9 @@ impl RecordBatch {
             return legacy::compression(self.buf[legacy::field::ATTRIBUTES], self.position);
         }
         let id = (self.attributes() & attr::COMPRESSION_MASK) as u8;
-        Compression::from_id(id).ok_or_else(|| {
-            BatchError::invalid(self.position, "attributes.compression", "0..=4", id)
+        Compression::from_id(id).ok_or(BatchError::UnknownCodec {
+            position: self.position,
+            id,
         })
     }
     /// The timestamp type (attribute bit 3; a v0 entry, which has no timestamp, reads as

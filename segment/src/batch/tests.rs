@@ -489,17 +489,23 @@ fn header_sanity_errors_name_field_and_values() {
         .unwrap()
         .validate()
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            BatchError::InvalidField {
-                field: "attributes.compression",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert!(err.to_string().contains("found 5"), "{err}");
+    assert_eq!(err, BatchError::UnknownCodec { position: 0, id: 5 });
+    assert!(err.to_string().contains("codec id 5"), "{err}");
+    // Kafka answers a codec it does not know, or records that do not decompress, otherwise
+    // than a corrupt batch.
+    assert!(err.is_codec_failure());
+    let decompression = BatchError::Decompression {
+        position: 0,
+        codec: Compression::Lz4,
+        reason: "bad frame".into(),
+    };
+    assert!(decompression.is_codec_failure());
+    let crc = BatchError::CrcMismatch {
+        position: 0,
+        stored: 1,
+        computed: 2,
+    };
+    assert!(!crc.is_codec_failure());
 }
 
 #[test]

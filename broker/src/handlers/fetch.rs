@@ -26,7 +26,9 @@
 //! `min(partition_max_bytes, what is left of max_bytes)`; the first partition that returns data
 //! may exceed both by one whole batch (`min_one_batch`); a later one whose first batch does not
 //! fit gets no records (Kafka's `firstEntryIncomplete`), else its slice may end in a partial
-//! batch, which clients skip.
+//! batch, which clients skip. A negative limit (a negative `partition_max_bytes`, or a negative
+//! `max_bytes` before the first partition is read) answers the partition
+//! `UNKNOWN_SERVER_ERROR` when it has data to read, as Kafka's `LogSegment.read` throws then.
 //!
 //! # Zero copy, almost
 //! DESIGN.md §2 serves record bytes from the segment file with `sendfile`. The response encoder
@@ -967,7 +969,9 @@ fn read_all(
     isolation: FetchIsolation,
     max_bytes: i32,
 ) -> (Vec<PartitionData>, u64, Vec<Option<LogPosition>>) {
-    let mut remaining = max_bytes.max(0) as u64;
+    // Kafka's `limitBytes`: a negative `max_bytes` stays negative until a partition is read
+    // (then it is at least 0); a partition Kafka finds unknown is not read there.
+    let mut remaining = i64::from(max_bytes);
     let mut min_one_batch = true;
     let mut total = 0u64;
     let mut out = Vec::with_capacity(specs.len());
@@ -978,7 +982,9 @@ fn read_all(
         if n > 0 {
             min_one_batch = false;
         }
-        remaining = remaining.saturating_sub(n);
+        if !unknown_partition(&d) {
+            remaining = (remaining - n as i64).max(0);
+        }
         total += n;
         out.push(d);
         starts.push(start);
@@ -1068,13 +1074,25 @@ fn divergence(log: &PartitionLog, p: &FetchParams) -> Option<EpochCheck> {
     })
 }
 
+/// Whether a read at `start` reaches a segment in Kafka's `LocalLog.read`: `start` is in the log
+/// and below the bound of `isolation` (at or above it, Kafka answers an empty read without
+/// reading; outside the log, `OFFSET_OUT_OF_RANGE`).
+fn has_data_to_read(log: &PartitionLog, start: Offset, isolation: FetchIsolation) -> bool {
+    let bound = match isolation {
+        FetchIsolation::LogEnd => log.log_end_offset(),
+        FetchIsolation::HighWatermark => log.high_watermark(),
+        FetchIsolation::TxnCommitted => log.last_stable_offset(),
+    };
+    start >= log.log_start_offset() && start < bound
+}
+
 /// Kafka's `Partition.fetchRecords` for one partition, as leader of everything: its answer, and
 /// where the read started (`None` when answered with an error or a diverging epoch).
 fn read_partition(
     b: &Broker,
     spec: &ReadSpec,
     isolation: FetchIsolation,
-    limit: u64,
+    limit: i64,
     min_one_batch: bool,
 ) -> (PartitionData, Option<LogPosition>) {
     let mut d = empty_partition(spec.key.partition);
@@ -1113,7 +1131,16 @@ fn read_partition(
             return (d, None);
         }
     }
-    let max = limit.min(p.max_bytes.max(0) as u64).min(u32::MAX as u64) as u32;
+    // Kafka's `adjustedMaxBytes`, negative when the partition's or the request's limit is.
+    let max = i64::from(p.max_bytes).min(limit);
+    if max < 0 && has_data_to_read(&log, Offset(p.fetch_offset), isolation) {
+        // Kafka's `LogSegment.read` refuses a negative size (`IllegalArgumentException`) once a
+        // read reaches a segment, which it does only with data below the bound to read; its
+        // `readFromLog` answers that as any unexpected error.
+        d.error_code = ResponseError::UnknownServerError.code();
+        return (d, None);
+    }
+    let max = max.clamp(0, i64::from(u32::MAX)) as u32;
     let info = match log.read(Offset(p.fetch_offset), max, isolation, min_one_batch) {
         Ok(info) => info,
         Err(e) => {

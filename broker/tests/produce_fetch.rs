@@ -688,11 +688,13 @@ fn unknown_topics_by_name_and_by_id() {
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
         .collect();
+    // As Kafka's `KafkaApis`: the partition read first, then the unknown ones in order.
     assert_eq!(
         codes,
-        [UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_OR_PARTITION, NONE]
+        [NONE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_OR_PARTITION]
     );
-    assert_eq!(resp.responses[0].topic.0.as_str(), "nope");
+    let topics: Vec<&str> = resp.responses.iter().map(|t| t.topic.0.as_str()).collect();
+    assert_eq!(topics, ["t", "nope", "t"]);
 
     // v13+: by topic id, and the response carries the id.
     let id = b.topics.get("t").unwrap().id;
@@ -708,10 +710,10 @@ fn unknown_topics_by_name_and_by_id() {
     }
     let resp = fetch_v(&b, r, 13);
     assert_eq!(resp.responses.len(), 2);
-    assert_eq!(resp.responses[0].topic_id, stranger);
-    assert_eq!(resp.responses[0].partitions[0].error_code, UNKNOWN_TOPIC_ID);
-    assert_eq!(resp.responses[1].topic_id, id);
-    assert_eq!(values_of(&resp.responses[1].partitions[0]), ["x-0"]);
+    assert_eq!(resp.responses[0].topic_id, id);
+    assert_eq!(values_of(&resp.responses[0].partitions[0]), ["x-0"]);
+    assert_eq!(resp.responses[1].topic_id, stranger);
+    assert_eq!(resp.responses[1].partitions[0].error_code, UNKNOWN_TOPIC_ID);
 }
 
 #[test]

@@ -57,6 +57,7 @@ mod describe_transactions_repeated_id;
 mod durable_produce_overlap;
 mod durable_produce_pool;
 mod end_txn_wakes_only_the_partitions_it_marked;
+mod fetch_answers_unknown_partitions_after_the_partitions_read;
 mod fetch_long_poll_below_a_new_log_start_answers_at_once;
 mod fetch_long_poll_completes_as_kafkas_delayed_fetch;
 mod fetch_long_poll_ends_when_its_log_is_truncated_under_it;

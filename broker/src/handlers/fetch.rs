@@ -21,6 +21,9 @@
 //! and older get `KAFKA_STORAGE_ERROR` as `NOT_LEADER_OR_FOLLOWER` (Kafka's
 //! `maybeDownConvertStorageError`); from v16 a partition answered `NOT_LEADER_OR_FOLLOWER` or
 //! `FENCED_LEADER_EPOCH` names its current leader and epoch, with this node in `node_endpoints`.
+//! The partitions unknown before the read (`UNKNOWN_TOPIC_ID`, `UNKNOWN_TOPIC_OR_PARTITION`:
+//! Kafka's `KafkaApis` answers them without reading) come after the partitions read, as in
+//! Kafka's response, and a session created by the request holds them in that order.
 //!
 //! Byte limits follow Kafka's `ReplicaManager.readFromLocalLog`: each partition reads at most
 //! `min(partition_max_bytes, what is left of max_bytes)`; the first partition that returns data
@@ -647,7 +650,9 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
         SessionContext::Incremental { parts, names, .. } => (parts.clone(), names),
     };
     let specs = resolve(b, to_read, names);
-    if !matches!(r.isolation_level, 0 | 1) && specs.iter().any(|s| known(b, s)) {
+    // Kafka's `erroneous`: the partitions `KafkaApis` finds unknown before the read.
+    let erroneous: Vec<bool> = specs.iter().map(|s| !known(b, s)).collect();
+    if !matches!(r.isolation_level, 0 | 1) && erroneous.contains(&false) {
         // Kafka's `FetchIsolation.of` reads the level (`IsolationLevel.forId` throws, whatever
         // the replica) once the request has a partition its metadata holds; the handler then
         // fails the whole request (`FetchRequest.getErrorResponse`).
@@ -669,7 +674,16 @@ pub fn handle(b: &Broker, r: FetchRequest, version: i16) -> FetchResponse {
     } else {
         vec![]
     };
-    let read: Vec<(ReadSpec, PartitionData)> = specs.into_iter().zip(datas).collect();
+    // Kafka answers the partitions it read, then the ones it found unknown (its
+    // `processResponseCallback`), each in request (or session) order; a session it creates
+    // holds them in that order, and an incremental answer lists them so.
+    let (mut read, unknown): (Vec<_>, Vec<_>) = specs
+        .into_iter()
+        .zip(datas)
+        .zip(erroneous)
+        .partition(|(_, erroneous)| !erroneous);
+    read.extend(unknown);
+    let read: Vec<(ReadSpec, PartitionData)> = read.into_iter().map(|(r, _)| r).collect();
 
     let now = b.clock().now_ms();
     let (session_id, entries) = match ctx {

@@ -30,9 +30,9 @@ fn cut(records: Bytes, size: usize) -> Bytes {
     Bytes::from(b)
 }
 
+/// The log end of t-`p`.
 fn log_end(running: &RunningBroker, p: i32) -> i64 {
-    let h = running.broker.partition("t", p).unwrap();
-    h.read().log_end_offset().get()
+    common::internal_topics::log_end(&running.broker, "t", p)
 }
 
 #[test]

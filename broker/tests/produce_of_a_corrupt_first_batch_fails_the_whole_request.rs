@@ -115,43 +115,24 @@ fn the_scan_stops_at_the_first_transactional_batch() {
     let dir = tempfile::tempdir().unwrap();
     let (running, pid, epoch) = running_with_partition_0_in_transaction(dir.path());
     // Kafka's scan ends at the transactional batch, so the corrupt one after it reaches
-    // `validateRecords`: that partition's error alone, without a message.
-    let mut r = request(
-        1,
-        vec![
-            ("t", 0, Some(txn_batch(pid, epoch, 0))),
-            ("t", 1, Some(with_length(13))),
-        ],
-    );
-    r.transactional_id = Some(StrBytes::from_static_str("tx").into());
-    let resp = send(running.addr, 9, &r);
-    let t = |p: i32, code: i16| ("t".to_string(), p, code);
-    assert_eq!(answered(&resp), vec![t(0, 0), t(1, CORRUPT)]);
-    assert_eq!(resp.responses[0].partition_responses[1].error_message, None);
-    assert_eq!(log_end(&running, "t", 0), 1);
-    running.shutdown().unwrap();
-}
-
-#[test]
-fn the_scan_stops_at_a_transactional_batch_without_a_producer_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let running = running_with_topic(dir.path(), "t", 2);
-    // Kafka 4's scan reads no producer id: a transactional batch ends it, with or without one
-    // (mirrorlog's scan went on until it had also seen a producer id, and failed the whole
-    // request on the corrupt batch after it).
-    let mut r = request(
-        1,
-        vec![
-            ("t", 0, Some(txn_batch(-1, -1, -1))),
-            ("t", 1, Some(with_length(13))),
-        ],
-    );
-    r.transactional_id = Some(StrBytes::from_static_str("tx").into());
-    let resp = send(running.addr, 9, &r);
-    let t = |p: i32, code: i16| ("t".to_string(), p, code);
-    assert_eq!(answered(&resp), vec![t(0, 0), t(1, CORRUPT)]);
-    assert_eq!(resp.responses[0].partition_responses[1].error_message, None);
-    assert_eq!(log_end(&running, "t", 0), 1);
+    // `validateRecords`: that partition's error alone, without a message. Kafka 4's scan reads
+    // no producer id, so a transactional batch without one ends it too (mirrorlog's scan went on
+    // until it had also seen a producer id, and failed the whole request on the corrupt batch).
+    for (i, first) in [txn_batch(pid, epoch, 0), txn_batch(-1, -1, -1)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut r = request(
+            1,
+            vec![("t", 0, Some(first)), ("t", 1, Some(with_length(13)))],
+        );
+        r.transactional_id = Some(StrBytes::from_static_str("tx").into());
+        let resp = send(running.addr, 9, &r);
+        let t = |p: i32, code: i16| ("t".to_string(), p, code);
+        assert_eq!(answered(&resp), vec![t(0, 0), t(1, CORRUPT)], "case {i}");
+        assert_eq!(resp.responses[0].partition_responses[1].error_message, None);
+        assert_eq!(log_end(&running, "t", 0), i as i64 + 1);
+    }
     running.shutdown().unwrap();
 }
 

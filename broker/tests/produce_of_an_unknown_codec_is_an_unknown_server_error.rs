@@ -47,9 +47,9 @@ fn undecompressible(codec: Compression) -> Bytes {
     with_crc(b)
 }
 
+/// The log end of t-`p`.
 fn log_end(running: &RunningBroker, p: i32) -> i64 {
-    let h = running.broker.partition("t", p).unwrap();
-    h.read().log_end_offset().get()
+    common::internal_topics::log_end(&running.broker, "t", p)
 }
 
 #[test]

@@ -66,8 +66,9 @@ const CASES: &[(&str, &str, &str)] = &[
     (
         "segment.index.bytes",
         "8",
-        "Invalid value 8 for configuration segment.index.bytes: Value must be at least 12 \
-         (Kafka accepts 4 but a time index needs room for one 12-byte entry)",
+        "Invalid value 8 for configuration segment.index.bytes: Value must be at least 24 \
+         (Kafka accepts 4 but a time index needs room for two 12-byte entries, one kept for the \
+         entry written on roll)",
     ),
     (
         "cleanup.policy",

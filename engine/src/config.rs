@@ -13,7 +13,7 @@
 //! | topic key | broker key(s) | field | default | valid values |
 //! |---|---|---|---|---|
 //! | `segment.bytes` | `log.segment.bytes` | `segment.segment_bytes_max` | 1073741824 (1 GiB) | 14 ..= 2147483647 ¹ |
-//! | `segment.index.bytes` | `log.index.size.max.bytes` | `segment.index_bytes_max` | 10485760 (10 MiB) | 12 ..= 2147483647 ² |
+//! | `segment.index.bytes` | `log.index.size.max.bytes` | `segment.index_bytes_max` | 10485760 (10 MiB) | 24 ..= 2147483647 ² |
 //! | `index.interval.bytes` | `log.index.interval.bytes` | `segment.index_interval_bytes` | 4096 | 0 ..= 2147483647 |
 //! | `segment.ms` | `log.roll.ms`, `log.roll.hours` ³ | `segment.segment_ms` | 604800000 (7 days) | 1 ..= i64::MAX |
 //! | `segment.jitter.ms` | `log.roll.jitter.ms`, `log.roll.jitter.hours` ³ | `segment_jitter_ms` | 0 | 0 ..= i64::MAX |
@@ -35,8 +35,9 @@
 //!    to 1048576 and moved smaller sizes to an internal testing key; mirrorlog keeps 14 so that
 //!    tests can roll small segments and topic configs copied from 3.x source clusters are
 //!    accepted.
-//! 2. Kafka accepts ≥ 4; a segment's time index needs room for one 12-byte entry, so mirrorlog
-//!    rejects 4 ..= 11 with a reason saying so.
+//! 2. Kafka accepts ≥ 4; a segment's time index needs room for two 12-byte entries (it keeps
+//!    the last slot for the entry written on roll), so mirrorlog rejects 4 ..= 23 with a reason
+//!    saying so.
 //! 3. Precedence as in Kafka's broker config: the `.ms` name (topic or broker spelling) wins over
 //!    `.minutes`, which wins over `.hours` (and `log.flush.interval.ms` over
 //!    `log.flush.scheduler.interval.ms`), whatever order the pairs come in. `log.roll.hours` is
@@ -99,7 +100,7 @@ pub enum ConfigError {
 /// Why a value was refused: the facts of Kafka's `ConfigDef` checks (range, number type, valid
 /// strings), so that a caller can put them in its own words (the broker answers Kafka's
 /// `ConfigException` wording) without parsing ours. `Display` gives the engine's words
-/// ("must be at least 1", "must be in 12..=2147483647", "expected a 32-bit integer", …).
+/// ("must be at least 1", "must be in 24..=2147483647", "expected a 32-bit integer", …).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InvalidReason {
@@ -440,8 +441,10 @@ const HOUR_MS: i64 = 60 * MINUTE_MS;
 
 /// Kafka's smallest `segment.bytes` before 4.0 (the legacy v0 record overhead).
 const MIN_SEGMENT_BYTES: i64 = 14;
-/// One time-index entry (8-byte timestamp + 4-byte relative offset).
-const MIN_SEGMENT_INDEX_BYTES: i64 = 12;
+/// Two time-index entries of 12 bytes (8-byte timestamp + 4-byte relative offset): the time
+/// index keeps its last slot for the entry written on roll, so with one slot it is full before
+/// its first append and the log can take none.
+const MIN_SEGMENT_INDEX_BYTES: i64 = 24;
 const I32_MAX: i64 = i32::MAX as i64;
 
 // Topic config names.
@@ -932,14 +935,15 @@ impl LogConfig {
     }
 }
 
-/// `segment.index.bytes`: Kafka's ≥ 4, tightened to ≥ 12 with the reason.
+/// `segment.index.bytes`: Kafka's ≥ 4, tightened to ≥ 24 with the reason.
 fn check_index_bytes(key: &str, n: i64) -> Result<(), ConfigError> {
     if (MIN_SEGMENT_INDEX_BYTES..=I32_MAX).contains(&n) {
         return Ok(());
     }
-    let why = (4..MIN_SEGMENT_INDEX_BYTES)
-        .contains(&n)
-        .then_some("Kafka accepts 4 but a time index needs room for one 12-byte entry");
+    let why = (4..MIN_SEGMENT_INDEX_BYTES).contains(&n).then_some(
+        "Kafka accepts 4 but a time index needs room for two 12-byte entries, one kept for \
+             the entry written on roll",
+    );
     Err(invalid(
         key,
         n,
@@ -1165,7 +1169,7 @@ mod tests {
         let mut c = LogConfig::default();
         c.segment.index_bytes_max = 8;
         let text = c.validate().unwrap_err().to_string();
-        assert!(text.contains("12-byte entry"), "{text}");
+        assert!(text.contains("two 12-byte entries"), "{text}");
 
         let c = LogConfig {
             flush_messages: 0,
@@ -1187,7 +1191,7 @@ mod tests {
     fn the_smallest_and_largest_valid_values_are_accepted() {
         let c = over(&[
             ("segment.bytes", "14"),
-            ("segment.index.bytes", "12"),
+            ("segment.index.bytes", "24"),
             ("index.interval.bytes", "0"),
             ("segment.ms", "1"),
             ("retention.ms", "-1"),
@@ -1250,8 +1254,8 @@ mod tests {
         assert_eq!(reason("retention.ms", "-2"), range(-2, -1, i64::MAX));
         assert!(matches!(
             reason("segment.index.bytes", "8"),
-            InvalidReason::OutOfRange { found: 8, min: 12, max: I32_MAX, why: Some(why) }
-                if why.contains("12-byte entry")
+            InvalidReason::OutOfRange { found: 8, min: 24, max: I32_MAX, why: Some(why) }
+                if why.contains("two 12-byte entries")
         ));
         assert_eq!(
             reason("max.message.bytes", "2147483648"),
@@ -1487,7 +1491,7 @@ mod tests {
         #[test]
         fn any_valid_config_round_trips_through_kafka_pairs(
             segment_bytes_max in 14u32..=i32::MAX as u32,
-            index_bytes_max in 12u32..=i32::MAX as u32,
+            index_bytes_max in 24u32..=i32::MAX as u32,
             index_interval_bytes in 0u32..=i32::MAX as u32,
             segment_ms in 1i64..,
             segment_jitter_ms in 0i64..,

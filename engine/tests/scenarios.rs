@@ -105,6 +105,7 @@ mod retention_time_only;
 mod swap_completion_keeps_stale_indexes;
 mod swap_segment_deleted_on_open;
 mod the_kafka_metadata_log_is_not_loaded;
+mod the_smallest_accepted_segment_index_bytes_takes_appends;
 mod topic_config_written_into_offline_dir;
 mod torn_tail;
 mod truncate_mid_transaction;

@@ -167,7 +167,8 @@ pub struct SegmentConfig {
     /// 14 ..= i32::MAX (Kafka's bounds).
     pub segment_bytes_max: u32,
     /// `segment.index.bytes`: preallocated size of each index file. Default 10 MiB; range
-    /// 12 ..= i32::MAX (must hold one time-index entry).
+    /// 24 ..= i32::MAX (must hold two time-index entries: the last slot is kept for the entry
+    /// written on roll).
     pub index_bytes_max: u32,
     /// `index.interval.bytes`: bytes between sparse index entries. Default 4096; range
     /// 0 ..= i32::MAX (0 indexes every batch).
@@ -202,9 +203,9 @@ impl SegmentConfig {
                 i32::MAX
             ));
         }
-        if !(12..=i32::MAX as u32).contains(&self.index_bytes_max) {
+        if !(24..=i32::MAX as u32).contains(&self.index_bytes_max) {
             return Err(format!(
-                "segment.index.bytes {} is outside 12..={}",
+                "segment.index.bytes {} is outside 24..={}",
                 self.index_bytes_max,
                 i32::MAX
             ));

@@ -5,6 +5,9 @@
 //! ```sh
 //! cargo run -p mirrorlog-engine --example embed [DATA_DIR]
 //! ```
+//!
+//! DATA_DIR defaults to a temporary directory; run again on the same one, the example opens
+//! what the last run left and goes on from its logs' ends.
 
 use bytes::Bytes;
 use mirrorlog_engine::clock::SystemClock;
@@ -14,6 +17,7 @@ use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs, TopicId, TopicPartition};
 use mirrorlog_segment::io::default_storage;
 use mirrorlog_segment::{BatchBuilder, Compression};
+use std::path::Path;
 use std::sync::Arc;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,6 +29,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             tmp.path().to_path_buf()
         }
     };
+    run(&data_dir)
+}
+
+/// The walk-through on `data_dir`: a new directory, or one an earlier run left.
+pub fn run(data_dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let now = || {
         TimestampMs(
             std::time::SystemTime::now()
@@ -38,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let storage = default_storage();
     println!("I/O backend: {}", storage.name());
     let (mgr, report) = LogManager::open(
-        LogManagerConfig::new(&data_dir),
+        LogManagerConfig::new(data_dir),
         storage.clone(),
         Arc::new(SystemClock),
     )?;
@@ -84,13 +93,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             info.first_offset, info.last_offset
         );
     }
-    h.write().update_high_watermark(Offset(3));
+    let orders_end = h.read().log_end_offset();
+    h.write().update_high_watermark(orders_end);
 
     // 4. Mirror appends: batches exactly as the source cluster wrote them (offsets, epochs,
-    //    CRCs kept); clients may not write to a mirror partition.
+    //    CRCs kept), from the mirror's log end (0 in a new directory, where an earlier run
+    //    left it otherwise); clients may not write to a mirror partition.
+    let mirror_start = m.read().log_end_offset().get();
     let source_batches: Bytes = {
         let mut v = Vec::new();
-        for base in [0i64, 2, 5] {
+        for base in [mirror_start, mirror_start + 2, mirror_start + 5] {
             BatchBuilder::new()
                 .base_offset(Offset(base))
                 .partition_leader_epoch(LeaderEpoch(7))
@@ -117,7 +129,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 5. Read: a file slice (position, length) ready for sendfile.
     let log = m.read();
-    let r = log.read(Offset(0), 1 << 20, FetchIsolation::LogEnd, false)?;
+    let r = log.read(Offset(mirror_start), 1 << 20, FetchIsolation::LogEnd, false)?;
     let slice = r.records.expect("data");
     println!(
         "read {} bytes at position {} of {}",
@@ -133,7 +145,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(log);
 
     // 6. Truncate (as a mirror does on divergence), then "crash" and recover.
-    m.write().truncate_to(Offset(2))?;
+    m.write().truncate_to(Offset(mirror_start + 2))?;
     println!(
         "mirrored truncated to log end {}",
         m.read().log_end_offset()
@@ -141,7 +153,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop((h, m));
     drop(mgr); // no shutdown(): the next open recovers
     let (mgr, report) = LogManager::open(
-        LogManagerConfig::new(&data_dir),
+        LogManagerConfig::new(data_dir),
         storage,
         Arc::new(SystemClock),
     )?;

@@ -104,6 +104,7 @@ mod retention_runs_at_the_retention_check_interval;
 mod retention_time_only;
 mod swap_completion_keeps_stale_indexes;
 mod swap_segment_deleted_on_open;
+mod the_embedding_example_runs_again_on_its_data_dir;
 mod the_kafka_metadata_log_is_not_loaded;
 mod the_smallest_accepted_segment_index_bytes_takes_appends;
 mod topic_config_written_into_offline_dir;

@@ -18,10 +18,19 @@ fn starting_levels(rust_log: Option<&str>, default_level: &str) -> LogLevels {
     }
 }
 
-/// A subscriber writing to `writer`, filtered by `levels`, and the handle that changes them.
+/// Whether log lines carry the terminal's colour escapes: only on a terminal, and not when
+/// `NO_COLOR` is set to something (<https://no-color.org>). A log written to a file or a pipe is
+/// plain text, as Kafka's are.
+fn ansi_colours(stderr_is_terminal: bool, no_color: Option<&str>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(str::is_empty)
+}
+
+/// A subscriber writing to `writer`, filtered by `levels`, with colour escapes when `ansi`, and
+/// the handle that changes the levels.
 fn subscriber<W>(
     levels: LogLevels,
     writer: W,
+    ansi: bool,
 ) -> (impl tracing::Subscriber + Send + Sync + 'static, Loggers)
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
@@ -29,9 +38,11 @@ where
     // The directives of a parsed `RUST_LOG` or level always make a filter.
     let filter = EnvFilter::try_new(levels.directives()).expect("directives EnvFilter accepted");
     let (filter, handle) = reload::Layer::new(filter);
-    let subscriber = tracing_subscriber::registry()
-        .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_writer(writer));
+    let subscriber = tracing_subscriber::registry().with(filter).with(
+        tracing_subscriber::fmt::layer()
+            .with_ansi(ansi)
+            .with_writer(writer),
+    );
     // A reload also rebuilds the callsites' cached interest, so a newly enabled event shows at
     // once.
     let apply = move |directives: &str| {
@@ -45,7 +56,11 @@ where
 /// handle on its levels.
 pub fn init(default_level: &str) -> Arc<Loggers> {
     let levels = starting_levels(std::env::var("RUST_LOG").ok().as_deref(), default_level);
-    let (subscriber, loggers) = subscriber(levels, std::io::stderr);
+    let ansi = ansi_colours(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::env::var("NO_COLOR").ok().as_deref(),
+    );
+    let (subscriber, loggers) = subscriber(levels, std::io::stderr, ansi);
     subscriber.init();
     Arc::new(loggers)
 }
@@ -91,6 +106,14 @@ mod tests {
         );
     }
 
+    #[test]
+    fn colours_only_on_a_terminal_without_no_color() {
+        assert!(ansi_colours(true, None));
+        assert!(ansi_colours(true, Some("")));
+        assert!(!ansi_colours(true, Some("1")));
+        assert!(!ansi_colours(false, None));
+    }
+
     #[derive(Clone, Default)]
     struct Captured(Arc<Mutex<Vec<u8>>>);
 
@@ -118,7 +141,7 @@ mod tests {
     fn a_change_through_the_handle_reaches_the_subscriber() {
         let out = Captured::default();
         let w = out.clone();
-        let (subscriber, loggers) = subscriber(LogLevels::parse("info"), move || w.clone());
+        let (subscriber, loggers) = subscriber(LogLevels::parse("info"), move || w.clone(), false);
         tracing::subscriber::with_default(subscriber, || {
             debug_line(1);
             assert_eq!(out.take(), "");

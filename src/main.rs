@@ -124,3 +124,39 @@ fn run(cli: Cli, loggers: std::sync::Arc<mirrorlog_broker::loggers::Loggers>) ->
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn long_help(subcommand: &str) -> String {
+        Cli::command()
+            .find_subcommand_mut(subcommand)
+            .expect("subcommand")
+            .render_long_help()
+            .to_string()
+    }
+
+    /// README "Mirroring: an operator's guide": an incomplete failover report exits 3; the
+    /// help says so beside `--preflight`'s exit status.
+    #[test]
+    fn the_mirrors_help_gives_the_failover_reports_exit_status() {
+        let help = long_help("mirrors");
+        assert!(help.contains("Exit status 3 when a"), "{help}");
+    }
+
+    /// README "Running the broker" writes `--listen`, `--advertised-listener HOST:PORT` and
+    /// `--config FILE`; the help names the values the same way.
+    #[test]
+    fn the_serve_help_names_its_values_as_the_readme() {
+        let help = long_help("serve");
+        for flag in [
+            "--listen <HOST:PORT>",
+            "--advertised-listener <HOST:PORT>",
+            "--config <FILE>",
+        ] {
+            assert!(help.contains(flag), "{flag} in:\n{help}");
+        }
+    }
+}

@@ -59,7 +59,8 @@ pub struct MirrorsArgs {
     preflight: bool,
     /// What stopping `--mirror` now would do: per source group and mirrored partition, the
     /// records its consumers would read again on the destination and those the destination
-    /// does not hold yet; and the transactions a stop would abort.
+    /// does not hold yet; and the transactions a stop would abort. Exit status 3 when a
+    /// group's offsets could not be read (listed with its error; the report is incomplete).
     #[arg(long)]
     failover_report: bool,
     /// The mirror's name.

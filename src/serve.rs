@@ -51,7 +51,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Address to listen on (default: the file's `listeners`, else 127.0.0.1:9092).
-    #[arg(long)]
+    #[arg(long, value_name = "HOST:PORT")]
     pub listen: Option<String>,
     /// `node.id` (default: the file's `node.id` or `broker.id`, else 1; 0..=2147483647; must
     /// match the data directory's `meta.properties`).
@@ -61,11 +61,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub cluster_id: Option<String>,
     /// `host:port` advertised to clients (default: the listen address).
-    #[arg(long)]
+    #[arg(long, value_name = "HOST:PORT")]
     pub advertised_listener: Option<String>,
     /// A file in Kafka's `server.properties` format (default: none; the keys it takes, with
     /// their defaults and ranges, are in README "Running the broker"; flags win over it).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 

@@ -1789,7 +1789,14 @@ fn topic_config(
             pairs.push((k.to_string(), v.to_string()));
         }
     }
-    let mut c = defaults.with_topic_overrides(pairs)?;
+    // Named by its file: the operator must find which partition's stored value to change (a
+    // value an older build took, such as a `segment.index.bytes` below today's floor).
+    let mut c = defaults
+        .with_topic_overrides(pairs)
+        .map_err(|e| EngineError::Directory {
+            path: f.clone(),
+            reason: e.to_string(),
+        })?;
     c.read_only = read_only;
     Ok(c)
 }

@@ -147,6 +147,8 @@ fn a_topic_config_with_an_invalid_value_still_fails_the_start() {
         .open()
         .expect_err("an invalid stored config fails the start, as Kafka");
     assert!(err.to_string().contains("retention.ms"), "{err}");
+    // Naming the file, so the operator knows which partition's value to change.
+    assert!(err.to_string().contains(&f.display().to_string()), "{err}");
 }
 
 #[test]

@@ -681,7 +681,13 @@ impl Drop for AppliedAll<'_> {
 struct Entry {
     state: PartitionMirrorState,
     source_leader: i32,
+    /// The source leader epoch heard of: the one the source's metadata named last, or a newer
+    /// one read in fetched records (a source that does not fence fetches by epoch).
     source_epoch: LeaderEpoch,
+    /// The leader epoch the source's metadata named for `source_leader` (−1: none named), sent
+    /// as each fetch's `current_leader_epoch` (KIP-320), as Kafka's fetchers send the epoch of
+    /// the leader their metadata names, never one read in records.
+    leader_epoch: LeaderEpoch,
     source_hw: Offset,
     /// Not fetched before this time (mirror clock, ms): its last answer was an error from the
     /// leader it still has.
@@ -1361,6 +1367,7 @@ impl MirrorManager {
                 state: st,
                 source_leader: -1,
                 source_epoch: LeaderEpoch::NONE,
+                leader_epoch: LeaderEpoch::NONE,
                 source_hw: Offset(-1),
                 fetch_backoff_until: i64::MIN,
                 truncating: true,
@@ -2136,6 +2143,7 @@ impl MirrorManager {
             state: state.clone(),
             source_leader: leader,
             source_epoch: epoch,
+            leader_epoch: epoch,
             source_hw: Offset(-1),
             fetch_backoff_until: i64::MIN,
             truncating: true,
@@ -2637,8 +2645,9 @@ impl MirrorManager {
         // Stale metadata (a broker that has not heard of the newer leader yet) never moves the
         // leader back: Kafka's clients keep the newer epoch.
         if p.leader_epoch >= e.source_epoch {
-            if p.leader != e.source_leader {
-                // An error of the old leader says nothing about the new one.
+            if p.leader != e.source_leader || p.leader_epoch > e.leader_epoch {
+                // An error of the old leader (or of its old epoch: FENCED_LEADER_EPOCH) says
+                // nothing about the new one.
                 e.fetch_backoff_until = i64::MIN;
             }
             if p.leader != e.source_leader || p.leader_epoch > e.source_epoch {
@@ -2648,6 +2657,7 @@ impl MirrorManager {
             }
             e.source_leader = p.leader;
             e.source_epoch = p.leader_epoch;
+            e.leader_epoch = p.leader_epoch;
         } else {
             tracing::debug!(mirror = %self.config.name, partition = %key, known = e.source_epoch.get(), answered = p.leader_epoch.get(), "ignored stale source metadata");
         }
@@ -3102,6 +3112,11 @@ impl MirrorManager {
                     fetch_position(&dest)
                 }
             };
+            // Kafka's fetchers send the leader epoch their metadata named (KIP-320): a node
+            // that no longer leads in that epoch answers FENCED_LEADER_EPOCH (or, not yet
+            // told of it, UNKNOWN_LEADER_EPOCH) instead of records. Dropped on the wire below
+            // Fetch v9, which has no such field.
+            let current_leader_epoch = e.leader_epoch;
             drop(e);
             // After the entry's lock: the sync thread takes `topics` and then entries.
             let topic_id = self.topics.lock().get(&key.topic).map_or([0; 16], |t| t.id);
@@ -3111,7 +3126,7 @@ impl MirrorManager {
                 partition: key.partition,
                 fetch_offset: offset,
                 last_fetched_epoch: last_epoch,
-                current_leader_epoch: LeaderEpoch::NONE,
+                current_leader_epoch,
                 max_bytes: self.config.partition_fetch_max_bytes,
             };
             by_leader
@@ -3272,8 +3287,11 @@ impl MirrorManager {
                     // the new epoch, which ends at or past our log end. Kafka's follower never
                     // appends them unchecked (the leader fences a fetch with an older
                     // `current_leader_epoch`, and the follower truncates before it fetches in
-                    // a new epoch); here the records tell: the partition is truncating again,
-                    // the epoch known, and the answer asked for again once checked.
+                    // a new epoch). A source that fences (Fetch v9+, a leader epoch named in
+                    // its metadata) never answers them: they are at most the epoch sent, which
+                    // is at most `source_epoch`. One that does not (below Fetch v9, or no epoch
+                    // in its metadata) may: the records tell, the partition is truncating
+                    // again, the epoch known, and the answer asked for again once checked.
                     e.source_epoch = newest;
                     e.truncating = true;
                     resync_later(key);
@@ -3345,8 +3363,10 @@ impl MirrorManager {
                 Ok(FetchOutcome::Retriable(code)) => {
                     tracing::debug!(mirror = %self.config.name, partition = %key, code, "retriable fetch error");
                     // Asked again after a pause (Kafka's `replica.fetch.backoff.ms`), not at
-                    // every round — unless a leader refresh since moved it to another node.
-                    if e.source_leader == leader {
+                    // every round — unless a leader refresh since moved it to another node or
+                    // named a newer epoch (a FENCED_LEADER_EPOCH answered an epoch now past:
+                    // Kafka's fetchers ask again once their metadata has the new one).
+                    if e.source_leader == leader && e.leader_epoch <= pf.current_leader_epoch {
                         e.fetch_backoff_until = self.now().saturating_add(FETCH_ERROR_BACKOFF_MS);
                     }
                 }

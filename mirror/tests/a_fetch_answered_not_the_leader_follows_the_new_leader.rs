@@ -6,7 +6,10 @@
 
 use crate::common;
 
-use common::{Hooks, all_failed, assert_mirroring_at, hooked_world, orders, produce_to, two_nodes};
+use common::{
+    Hooks, all_failed, assert_mirroring_at, fetch_as_leader_in, hooked_world, orders, produce_to,
+    two_nodes,
+};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::manager::MirrorConfig;
 use mirrorlog_mirror::source::*;
@@ -49,8 +52,10 @@ fn leader_moves(old: OldLeader) {
                 let mut s = f.lock();
                 s.fetched_from.push(node);
                 if node == s.leader {
-                    // The engine source is node 1, whichever node this plays.
-                    return inner.fetch(1, request);
+                    // The engine source is node 1, whichever node this plays, in the epoch
+                    // the metadata names.
+                    let epoch = LeaderEpoch(s.epoch);
+                    return fetch_as_leader_in(inner, request, |_| epoch);
                 }
                 match old {
                     OldLeader::Down => Err(SourceError::Unreachable(format!(

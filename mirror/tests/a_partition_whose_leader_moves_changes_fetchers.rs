@@ -7,10 +7,11 @@
 
 use crate::common;
 
-use common::{HookedWorld, Hooks, hooked_world, log_bytes, orders, produce_to, two_nodes};
+use common::{
+    HookedWorld, Hooks, fetch_as_leader_in, hooked_world, log_bytes, orders, produce_to, two_nodes,
+};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::manager::{FETCHER_IDLE_MS, MirrorConfig};
-use mirrorlog_mirror::source::SourceCluster;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,16 +19,21 @@ use std::time::{Duration, Instant};
 /// A two-node source whose metadata names `(leader, epoch)` for partition 0; either node
 /// serves its fetches (an answer in flight from the old leader is one it gave while it led).
 fn two_node_world(leadership: Arc<Mutex<(i32, i32)>>) -> HookedWorld {
+    let named = leadership.clone();
     hooked_world(
         1,
         MirrorConfig::new("m"),
         Hooks {
             metadata: Some(two_nodes(move |_| {
-                let (leader, epoch) = *leadership.lock();
+                let (leader, epoch) = *named.lock();
                 (leader, LeaderEpoch(epoch))
             })),
-            // The engine source is node 1, whichever node this plays.
-            fetch: Some(Box::new(|inner, _, request| inner.fetch(1, request))),
+            // The engine source is node 1, whichever node this plays, in the epoch the
+            // metadata names now.
+            fetch: Some(Box::new(move |inner, _, request| {
+                let epoch = LeaderEpoch(leadership.lock().1);
+                fetch_as_leader_in(inner, request, |_| epoch)
+            })),
             ..Hooks::default()
         },
     )

@@ -6,7 +6,9 @@
 
 use crate::common;
 
-use common::{HookedWorld, Hooks, assert_mirroring_at, hooked_world, orders, produce_to};
+use common::{
+    HookedWorld, Hooks, assert_mirroring_at, fetch_as_leader_in, hooked_world, orders, produce_to,
+};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::manager::MirrorConfig;
 use mirrorlog_mirror::state::MirrorPartitionState as S;
@@ -34,7 +36,7 @@ fn world() -> (HookedWorld, Arc<Mutex<Leadership>>) {
         epoch: 0,
         metadata_calls: 0,
     }));
-    let m = state.clone();
+    let (m, f) = (state.clone(), state.clone());
     let w = hooked_world(
         1,
         MirrorConfig::new("m"),
@@ -46,6 +48,11 @@ fn world() -> (HookedWorld, Arc<Mutex<Leadership>>) {
                     p.leader = s.leader;
                     p.leader_epoch = LeaderEpoch(s.epoch);
                 }
+            })),
+            // The leader fetched from leads in the epoch the metadata names.
+            fetch: Some(Box::new(move |inner, _, request| {
+                let epoch = LeaderEpoch(f.lock().epoch);
+                fetch_as_leader_in(inner, request, |_| epoch)
             })),
             ..Hooks::default()
         },

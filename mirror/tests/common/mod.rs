@@ -340,9 +340,11 @@ impl DestinationTopics for ConfigDest {
     }
 }
 
-/// Drives `mirror` (fetcher thread 0) until three rounds in a row append nothing (a truncation
-/// round appends nothing, nor does the next one when it brings records of a source leader epoch
-/// the mirror had not heard of, which it checks first; the one after appends).
+/// Drives `mirror` (fetcher thread 0) until three rounds in a row append nothing: after an
+/// election on the source, a fetch in the epoch before is fenced (FENCED_LEADER_EPOCH: the
+/// mirror asks the source's metadata) and the next one may find a divergence and truncate;
+/// from a source that does not fence, records of an epoch not heard of are checked first
+/// instead. Both rounds append nothing; the one after appends.
 pub fn catch_up(mirror: &mirrorlog_mirror::manager::MirrorManager) {
     let mut idle = 0;
     for _ in 0..200 {
@@ -549,6 +551,55 @@ pub fn all_failed(
             })
             .collect(),
     }
+}
+
+/// A fetch answered by a node leading each partition in the epoch `epoch_of(partition)` names:
+/// the epoch a hook's metadata advertises, which the engine source behind it (node 1, its epoch
+/// its latest epoch-cache entry) knows nothing of. Kafka's leader checks a fetch's
+/// `current_leader_epoch` against its own (`Partition.localLogWithEpochOrThrow`): older →
+/// FENCED_LEADER_EPOCH (74), newer → UNKNOWN_LEADER_EPOCH (75), each with its offsets unknown;
+/// the partitions that pass are answered by the engine source, asked without the field.
+pub fn fetch_as_leader_in(
+    inner: &mirrorlog_mirror::engine_source::EngineSource,
+    request: &mirrorlog_mirror::source::FetchRequest,
+    epoch_of: impl Fn(i32) -> mirrorlog_index::LeaderEpoch,
+) -> Result<mirrorlog_mirror::source::FetchResponse, mirrorlog_mirror::source::SourceError> {
+    let fenced = |p: &mirrorlog_mirror::source::PartitionFetch| {
+        let ours = epoch_of(p.partition);
+        match p.current_leader_epoch {
+            e if e.get() < 0 || e == ours => None,
+            e if e < ours => Some(74),
+            _ => Some(75),
+        }
+    };
+    let mut passed = request.clone();
+    passed.partitions.retain(|p| fenced(p).is_none());
+    for p in &mut passed.partitions {
+        p.current_leader_epoch = mirrorlog_index::LeaderEpoch::NONE;
+    }
+    let mut answered = mirrorlog_mirror::source::SourceCluster::fetch(inner, 1, &passed)?
+        .partitions
+        .into_iter();
+    let partitions = request
+        .partitions
+        .iter()
+        .map(|p| match fenced(p) {
+            None => answered.next().expect("one answer per partition asked"),
+            Some(error) => mirrorlog_mirror::source::PartitionData {
+                topic: p.topic.clone(),
+                partition: p.partition,
+                error,
+                high_watermark: mirrorlog_index::Offset(-1),
+                log_start_offset: mirrorlog_index::Offset(-1),
+                diverging_epoch: None,
+                records: Default::default(),
+            },
+        })
+        .collect();
+    Ok(mirrorlog_mirror::source::FetchResponse {
+        error: 0,
+        partitions,
+    })
 }
 
 /// Asserts that the mirror's only partition is MIRRORING, its log ending at `log_end`.

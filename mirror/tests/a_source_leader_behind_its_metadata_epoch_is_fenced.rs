@@ -1,0 +1,128 @@
+//! KIP-320: Kafka's fetchers send the leader epoch their metadata names as each fetch's
+//! `current_leader_epoch`, and the node fetched from answers only when that is its own epoch:
+//! FENCED_LEADER_EPOCH when the asker's is older, UNKNOWN_LEADER_EPOCH when newer (a node that
+//! has not yet heard of the election naming it, or of the one that deposed it). The mirror sent
+//! none, so a node behind the metadata served its own log: records the new epoch's log does not
+//! hold were appended, and the partition then failed on the divergence (without
+//! `mirror.support.unclean.leader.election`). Driven by hand, one fetch round at a time.
+
+use crate::common;
+
+use common::{Hooks, assert_mirroring_at, hooked_world, log_bytes, orders, produce_to};
+use mirrorlog_engine::log::LeaderOrigin;
+use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
+use mirrorlog_mirror::manager::MirrorConfig;
+use mirrorlog_mirror::source::SourceCluster;
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The source's node 1 leads in `epoch` from its log end on (it has heard of the election
+/// now) and writes `batches` batches of two records there.
+fn leads_in_epoch(w: &common::HookedWorld, epoch: i32, batches: usize) {
+    let h = w.src.get(&orders(0)).unwrap();
+    let mut log = h.write();
+    log.assign_leader_epoch(LeaderEpoch(epoch)).unwrap();
+    for _ in 0..batches {
+        let mut b = mirrorlog_segment::BatchBuilder::new()
+            .compression(mirrorlog_segment::Compression::None);
+        for i in 0..2 {
+            b.append(TimestampMs(common::T0 + i), None, Some(b"new"), &[]);
+        }
+        log.append_as_leader(
+            b.build().into_bytes(),
+            LeaderEpoch(epoch),
+            LeaderOrigin::Client,
+        )
+        .unwrap();
+    }
+    let leo = log.log_end_offset();
+    log.update_high_watermark(leo);
+}
+
+/// The source's metadata names node 1 in epoch 1 while node 1 itself is still in epoch 0 and
+/// writes on there (records 3..5, which epoch 1's log will not hold). Asked with epoch 1, it
+/// answers UNKNOWN_LEADER_EPOCH: nothing is appended, the partition is not failed, and once
+/// the node leads in epoch 1 the destination copies its log byte for byte.
+#[test]
+fn a_node_behind_the_epoch_the_metadata_names_is_not_copied() {
+    let named = Arc::new(AtomicI32::new(0));
+    let n = named.clone();
+    let w = hooked_world(
+        1,
+        MirrorConfig::new("m"),
+        Hooks {
+            metadata: Some(Box::new(move |md| {
+                for p in md.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+                    p.leader_epoch = LeaderEpoch(n.load(Ordering::Relaxed));
+                }
+            })),
+            ..Hooks::default()
+        },
+    );
+    w.mirror.fetch_round(0);
+    assert_mirroring_at(&w.mirror, Offset(3));
+
+    named.store(1, Ordering::Relaxed);
+    produce_to(&w.src, &orders(0), b"stale", 2);
+    w.mirror.sync().unwrap();
+    for _ in 0..4 {
+        w.mirror.fetch_round(0);
+        w.clock.advance(1_000);
+    }
+    assert_mirroring_at(&w.mirror, Offset(3));
+    assert!(w.mirror.describe()[0].failure.is_none());
+
+    // Node 1 hears of epoch 1: what it wrote since epoch 0 ended (at 3) is not in the
+    // epoch's log (Kafka's `makeLeader` after the truncation a follower does first).
+    w.src
+        .get(&orders(0))
+        .unwrap()
+        .write()
+        .truncate_to(Offset(3))
+        .unwrap();
+    leads_in_epoch(&w, 1, 2);
+    common::catch_up(&w.mirror);
+    assert_mirroring_at(&w.mirror, Offset(7));
+    assert_eq!(
+        log_bytes(&w.dst.get(&orders(0)).unwrap()),
+        log_bytes(&w.src.get(&orders(0)).unwrap()),
+        "the destination holds the source's log of epoch 1"
+    );
+}
+
+/// The leader moves on to epoch 1 on the same node and writes there before the mirror's next
+/// sync: the fetch in epoch 0 is answered FENCED_LEADER_EPOCH, the mirror asks the source's
+/// metadata at once and fetches again in epoch 1 at the next round (no pause: the error was
+/// about an epoch now past), nothing failed.
+#[test]
+fn a_fetch_in_an_old_epoch_is_fenced_and_asked_again_in_the_new_one() {
+    let sent = Arc::new(Mutex::new(vec![]));
+    let s = sent.clone();
+    let w = hooked_world(
+        1,
+        MirrorConfig::new("m"),
+        Hooks {
+            fetch: Some(Box::new(move |inner, node, request| {
+                s.lock().extend(
+                    request
+                        .partitions
+                        .iter()
+                        .map(|p| p.current_leader_epoch.get()),
+                );
+                inner.fetch(node, request)
+            })),
+            ..Hooks::default()
+        },
+    );
+    w.mirror.fetch_round(0);
+    assert_mirroring_at(&w.mirror, Offset(3));
+
+    leads_in_epoch(&w, 1, 1);
+    assert_eq!(w.mirror.fetch_round(0), 0, "fenced: nothing appended");
+    assert_mirroring_at(&w.mirror, Offset(3));
+    assert!(w.mirror.describe()[0].failure.is_none());
+    assert!(w.mirror.fetch_round(0) > 0);
+    assert_mirroring_at(&w.mirror, Offset(5));
+    assert_eq!(*sent.lock(), [0, 0, 1], "the epochs the fetches carried");
+}

@@ -152,6 +152,29 @@ const CONSUMER_REPLICA_ID: i32 = -1;
 /// The first Fetch version with `LastFetchedEpoch` and `DivergingEpoch` (KIP-595, Kafka 2.7).
 const FETCH_VERSION_LAST_FETCHED_EPOCH: i16 = 12;
 
+/// The first Fetch version with `CurrentLeaderEpoch` (KIP-320, Kafka 2.1).
+const FETCH_VERSION_CURRENT_LEADER_EPOCH: i16 = 9;
+
+/// One partition of a Fetch request at version `v`, with the fields `v` has: the leader epoch
+/// the caller's metadata names (`CurrentLeaderEpoch`, v9+: the leader fences an older one) and
+/// the epoch of its last batch (`LastFetchedEpoch`, v12+). Below those versions the request
+/// has no such field, and such a source answers from its log whatever epoch the caller knows.
+fn fetch_partition(p: &mirrorlog_mirror::source::PartitionFetch, v: i16) -> FetchPartition {
+    let mut fp = FetchPartition::default();
+    fp.partition = p.partition;
+    fp.fetch_offset = p.fetch_offset.get();
+    fp.partition_max_bytes = p.max_bytes;
+    // −1: a consumer has no log start of its own to report.
+    fp.log_start_offset = -1;
+    if v >= FETCH_VERSION_CURRENT_LEADER_EPOCH {
+        fp.current_leader_epoch = p.current_leader_epoch.get();
+    }
+    if v >= FETCH_VERSION_LAST_FETCHED_EPOCH {
+        fp.last_fetched_epoch = p.last_fetched_epoch.get();
+    }
+    fp
+}
+
 /// Read responses in chunks of at most this many bytes, so that a peer announcing a large frame
 /// and sending little costs little memory. The default response size (16 MiB) and the records
 /// of a default fetch answer (1 MiB plus its fields) fit one chunk: the buffer is not regrown
@@ -1421,19 +1444,7 @@ impl KafkaSource {
                 req.topics.push(t);
                 req.topics.len() - 1
             });
-            let mut fp = FetchPartition::default();
-            fp.partition = p.partition;
-            fp.fetch_offset = p.fetch_offset.get();
-            fp.partition_max_bytes = p.max_bytes;
-            // −1: a consumer has no log start of its own to report.
-            fp.log_start_offset = -1;
-            if v >= 9 {
-                fp.current_leader_epoch = p.current_leader_epoch.get();
-            }
-            if v >= FETCH_VERSION_LAST_FETCHED_EPOCH {
-                fp.last_fetched_epoch = p.last_fetched_epoch.get();
-            }
-            req.topics[i].partitions.push(fp);
+            req.topics[i].partitions.push(fetch_partition(p, v));
         }
         if req.topics.is_empty() {
             return Ok(FetchResponse {
@@ -2162,6 +2173,52 @@ mod tests {
             assert!(backoff_ms(100, 1_000, 10, r) <= 1_000);
             assert!(backoff_ms(100, 1_000, 200, r) <= 1_000, "no overflow");
             assert_eq!(backoff_ms(0, 1_000, 3, r), 0);
+        }
+    }
+
+    /// A Fetch request of one partition through `fetch_partition` at version `v`, encoded and
+    /// decoded again as the source reads it.
+    fn fetch_partition_as_sent(v: i16) -> Result<FetchPartition, String> {
+        let p = mirrorlog_mirror::source::PartitionFetch {
+            topic: "t".into(),
+            topic_id: [0; 16],
+            partition: 2,
+            fetch_offset: Offset(40),
+            last_fetched_epoch: LeaderEpoch(3),
+            current_leader_epoch: LeaderEpoch(7),
+            max_bytes: 1 << 20,
+        };
+        let mut req = kafka_protocol::messages::FetchRequest::default();
+        let mut t = FetchTopic::default();
+        if v >= 13 {
+            t.topic_id = Uuid::from_bytes([1; 16]);
+        } else {
+            t.topic = TopicName(sb("t"));
+        }
+        t.partitions.push(fetch_partition(&p, v));
+        req.topics.push(t);
+        let mut buf = bytes::BytesMut::new();
+        req.encode(&mut buf, v).map_err(|e| e.to_string())?;
+        let mut read = buf.freeze();
+        let back = kafka_protocol::messages::FetchRequest::decode(&mut read, v)
+            .map_err(|e| e.to_string())?;
+        Ok(back.topics[0].partitions[0].clone())
+    }
+
+    #[test]
+    fn a_fetch_carries_the_current_leader_epoch_from_v9_and_the_last_fetched_from_v12() {
+        let (lo, hi) = (CLIENT_API_VERSIONS[1].1, CLIENT_API_VERSIONS[1].2);
+        assert_eq!(CLIENT_API_VERSIONS[1].0, ApiKey::Fetch);
+        for v in lo..=hi {
+            let p = fetch_partition_as_sent(v).unwrap_or_else(|e| panic!("v{v}: {e}"));
+            assert_eq!((p.partition, p.fetch_offset), (2, 40), "v{v}");
+            let current = if v >= 9 { 7 } else { -1 };
+            let last = if v >= 12 { 3 } else { -1 };
+            assert_eq!(
+                (p.current_leader_epoch, p.last_fetched_epoch),
+                (current, last),
+                "v{v}"
+            );
         }
     }
 

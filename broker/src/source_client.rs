@@ -24,7 +24,7 @@
 //! | Metadata | 1–12 | cluster id v2+, leader epochs v7+, topic ids v10+, no auto-creation v4+ |
 //! | Fetch | 4–16 | log start v5+, current leader epoch v9+, `LastFetchedEpoch`/`DivergingEpoch` v12+, topic ids v13+ |
 //! | ListOffsets | 1–8 | leader epoch of the offset v4+ |
-//! | OffsetForLeaderEpoch | 2–4 | consumer replica id (−1) v3+ |
+//! | OffsetForLeaderEpoch | 2–4 | current leader epoch (all versions; `FENCED_LEADER_EPOCH` is not retried with it), consumer replica id (−1) v3+ |
 //! | DescribeConfigs | 1–4 | |
 //! | ListGroups | 0–5 | state v4+, type v5+ |
 //! | FindCoordinator | 0–6 | batched keys v4+ |
@@ -1327,6 +1327,9 @@ impl KafkaSource {
             };
             match self.with_node(leader, Lane::Control, &addr, &mut f) {
                 Ok((0, r)) => Ok(Step::Done(r)),
+                // The caller's leader epoch is older than the leader's: asked again, it would be
+                // fenced again. Only the caller, with newer metadata, can ask in the new epoch.
+                Ok((FENCED_LEADER_EPOCH, _)) => Err(kafka_error(FENCED_LEADER_EPOCH, None)),
                 Ok((code, _)) if is_stale_leader_error(code) => {
                     self.forget_leader(topic, partition);
                     Ok(Step::Retry(kafka_error(code, None)))
@@ -1730,6 +1733,7 @@ impl SourceCluster for KafkaSource {
         topic: &str,
         partition: i32,
         epoch: LeaderEpoch,
+        current_leader_epoch: LeaderEpoch,
     ) -> Result<(LeaderEpoch, Offset), SourceError> {
         let timeout = self.config.request_timeout();
         self.leader_call("OffsetForLeaderEpoch", topic, partition, |c| {
@@ -1744,7 +1748,8 @@ impl SourceCluster for KafkaSource {
                     .with_partitions(vec![
                         OffsetForLeaderPartition::default()
                             .with_partition(partition)
-                            .with_current_leader_epoch(-1)
+                            // v2+ (all versions offered): fenced as a fetch is.
+                            .with_current_leader_epoch(current_leader_epoch.get())
                             .with_leader_epoch(epoch.get()),
                     ]),
             ];

@@ -595,7 +595,9 @@ fn fetch_answers_a_diverging_epoch_after_an_unclean_election() {
 
     // The same answer through OffsetForLeaderEpoch.
     assert_eq!(
-        source.end_offset_for_epoch("d", 0, LeaderEpoch(1)).unwrap(),
+        source
+            .end_offset_for_epoch("d", 0, LeaderEpoch(1), LeaderEpoch::NONE)
+            .unwrap(),
         (LeaderEpoch(0), Offset(3))
     );
     drop(source);
@@ -699,16 +701,33 @@ fn end_offset_for_epoch_matches_the_source_epoch_cache() {
         };
         assert_eq!(
             source
-                .end_offset_for_epoch("e", 0, LeaderEpoch(epoch))
+                .end_offset_for_epoch("e", 0, LeaderEpoch(epoch), LeaderEpoch::NONE)
                 .unwrap(),
             want,
             "epoch {epoch}"
         );
     }
     assert_eq!(
-        source.end_offset_for_epoch("e", 0, LeaderEpoch(2)).unwrap(),
+        source
+            .end_offset_for_epoch("e", 0, LeaderEpoch(2), LeaderEpoch::NONE)
+            .unwrap(),
         (LeaderEpoch(2), Offset(5))
     );
+    // Asked in the leader's epoch (5), it answers; in an older one it is fenced at once (asked
+    // again in that epoch, it would be fenced again); in a newer one, which the node has not
+    // heard of, it answers UNKNOWN_LEADER_EPOCH once the retries are spent.
+    assert_eq!(
+        source
+            .end_offset_for_epoch("e", 0, LeaderEpoch(2), LeaderEpoch(5))
+            .unwrap(),
+        (LeaderEpoch(2), Offset(5))
+    );
+    for (current, want) in [(4, 74), (6, 75)] {
+        match source.end_offset_for_epoch("e", 0, LeaderEpoch(2), LeaderEpoch(current)) {
+            Err(SourceError::Kafka { code, .. }) => assert_eq!(code, want, "asked in {current}"),
+            other => panic!("asked in {current}: {other:?}"),
+        }
+    }
     drop(h);
     drop(source);
     c.stop();
@@ -976,7 +995,7 @@ fn an_old_source_is_spoken_to_at_its_own_versions() {
             .unwrap(),
         (Offset(3), LeaderEpoch(-1))
     );
-    match source.end_offset_for_epoch("old", 0, LeaderEpoch(0)) {
+    match source.end_offset_for_epoch("old", 0, LeaderEpoch(0), LeaderEpoch::NONE) {
         Err(SourceError::Unsupported(m)) => assert!(m.contains("OffsetForLeaderEpoch"), "{m}"),
         other => panic!("{other:?}"),
     }
@@ -1216,7 +1235,9 @@ fn below_fetch_v12_the_client_says_its_fetches_report_no_divergence() {
             "Fetch up to v{fetch_max}"
         );
         assert_eq!(
-            source.end_offset_for_epoch("t", 0, LeaderEpoch(1)).unwrap(),
+            source
+                .end_offset_for_epoch("t", 0, LeaderEpoch(1), LeaderEpoch::NONE)
+                .unwrap(),
             (LeaderEpoch(0), Offset(3))
         );
         drop(source);

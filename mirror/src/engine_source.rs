@@ -9,7 +9,7 @@
 //! | [`metadata`](SourceCluster::metadata) | every partition of [`LogManager::partitions`] grouped by topic, `__*` topics with `internal: true`; a named topic that does not exist comes back as `SourceTopic { error: 3, partitions: [] }` |
 //! | [`fetch`](SourceCluster::fetch) | READ_UNCOMMITTED (bounded by the high watermark); per partition, in this order: request to another node → 6 NOT_LEADER_OR_FOLLOWER; unknown → 3 UNKNOWN_TOPIC_OR_PARTITION (100 UNKNOWN_TOPIC_ID when asked by an id this cluster never had); `current_leader_epoch` ≥ 0 and ≠ ours → 74 FENCED_LEADER_EPOCH (older) / 75 UNKNOWN_LEADER_EPOCH (newer); then the leader's check of a follower's `last_fetched_epoch` (below); fetch offset outside [log start, LEO] → 1 OFFSET_OUT_OF_RANGE; else the records, none when an earlier partition already answered data and the first batch does not fit the bytes left (Kafka's `firstEntryIncomplete`) |
 //! | [`list_offset`](SourceCluster::list_offset) | earliest → log start (epoch of that offset); latest → high watermark (the partition's leader epoch); by timestamp → the first record at or after it, `(-1, -1)` when none |
-//! | [`end_offset_for_epoch`](SourceCluster::end_offset_for_epoch) | [`LeaderEpochCache::end_offset_for`](mirrorlog_engine::epoch_cache::LeaderEpochCache::end_offset_for) with the log end offset |
+//! | [`end_offset_for_epoch`](SourceCluster::end_offset_for_epoch) | `current_leader_epoch` ≥ 0 and ≠ ours → 74 FENCED_LEADER_EPOCH (older) / 75 UNKNOWN_LEADER_EPOCH (newer); else [`LeaderEpochCache::end_offset_for`](mirrorlog_engine::epoch_cache::LeaderEpochCache::end_offset_for) with the log end offset |
 //! | [`topic_configs`](SourceCluster::topic_configs) | the topic's own Kafka config pairs ([`LogConfig::is_topic_override`](mirrorlog_engine::config::LogConfig::is_topic_override): set for the topic, or differing from the broker default), i.e. its DYNAMIC_TOPIC_CONFIG entries |
 //! | [`list_groups`](SourceCluster::list_groups), [`committed_offsets`](SourceCluster::committed_offsets) | an in-memory table filled by [`EngineSource::set_group_offsets`] (groups are a broker concept, not an engine one); an unknown group has no offsets |
 //!
@@ -113,6 +113,19 @@ pub struct EngineSource {
 /// log that has none yet.
 fn leader_epoch(log: &PartitionLog) -> LeaderEpoch {
     log.epoch_cache().latest_epoch().unwrap_or(LeaderEpoch(0))
+}
+
+/// Kafka's leader check of a request's `current_leader_epoch` (`Partition.localLogWithEpochOrThrow`)
+/// against the leader's epoch `ours`: none when it is −1 or ours, else `FENCED_LEADER_EPOCH`
+/// (older) or `UNKNOWN_LEADER_EPOCH` (newer).
+fn epoch_fence(current_leader_epoch: LeaderEpoch, ours: LeaderEpoch) -> Option<ErrorCode> {
+    if current_leader_epoch.get() < 0 || current_leader_epoch == ours {
+        None
+    } else if current_leader_epoch < ours {
+        Some(codes::FENCED_LEADER_EPOCH)
+    } else {
+        Some(codes::UNKNOWN_LEADER_EPOCH)
+    }
 }
 
 fn kafka_error(code: ErrorCode, message: impl Into<String>) -> SourceError {
@@ -418,13 +431,7 @@ impl SourceCluster for EngineSource {
                 }
             };
             let log = h.read();
-            let ours = leader_epoch(&log);
-            if p.current_leader_epoch.get() >= 0 && p.current_leader_epoch != ours {
-                let code = if p.current_leader_epoch < ours {
-                    codes::FENCED_LEADER_EPOCH
-                } else {
-                    codes::UNKNOWN_LEADER_EPOCH
-                };
+            if let Some(code) = epoch_fence(p.current_leader_epoch, leader_epoch(&log)) {
                 out.push(error_data(&p.topic, p.partition, code));
                 continue;
             }
@@ -536,10 +543,17 @@ impl SourceCluster for EngineSource {
         topic: &str,
         partition: i32,
         epoch: LeaderEpoch,
+        current_leader_epoch: LeaderEpoch,
     ) -> Result<(LeaderEpoch, Offset), SourceError> {
         self.maybe_fail()?;
         let h = self.partition(topic, partition)?;
         let log = h.read();
+        if let Some(code) = epoch_fence(current_leader_epoch, leader_epoch(&log)) {
+            return Err(kafka_error(
+                code,
+                format!("{topic}-{partition}: leader epoch {current_leader_epoch} asked"),
+            ));
+        }
         Ok(log
             .epoch_cache()
             .end_offset_for(epoch, log.log_end_offset()))

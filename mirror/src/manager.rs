@@ -533,7 +533,8 @@ enum BeforeFetch {
     Fetch,
     /// Not now: asked again at a later round (a divergence handled, an error, a moved state).
     Wait,
-    /// Its source leader did not answer: ask the source's metadata for the leader again.
+    /// Its source leader did not answer, or answered in another leader epoch: ask the source's
+    /// metadata for the leader again.
     LeaderUnreachable,
 }
 
@@ -3464,14 +3465,29 @@ impl MirrorManager {
             }
             BeforeFetch::Fetch
         };
+        // Asked in the leader epoch the metadata names, as a fetch is (Kafka's follower sends
+        // its `currentLeaderEpoch` in OffsetsForLeaderEpoch too): a node behind that epoch, or
+        // past it, does not answer from a log the epoch's leader may not hold.
+        let current_leader_epoch = entry.lock().leader_epoch;
         let failed = |err: SourceError| {
             tracing::debug!(mirror = %self.config.name, partition = %key, leader, "checking for a divergence before fetching failed: {err}");
             if let SourceError::Unreachable(_) = err {
                 return BeforeFetch::LeaderUnreachable;
             }
+            let other_epoch = matches!(
+                err,
+                SourceError::Kafka { code, .. }
+                    if code == crate::partition::codes::FENCED_LEADER_EPOCH
+                        || code == crate::partition::codes::UNKNOWN_LEADER_EPOCH
+            );
             let mut e = entry.lock();
-            if e.source_leader == leader {
+            // As after a fetch's error: no pause once a newer epoch is known.
+            if e.source_leader == leader && e.leader_epoch <= current_leader_epoch {
                 e.fetch_backoff_until = self.now().saturating_add(FETCH_ERROR_BACKOFF_MS);
+            }
+            if other_epoch {
+                // The metadata may name a newer epoch (or the node may not lead at all).
+                return BeforeFetch::LeaderUnreachable;
             }
             BeforeFetch::Wait
         };
@@ -3487,10 +3503,12 @@ impl MirrorManager {
         // Each question is about an epoch below the one before, so a few settle it; what is
         // left is asked at the next round.
         for _ in 0..EPOCH_QUESTIONS_MAX {
-            let answer = match self
-                .source
-                .end_offset_for_epoch(&key.topic, key.partition, asked)
-            {
+            let answer = match self.source.end_offset_for_epoch(
+                &key.topic,
+                key.partition,
+                asked,
+                current_leader_epoch,
+            ) {
                 Ok(a) => a,
                 Err(SourceError::Unsupported(why)) => {
                     // Kafka's follower falls back to its high watermark, which for the mirror

@@ -199,12 +199,17 @@ pub trait SourceCluster: Send + Sync + Debug {
         partition: i32,
         spec: OffsetSpec,
     ) -> Result<(Offset, LeaderEpoch), SourceError>;
-    /// OffsetForLeaderEpoch for one partition: the source's `(epoch, end offset)` for `epoch`.
+    /// OffsetForLeaderEpoch for one partition: the source's `(epoch, end offset)` for `epoch`,
+    /// asked of the leader in `current_leader_epoch` (the epoch the caller's metadata names;
+    /// −1: don't check). As for a fetch, a leader in another epoch answers
+    /// `FENCED_LEADER_EPOCH` (the caller's is older) or `UNKNOWN_LEADER_EPOCH` (newer) rather
+    /// than where the epoch ends in its own log.
     fn end_offset_for_epoch(
         &self,
         topic: &str,
         partition: i32,
         epoch: LeaderEpoch,
+        current_leader_epoch: LeaderEpoch,
     ) -> Result<(LeaderEpoch, Offset), SourceError>;
     /// Whether a fetch from `node` can answer a [`PartitionData::diverging_epoch`] — Kafka's
     /// Fetch v12+ (Kafka 2.7+), which carries [`PartitionFetch::last_fetched_epoch`]. When it

@@ -9,7 +9,7 @@
 use crate::common;
 
 use common::{Hooks, assert_mirroring_at, hooked_world, log_bytes, orders, produce_to};
-use mirrorlog_engine::log::LeaderOrigin;
+use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, ReplicaOrigin};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
 use mirrorlog_mirror::manager::MirrorConfig;
 use mirrorlog_mirror::source::SourceCluster;
@@ -125,4 +125,73 @@ fn a_fetch_in_an_old_epoch_is_fenced_and_asked_again_in_the_new_one() {
     assert!(w.mirror.fetch_round(0) > 0);
     assert_mirroring_at(&w.mirror, Offset(5));
     assert_eq!(*sent.lock(), [0, 0, 1], "the epochs the fetches carried");
+}
+
+/// A source below Fetch v12 is asked where an epoch ends (OffsetForLeaderEpoch) before a
+/// partition whose leader changed is fetched, and that question is fenced as a fetch is. Node
+/// 1, which the metadata names leader in epoch 2, is still in epoch 1, which it won uncleanly
+/// (its log cut back to 3 and written there; the cluster has since elected again, in epoch 2,
+/// a log that holds 0..5 of epoch 0). Asked without the epoch, it answered from its own log
+/// that epoch 0 ends at 3, below the destination's 5: the partition FAILED (no unclean-election
+/// support) for records epoch 2's log holds. Asked in epoch 2, it answers UNKNOWN_LEADER_EPOCH;
+/// once it leads in epoch 2 with the cluster's log, nothing diverged.
+#[test]
+fn a_node_behind_the_metadata_epoch_does_not_say_where_an_epoch_ends() {
+    let named = Arc::new(AtomicI32::new(0));
+    let n = named.clone();
+    let w = hooked_world(
+        1,
+        MirrorConfig::new("m"),
+        Hooks {
+            below_fetch_v12: true,
+            metadata: Some(Box::new(move |md| {
+                for p in md.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+                    p.leader_epoch = LeaderEpoch(n.load(Ordering::Relaxed));
+                }
+            })),
+            ..Hooks::default()
+        },
+    );
+    produce_to(&w.src, &orders(0), b"kept", 2);
+    w.mirror.fetch_round(0);
+    w.mirror.fetch_round(0);
+    assert_mirroring_at(&w.mirror, Offset(5));
+    let h = w.src.get(&orders(0)).unwrap();
+    let kept = {
+        let log = h.read();
+        log.read(Offset(3), u32::MAX >> 1, FetchIsolation::LogEnd, true)
+            .unwrap()
+            .records
+            .unwrap()
+            .slice
+            .read_all()
+            .unwrap()
+    };
+
+    h.write().truncate_to(Offset(3)).unwrap();
+    leads_in_epoch(&w, 1, 1);
+    named.store(2, Ordering::Relaxed);
+    w.mirror.sync().unwrap();
+    for _ in 0..4 {
+        w.mirror.fetch_round(0);
+        w.clock.advance(1_000);
+    }
+    assert_mirroring_at(&w.mirror, Offset(5));
+    assert!(w.mirror.describe()[0].failure.is_none());
+
+    // Node 1 takes the cluster's log (a follower's truncation and fetch), then leads in epoch 2.
+    {
+        let mut log = h.write();
+        log.truncate_to(Offset(3)).unwrap();
+        log.append_as_follower(kept, ReplicaOrigin::Replication)
+            .unwrap();
+    }
+    leads_in_epoch(&w, 2, 1);
+    common::catch_up(&w.mirror);
+    assert_mirroring_at(&w.mirror, Offset(7));
+    assert_eq!(
+        log_bytes(&w.dst.get(&orders(0)).unwrap()),
+        log_bytes(&h),
+        "the destination holds the source's log of epoch 2"
+    );
 }

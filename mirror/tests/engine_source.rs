@@ -449,7 +449,9 @@ fn unclean_election_makes_the_next_fetch_answer_a_diverging_epoch() {
     assert!(p.records.is_empty());
     assert_eq!(p.high_watermark, Offset(8));
     assert_eq!(
-        f.src.end_offset_for_epoch("t", 0, LeaderEpoch(1)).unwrap(),
+        f.src
+            .end_offset_for_epoch("t", 0, LeaderEpoch(1), LeaderEpoch::NONE)
+            .unwrap(),
         (LeaderEpoch(0), Offset(5))
     );
 
@@ -553,16 +555,41 @@ fn end_offset_for_epoch_is_the_epoch_cache_answer() {
     create(&f.src, "t", 1, 1);
     produce(&f.src, "t", 0, 1, 3, 10); // epoch 1: 0..=2
     produce(&f.src, "t", 0, 4, 3, 20); // epoch 4: 3..=5
-    let eo = |e| f.src.end_offset_for_epoch("t", 0, LeaderEpoch(e)).unwrap();
+    let eo = |e| {
+        f.src
+            .end_offset_for_epoch("t", 0, LeaderEpoch(e), LeaderEpoch::NONE)
+            .unwrap()
+    };
     assert_eq!(eo(1), (LeaderEpoch(1), Offset(3)));
     assert_eq!(eo(2), (LeaderEpoch(1), Offset(3)));
     assert_eq!(eo(4), (LeaderEpoch(4), Offset(6)));
     assert_eq!(eo(0), (LeaderEpoch(0), Offset(0)));
     assert_eq!(eo(5), (LeaderEpoch(-1), Offset(-1)));
     assert!(matches!(
-        f.src.end_offset_for_epoch("nope", 0, LeaderEpoch(1)),
+        f.src
+            .end_offset_for_epoch("nope", 0, LeaderEpoch(1), LeaderEpoch::NONE),
         Err(SourceError::Kafka { code: 3, .. })
     ));
+}
+
+#[test]
+fn end_offset_for_epoch_checks_the_current_leader_epoch() {
+    let f = fixture();
+    create(&f.src, "t", 1, 1);
+    produce(&f.src, "t", 0, 1, 3, 10); // epoch 1: 0..=2
+    produce(&f.src, "t", 0, 4, 3, 20); // epoch 4 (the leader's): 3..=5
+    let asked_in = |current| {
+        f.src
+            .end_offset_for_epoch("t", 0, LeaderEpoch(1), LeaderEpoch(current))
+            .map_err(|e| match e {
+                SourceError::Kafka { code, .. } => code,
+                e => panic!("{e}"),
+            })
+    };
+    assert_eq!(asked_in(4), Ok((LeaderEpoch(1), Offset(3))));
+    assert_eq!(asked_in(-1), Ok((LeaderEpoch(1), Offset(3))));
+    assert_eq!(asked_in(3), Err(codes::FENCED_LEADER_EPOCH));
+    assert_eq!(asked_in(5), Err(codes::UNKNOWN_LEADER_EPOCH));
 }
 
 #[test]

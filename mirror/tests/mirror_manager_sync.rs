@@ -118,8 +118,10 @@ impl SourceCluster for Flaky {
         topic: &str,
         partition: i32,
         epoch: LeaderEpoch,
+        current_leader_epoch: LeaderEpoch,
     ) -> Result<(LeaderEpoch, Offset), SourceError> {
-        self.inner.end_offset_for_epoch(topic, partition, epoch)
+        self.inner
+            .end_offset_for_epoch(topic, partition, epoch, current_leader_epoch)
     }
     fn topic_configs(&self, topic: &str) -> Result<Vec<(String, String)>, SourceError> {
         self.inner.topic_configs(topic)

@@ -58,8 +58,10 @@ impl SourceCluster for KafkaLikeOor {
         topic: &str,
         partition: i32,
         epoch: LeaderEpoch,
+        current_leader_epoch: LeaderEpoch,
     ) -> Result<(LeaderEpoch, Offset), SourceError> {
-        self.0.end_offset_for_epoch(topic, partition, epoch)
+        self.0
+            .end_offset_for_epoch(topic, partition, epoch, current_leader_epoch)
     }
     fn topic_configs(&self, topic: &str) -> Result<Vec<(String, String)>, SourceError> {
         self.0.topic_configs(topic)

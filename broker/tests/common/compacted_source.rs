@@ -61,8 +61,10 @@ impl SourceCluster for CompactedSource {
         topic: &str,
         partition: i32,
         epoch: LeaderEpoch,
+        current_leader_epoch: LeaderEpoch,
     ) -> Result<(LeaderEpoch, Offset), SourceError> {
-        self.inner.end_offset_for_epoch(topic, partition, epoch)
+        self.inner
+            .end_offset_for_epoch(topic, partition, epoch, current_leader_epoch)
     }
     fn topic_configs(&self, topic: &str) -> Result<Vec<(String, String)>, SourceError> {
         let mut configs = self.inner.topic_configs(topic)?;

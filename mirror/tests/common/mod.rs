@@ -398,6 +398,7 @@ macro_rules! no_data_path {
             _: &str,
             _: i32,
             _: mirrorlog_index::LeaderEpoch,
+            _: mirrorlog_index::LeaderEpoch,
         ) -> Result<
             (mirrorlog_index::LeaderEpoch, mirrorlog_index::Offset),
             mirrorlog_mirror::source::SourceError,
@@ -726,11 +727,14 @@ impl mirrorlog_mirror::source::SourceCluster for Hooked {
         topic: &str,
         partition: i32,
         epoch: mirrorlog_index::LeaderEpoch,
+        current_leader_epoch: mirrorlog_index::LeaderEpoch,
     ) -> Result<
         (mirrorlog_index::LeaderEpoch, mirrorlog_index::Offset),
         mirrorlog_mirror::source::SourceError,
     > {
-        let r = self.inner.end_offset_for_epoch(topic, partition, epoch);
+        let r = self
+            .inner
+            .end_offset_for_epoch(topic, partition, epoch, current_leader_epoch);
         if let (Ok(_), Some(n)) = (&r, &self.hooks.epoch_questions) {
             n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }

@@ -40,6 +40,15 @@ fn leads_in_epoch(w: &common::HookedWorld, epoch: i32, batches: usize) {
     log.update_high_watermark(leo);
 }
 
+/// A metadata hook naming every partition's leader in the epoch `named` holds.
+fn names_epoch(named: Arc<AtomicI32>) -> common::MetadataHook {
+    Box::new(move |md| {
+        for p in md.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+            p.leader_epoch = LeaderEpoch(named.load(Ordering::Relaxed));
+        }
+    })
+}
+
 /// The source's metadata names node 1 in epoch 1 while node 1 itself is still in epoch 0 and
 /// writes on there (records 3..5, which epoch 1's log will not hold). Asked with epoch 1, it
 /// answers UNKNOWN_LEADER_EPOCH: nothing is appended, the partition is not failed, and once
@@ -47,16 +56,11 @@ fn leads_in_epoch(w: &common::HookedWorld, epoch: i32, batches: usize) {
 #[test]
 fn a_node_behind_the_epoch_the_metadata_names_is_not_copied() {
     let named = Arc::new(AtomicI32::new(0));
-    let n = named.clone();
     let w = hooked_world(
         1,
         MirrorConfig::new("m"),
         Hooks {
-            metadata: Some(Box::new(move |md| {
-                for p in md.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
-                    p.leader_epoch = LeaderEpoch(n.load(Ordering::Relaxed));
-                }
-            })),
+            metadata: Some(names_epoch(named.clone())),
             ..Hooks::default()
         },
     );
@@ -138,17 +142,12 @@ fn a_fetch_in_an_old_epoch_is_fenced_and_asked_again_in_the_new_one() {
 #[test]
 fn a_node_behind_the_metadata_epoch_does_not_say_where_an_epoch_ends() {
     let named = Arc::new(AtomicI32::new(0));
-    let n = named.clone();
     let w = hooked_world(
         1,
         MirrorConfig::new("m"),
         Hooks {
             below_fetch_v12: true,
-            metadata: Some(Box::new(move |md| {
-                for p in md.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
-                    p.leader_epoch = LeaderEpoch(n.load(Ordering::Relaxed));
-                }
-            })),
+            metadata: Some(names_epoch(named.clone())),
             ..Hooks::default()
         },
     );

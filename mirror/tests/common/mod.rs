@@ -541,16 +541,24 @@ pub fn all_failed(
         partitions: request
             .partitions
             .iter()
-            .map(|p| mirrorlog_mirror::source::PartitionData {
-                topic: p.topic.clone(),
-                partition: p.partition,
-                error,
-                high_watermark: mirrorlog_index::Offset(-1),
-                log_start_offset: mirrorlog_index::Offset(-1),
-                diverging_epoch: None,
-                records: Default::default(),
-            })
+            .map(|p| failed(p, error))
             .collect(),
+    }
+}
+
+/// The answer for `p` failed with `error`, its offsets unknown (−1).
+fn failed(
+    p: &mirrorlog_mirror::source::PartitionFetch,
+    error: i16,
+) -> mirrorlog_mirror::source::PartitionData {
+    mirrorlog_mirror::source::PartitionData {
+        topic: p.topic.clone(),
+        partition: p.partition,
+        error,
+        high_watermark: mirrorlog_index::Offset(-1),
+        log_start_offset: mirrorlog_index::Offset(-1),
+        diverging_epoch: None,
+        records: Default::default(),
     }
 }
 
@@ -586,15 +594,7 @@ pub fn fetch_as_leader_in(
         .iter()
         .map(|p| match fenced(p) {
             None => answered.next().expect("one answer per partition asked"),
-            Some(error) => mirrorlog_mirror::source::PartitionData {
-                topic: p.topic.clone(),
-                partition: p.partition,
-                error,
-                high_watermark: mirrorlog_index::Offset(-1),
-                log_start_offset: mirrorlog_index::Offset(-1),
-                diverging_epoch: None,
-                records: Default::default(),
-            },
+            Some(error) => failed(p, error),
         })
         .collect();
     Ok(mirrorlog_mirror::source::FetchResponse {

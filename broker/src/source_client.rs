@@ -24,7 +24,7 @@
 //! | Metadata | 1–12 | cluster id v2+, leader epochs v7+, topic ids v10+, no auto-creation v4+ |
 //! | Fetch | 4–16 | log start v5+, current leader epoch v9+, `LastFetchedEpoch`/`DivergingEpoch` v12+, topic ids v13+ |
 //! | ListOffsets | 1–8 | leader epoch of the offset v4+ |
-//! | OffsetForLeaderEpoch | 2–4 | current leader epoch (all versions; `FENCED_LEADER_EPOCH` is not retried with it), consumer replica id (−1) v3+ |
+//! | OffsetForLeaderEpoch | 2–4 | current leader epoch (all versions; `FENCED_LEADER_EPOCH` and `UNKNOWN_LEADER_EPOCH` are the caller's to handle, not retried), consumer replica id (−1) v3+ |
 //! | DescribeConfigs | 1–4 | |
 //! | ListGroups | 0–5 | state v4+, type v5+ |
 //! | FindCoordinator | 0–6 | batched keys v4+ |
@@ -1327,9 +1327,17 @@ impl KafkaSource {
             };
             match self.with_node(leader, Lane::Control, &addr, &mut f) {
                 Ok((0, r)) => Ok(Step::Done(r)),
-                // The caller's leader epoch is older than the leader's: asked again, it would be
-                // fenced again. Only the caller, with newer metadata, can ask in the new epoch.
-                Ok((FENCED_LEADER_EPOCH, _)) => Err(kafka_error(FENCED_LEADER_EPOCH, None)),
+                // Answers to the caller's leader epoch (only a request naming one gets them):
+                // older than the leader's, asked again it would be fenced again, and only the
+                // caller, with newer metadata, can ask in the new epoch; newer, the node has not
+                // caught up (or no longer leads), and the caller backs off, as Kafka's fetchers
+                // do, rather than this call retrying in place.
+                Ok((code @ (FENCED_LEADER_EPOCH | UNKNOWN_LEADER_EPOCH), _)) => {
+                    if code == UNKNOWN_LEADER_EPOCH {
+                        self.forget_leader(topic, partition);
+                    }
+                    Err(kafka_error(code, None))
+                }
                 Ok((code, _)) if is_stale_leader_error(code) => {
                     self.forget_leader(topic, partition);
                     Ok(Step::Retry(kafka_error(code, None)))

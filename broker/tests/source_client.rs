@@ -713,9 +713,9 @@ fn end_offset_for_epoch_matches_the_source_epoch_cache() {
             .unwrap(),
         (LeaderEpoch(2), Offset(5))
     );
-    // Asked in the leader's epoch (5), it answers; in an older one it is fenced at once (asked
-    // again in that epoch, it would be fenced again); in a newer one, which the node has not
-    // heard of, it answers UNKNOWN_LEADER_EPOCH once the retries are spent.
+    // Asked in the leader's epoch (5), it answers; in an older one it is fenced (asked again in
+    // that epoch, it would be fenced again); in a newer one, which the node has not heard of,
+    // it answers UNKNOWN_LEADER_EPOCH. Neither is retried: the caller backs off.
     assert_eq!(
         source
             .end_offset_for_epoch("e", 0, LeaderEpoch(2), LeaderEpoch(5))

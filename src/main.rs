@@ -49,7 +49,8 @@ enum Command {
     ///
     /// Nothing is opened writable. The exit status is 1 when a file is corrupt or an entry
     /// disagrees with the log, after everything readable was printed; each problem goes to
-    /// stderr naming its file and position.
+    /// stderr naming its file and position. A reader that stops early (`| head`) ends it
+    /// silently by SIGPIPE, as it ends a C tool (status 141 in the shell).
     #[command(verbatim_doc_comment, after_long_help = dump::JSON_HELP)]
     Dump {
         /// A partition directory, or a `.log`, `.index`, `.timeindex`, `.txnindex`, `.snapshot`,
@@ -109,6 +110,7 @@ fn run(cli: Cli, loggers: std::sync::Arc<mirrorlog_broker::loggers::Loggers>) ->
             json,
             records,
         } => {
+            dump_dies_of_a_closed_stdout();
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let problems = dump::dump_path(&path, dump::DumpOptions { json, records }, &mut out)?;
@@ -122,6 +124,21 @@ fn run(cli: Cli, loggers: std::sync::Arc<mirrorlog_broker::loggers::Loggers>) ->
                 ExitCode::FAILURE
             })
         }
+    }
+}
+
+/// `dump` writes to stdout like `cat`, so it ends as a C tool does when its reader goes away
+/// (`mirrorlog dump FILE | head`): killed by SIGPIPE, silently, the shell's status 141 (128 +
+/// 13). Rust starts every program with SIGPIPE ignored, so the write failed with `EPIPE`
+/// instead and `dump` ended with "error: Broken pipe" and status 1 — the status that says the
+/// file is corrupt. Only `dump` restores the default: `serve` must go on ignoring SIGPIPE, a
+/// client that disconnects being an error on one connection, not the end of the broker.
+fn dump_dies_of_a_closed_stdout() {
+    // SAFETY: `signal` with `SIG_DFL` installs no handler of ours (nothing runs in signal
+    // context); the disposition is process-wide, set before any output, and `dump` starts no
+    // thread that relies on SIGPIPE being ignored.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

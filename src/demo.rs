@@ -32,6 +32,30 @@ use std::time::{Duration, Instant};
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 3;
 const GROUP: &str = "billing";
+/// The codecs step 3 writes, each in its own batches; its title names them.
+const CODECS: [Compression; 5] = [
+    Compression::None,
+    Compression::Lz4,
+    Compression::Zstd,
+    Compression::Snappy,
+    Compression::Gzip,
+];
+
+/// Step 3's title: the codecs written ("plain" for none), then the transactions.
+fn produce_step_title() -> String {
+    let names: Vec<&str> = CODECS
+        .iter()
+        .map(|c| match c {
+            Compression::None => "plain",
+            c => c.name(),
+        })
+        .collect();
+    let (last, rest) = names.split_last().expect("codecs");
+    format!(
+        "producing {} and {last} data and two transactions to the source; group \"{GROUP}\" commits",
+        rest.join(", ")
+    )
+}
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -134,22 +158,13 @@ pub fn run() -> Result<()> {
         dirs.1.path().display()
     );
 
-    step(
-        3,
-        "producing plain, lz4, zstd and transactional data to the source; group \"billing\" commits",
-    );
+    step(3, &produce_step_title());
     let src_addr = source.addr.to_string();
     let mut c = Client::connect(&src_addr)?;
     c.create_topic(TOPIC, PARTITIONS, &[("retention.ms", "-1")])?;
     let mut produced_bytes = 0u64;
     let mut n = 0u64;
-    for codec in [
-        Compression::None,
-        Compression::Lz4,
-        Compression::Zstd,
-        Compression::Snappy,
-        Compression::Gzip,
-    ] {
+    for codec in CODECS {
         for p in 0..PARTITIONS {
             for _ in 0..20 {
                 let b = batch(20, codec, codec.name(), n);
@@ -193,8 +208,9 @@ pub fn run() -> Result<()> {
     }
     c.commit_offsets(GROUP, TOPIC, &[(0, 150, -1), (1, 200, -1), (2, 250, -1)])?;
     println!(
-        "      {n} records ({:.1} MB) in 5 codecs, 2 transactions (1 committed, 1 aborted)",
-        produced_bytes as f64 / 1e6
+        "      {n} records ({:.1} MB) in {} codecs, 2 transactions (1 committed, 1 aborted)",
+        produced_bytes as f64 / 1e6,
+        CODECS.len()
     );
 
     step(
@@ -241,7 +257,8 @@ pub fn run() -> Result<()> {
         })
     };
     // Lag as an operator would compute it: the source's high watermark minus the destination's
-    // log end, summed over partitions (both brokers are in this process).
+    // log end, summed over partitions (both brokers are in this process). Both are offsets, so
+    // the lag counts transaction markers too, not only records.
     let source_lag = |st: &[mirrorlog_mirror::manager::PartitionStatus]| -> i64 {
         st.iter()
             .map(|s| {
@@ -266,7 +283,7 @@ pub fn run() -> Result<()> {
             bail!("mirror partitions failed: {failed:?}");
         }
         println!(
-            "      {:>5.1}s  state {:<10} mirrored {:>7} records  lag {:>6}",
+            "      {:>5.1}s  state {:<10} log end {:>7}  lag {:>6} offsets",
             mirror_started.elapsed().as_secs_f64(),
             st.first().map_or("-", |s| s.state.name()),
             mirrored,
@@ -428,7 +445,7 @@ pub fn run() -> Result<()> {
         caught_up.as_secs_f64(),
         produced_bytes as f64 / 1e6 / caught_up.as_secs_f64().max(1e-3)
     );
-    println!("      max lag observed           {max_lag} records");
+    println!("      max lag observed           {max_lag} offsets (records and markers)");
     println!("      failover (stop) time       {failover_ms} ms");
     println!("      records lost or changed    0 (verified byte for byte)");
     println!(

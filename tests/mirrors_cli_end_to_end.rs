@@ -66,6 +66,23 @@ fn an_operator_runs_a_mirror_end_to_end_with_the_cli() {
         d,
         &args(&create("east", "mirror.metadata.refresh.interval.ms=200")),
     );
+    // Every setting is described with its effective value, the source client's left at their
+    // defaults too, as Kafka's DescribeConfigs lists defaults.
+    let described: Value =
+        serde_json::from_str(&ok(d, &["--describe", "--mirror", "east", "--json"])).unwrap();
+    let configs = &described["mirrors"][0]["configs"];
+    for (key, value) in [
+        ("mirror.metadata.refresh.interval.ms", "200"),
+        ("mirror.num.replica.fetchers", "1"),
+        ("bootstrap.servers", src.addr.as_str()),
+        ("client.id", "mirrorlog-mirror"),
+        ("request.timeout.ms", "30000"),
+        ("socket.connection.setup.timeout.ms", "10000"),
+        ("retry.backoff.ms", "100"),
+        ("retry.backoff.max.ms", "1000"),
+    ] {
+        assert_eq!(configs[key], value, "{key} in {configs}");
+    }
     fails_with(
         d,
         &args(&create("east", "")),

@@ -73,6 +73,25 @@ pub const SOURCE_KEYS: &[&str] = &[
     "retry.backoff.max.ms",
 ];
 
+/// Every [`SOURCE_KEYS`] setting of `source` with its effective value (a default too), in that
+/// order, as [`parse_mirror_configs`] reads them: what DescribeClusterMirrors lists, as Kafka's
+/// DescribeConfigs lists a setting left at its default.
+pub fn source_config_entries(source: &KafkaSourceConfig) -> Vec<(String, String)> {
+    let values = [
+        source.bootstrap_servers.join(","),
+        source.client_id.clone(),
+        source.request_timeout_ms.to_string(),
+        source.connect_timeout_ms.to_string(),
+        source.retry_backoff_ms.to_string(),
+        source.retry_backoff_max_ms.to_string(),
+    ];
+    SOURCE_KEYS
+        .iter()
+        .zip(values)
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
 /// Builds a mirror's settings and its source client's from `configs` (key → value).
 ///
 /// # Errors
@@ -1071,5 +1090,35 @@ mod tests {
         let e =
             parse_mirror_configs("m", &configs(&[("bootstrap.servers", "nohost")])).unwrap_err();
         assert!(e.contains("bootstrap.servers"), "{e}");
+    }
+
+    #[test]
+    fn source_config_entries_name_every_source_key_and_read_back() {
+        let set = configs(&[
+            ("bootstrap.servers", "a:1,b:2"),
+            ("client.id", "mm"),
+            ("request.timeout.ms", "5000"),
+            ("socket.connection.setup.timeout.ms", "2000"),
+            ("retry.backoff.ms", "7"),
+            ("retry.backoff.max.ms", "70"),
+        ]);
+        let (_, source) = parse_mirror_configs("m", &set).unwrap();
+        let entries = source_config_entries(&source);
+        let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, SOURCE_KEYS);
+        assert_eq!(entries.into_iter().collect::<BTreeMap<_, _>>(), set);
+        // Unset: the defaults.
+        let (_, source) =
+            parse_mirror_configs("m", &configs(&[("bootstrap.servers", "a:1")])).unwrap();
+        assert_eq!(
+            source_config_entries(&source)[1..],
+            [
+                ("client.id".to_string(), "mirrorlog-mirror".to_string()),
+                ("request.timeout.ms".into(), "30000".into()),
+                ("socket.connection.setup.timeout.ms".into(), "10000".into()),
+                ("retry.backoff.ms".into(), "100".into()),
+                ("retry.backoff.max.ms".into(), "1000".into()),
+            ]
+        );
     }
 }

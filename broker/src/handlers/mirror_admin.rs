@@ -48,7 +48,7 @@
 use crate::broker::Broker;
 use crate::errors::MirrorErrorCode as M;
 use crate::mirror_rpc::*;
-use crate::mirrors::MirrorsError;
+use crate::mirrors::{MirrorsError, parse_mirror_configs, source_config_entries};
 use kafka_protocol::ResponseError as E;
 use mirrorlog_index::ErrorChain;
 use mirrorlog_mirror::manager::{MirrorError, MirrorManager, PartitionStatus, compile_patterns};
@@ -306,6 +306,21 @@ fn describe_mirror(b: &Broker, m: &MirrorManager) -> MirrorDescription {
         name: "mirror.topics.exclude".into(),
         value: Some(exc.join(",")),
     });
+    // The source client's settings, each with its effective value (a default too, as Kafka's
+    // DescribeConfigs lists them), read from what the mirror was created with; an in-process
+    // mirror (nothing stored) has no Kafka source client to describe.
+    if !stored.is_empty()
+        && let Ok((_, source)) = parse_mirror_configs(m.name(), &stored)
+    {
+        configs.extend(
+            source_config_entries(&source)
+                .into_iter()
+                .map(|(name, v)| ConfigEntry {
+                    name,
+                    value: Some(v),
+                }),
+        );
+    }
     for (k, v) in stored {
         if !configs.iter().any(|c| c.name == k) {
             configs.push(ConfigEntry {

@@ -87,8 +87,8 @@ pub mod attr {
     pub const CONTROL: i16 = 0x20;
     /// Bit 6: `baseTimestamp` holds the delete horizon (compaction).
     pub const DELETE_HORIZON: i16 = 0x40;
-    /// Every bit Kafka defines; the rest are never set by Kafka and are rejected.
-    pub const KNOWN: i16 = 0x7f;
+    // Bits 7–15 Kafka defines none of, and checks none of: a batch with one set is appended
+    // and served as it came (its CRC covers them), and so it is here.
 }
 
 /// How a batch's timestamps were assigned.
@@ -455,7 +455,7 @@ impl RecordBatch {
     }
 
     /// Checks the batch as Kafka's `ensureValid` does (size, CRC32C over attributes..end) plus
-    /// the header sanity a broker relies on: magic 2, known attribute bits and codec,
+    /// the header sanity a broker relies on: magic 2, a known codec,
     /// `lastOffsetDelta`/`recordsCount` consistent, no offset overflow, and for a control batch
     /// the absence of compression. The first problem found is returned.
     ///
@@ -498,15 +498,8 @@ impl RecordBatch {
         if self.magic() != MAGIC_V2 {
             return Err(BatchError::invalid(p, "magic", "2", self.magic()));
         }
-        let attributes = self.attributes();
-        if attributes & !attr::KNOWN != 0 {
-            return Err(BatchError::invalid(
-                p,
-                "attributes",
-                "only bits 0-6 set",
-                format!("{:#06x}", attributes as u16),
-            ));
-        }
+        // Attribute bits 7–15 are not checked, as Kafka's `ensureValid` and `LogValidator` check
+        // none of them (see `attr`).
         let codec = self.compression()?;
         let count = self.records_count();
         if count < 0 {

@@ -854,3 +854,36 @@ fn try_each_yields_what_the_iterator_yields_and_stops_at_the_first_error() {
         assert_eq!(calls, 2);
     }
 }
+
+/// Kafka defines no attribute bit above 6 and checks none (`ensureValid`: size and CRC;
+/// `LogValidator`: no attribute bit), so a batch with bits 7–15 set is valid as it came, its
+/// codec and flags read from bits 0–6; the CRC still covers them.
+#[test]
+fn attribute_bits_kafka_defines_none_of_are_accepted_and_covered_by_the_crc() {
+    for codec in CODECS {
+        let mut bytes = simple_batch(codec).as_bytes().to_vec();
+        let attributes =
+            i16::from_be_bytes([bytes[field::ATTRIBUTES], bytes[field::ATTRIBUTES + 1]])
+                | 0x0080
+                | i16::MIN;
+        bytes[field::ATTRIBUTES..field::ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
+        let mut flipped = bytes.clone();
+        BatchHeaderMut::new(&mut bytes).unwrap().update_crc();
+        let b = RecordBatch::new(bytes.into()).unwrap();
+        assert_eq!(b.validate(), Ok(()), "{codec}");
+        assert_eq!(b.validate_stored(), Ok(()), "{codec}");
+        assert_eq!(b.attributes(), attributes);
+        assert_eq!(b.compression(), Ok(codec));
+        assert!(!b.is_transactional() && !b.is_control());
+        assert_eq!(b.records().unwrap().count(), 3, "{codec}");
+        // Set without the CRC updated: the CRC finds it.
+        flipped[field::CRC..field::CRC + 4].copy_from_slice(&b.crc().to_be_bytes());
+        flipped[field::ATTRIBUTES] ^= 0x01;
+        let f = RecordBatch::new(flipped.into()).unwrap();
+        assert!(
+            matches!(f.validate(), Err(BatchError::CrcMismatch { .. })),
+            "{codec}: {:?}",
+            f.validate()
+        );
+    }
+}

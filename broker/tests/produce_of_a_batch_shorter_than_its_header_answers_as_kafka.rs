@@ -6,8 +6,10 @@
 //! bytes; a transactional one with a producer id under 57) throws `IndexOutOfBoundsException`
 //! out of the handler, failing the whole request `UNKNOWN_SERVER_ERROR` with nothing appended.
 //! A longer one reaches the log, whose CRC check (`isValid`, false below the header's size)
-//! answers its partition `CORRUPT_MESSAGE`. mirrorlog answered every such batch its partition's
-//! `CORRUPT_MESSAGE` and appended the others.
+//! answers its partition `CORRUPT_MESSAGE` — unless its base offset is not 0, which
+//! `analyzeAndValidateRecords` checks first (`INVALID_RECORD`). mirrorlog answered every such
+//! batch its partition's `CORRUPT_MESSAGE` and appended the others, and then still answered
+//! `CORRUPT_MESSAGE` for one whose base offset was not 0.
 
 use crate::common;
 
@@ -22,6 +24,7 @@ use mirrorlog_broker::running::RunningBroker;
 
 const UNKNOWN: i16 = ResponseError::UnknownServerError.code();
 const CORRUPT: i16 = ResponseError::CorruptMessage.code();
+const INVALID_RECORD: i16 = ResponseError::InvalidRecord.code();
 
 /// The first `size` bytes of `records`, its length field saying so.
 fn cut(records: Bytes, size: usize) -> Bytes {
@@ -84,6 +87,24 @@ fn a_batch_cut_before_its_producer_id_fails_the_whole_request() {
         );
     }
     assert_eq!((log_end(&running, 0), log_end(&running, 1)), (3, 0));
+    // Its base offset is checked before its CRC.
+    for size in [51, 56, 60] {
+        let mut at_5 = batch(b"v").to_vec();
+        at_5[..8].copy_from_slice(&5i64.to_be_bytes());
+        let r = request(
+            1,
+            vec![
+                ("t", 0, Some(batch(b"a"))),
+                ("t", 1, Some(cut(Bytes::from(at_5), size))),
+            ],
+        );
+        assert_eq!(
+            answered(&send(running.addr, 9, &r)),
+            vec![t(0, 0), t(1, INVALID_RECORD)],
+            "{size} bytes, base offset 5"
+        );
+    }
+    assert_eq!((log_end(&running, 0), log_end(&running, 1)), (6, 0));
     running.shutdown().unwrap();
 }
 

@@ -2,7 +2,10 @@
 //! `INVALID_RECORD`) and size (`max.message.bytes`, else `MESSAGE_TOO_LARGE`) before its CRC,
 //! and `LogValidator` the rest after. mirrorlog checked the CRC first and the size last, so a
 //! batch both too large and corrupt was `CORRUPT_MESSAGE` — retriable: the producer resent it
-//! as it was rather than splitting it — and a too-large control batch `INVALID_RECORD`.
+//! as it was rather than splitting it — and a too-large control batch `INVALID_RECORD`. A batch
+//! cut short of the 61-byte v2 header (Kafka's iterator frames one from a length of 14) went
+//! without the base offset check, so one not at 0 was `CORRUPT_MESSAGE` where Kafka answers
+//! `INVALID_RECORD`.
 
 use crate::common;
 
@@ -11,7 +14,7 @@ use common::*;
 use mirrorlog_engine::error::EngineError;
 use mirrorlog_engine::log::{LeaderOrigin, Shutdown};
 use mirrorlog_index::LeaderEpoch;
-use mirrorlog_segment::batch::{compute_crc, field};
+use mirrorlog_segment::batch::{LOG_OVERHEAD, compute_crc, field};
 
 /// `batch` with `at..at + bytes.len()` replaced, then its CRC recomputed when `fix_crc`.
 fn patched(batch: &Bytes, at: usize, bytes: &[u8], fix_crc: bool) -> Bytes {
@@ -21,6 +24,15 @@ fn patched(batch: &Bytes, at: usize, bytes: &[u8], fix_crc: bool) -> Bytes {
         let crc = compute_crc(&b);
         b[field::CRC..field::CRC + 4].copy_from_slice(&crc.to_be_bytes());
     }
+    Bytes::from(b)
+}
+
+/// The first `size` bytes of `batch`, its length field saying so (shorter than the v2 header,
+/// Kafka's iterator still frames it from a length of 14).
+fn cut(batch: &Bytes, size: usize) -> Bytes {
+    let length = (size - LOG_OVERHEAD) as i32;
+    let mut b = batch[..size].to_vec();
+    b[field::BATCH_LENGTH..field::BATCH_LENGTH + 4].copy_from_slice(&length.to_be_bytes());
     Bytes::from(b)
 }
 
@@ -58,6 +70,29 @@ fn base_offset_and_size_come_before_the_crc_and_the_validator() {
         ("too large, corrupt", corrupt(&big), "MESSAGE_TOO_LARGE"),
         ("too large, a control batch", control, "MESSAGE_TOO_LARGE"),
         ("within bounds, corrupt", corrupt(&one), "CORRUPT_MESSAGE"),
+        // Cut short of the 61-byte header: Kafka's CRC check (`isValid`) fails it, after the
+        // base offset check.
+        (
+            "cut to 55 bytes, base offset 5",
+            cut(
+                &patched(&one, field::BASE_OFFSET, &5i64.to_be_bytes(), false),
+                55,
+            ),
+            "INVALID_RECORD",
+        ),
+        (
+            "cut to 55 bytes, base offset 0",
+            cut(&one, 55),
+            "CORRUPT_MESSAGE",
+        ),
+        (
+            "cut to 26 bytes, base offset 5",
+            cut(
+                &patched(&one, field::BASE_OFFSET, &5i64.to_be_bytes(), false),
+                26,
+            ),
+            "INVALID_RECORD",
+        ),
     ];
     assert!(big.len() > 200 && one.len() < 200);
     for (case, batch, expected) in cases {

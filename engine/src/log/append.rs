@@ -25,6 +25,7 @@ use crate::error::{EngineError, EngineResult, FlaggedRecord, OutOfRangeRecord};
 use crate::producer_state::{AppendOrigin, BatchInfo, ProducerStateError, Transition};
 use bytes::{Bytes, BytesMut};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
+use mirrorlog_segment::batch::legacy::RECORD_OVERHEAD_V0;
 use mirrorlog_segment::batch::{Batches, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, field};
 use mirrorlog_segment::{
     BatchBuilder, BatchError, BatchHeaderMut, Compression, RecordBatch, TimestampType,
@@ -118,7 +119,7 @@ impl PartitionLog {
         if (origin.is_client() || origin == LeaderOrigin::TxnMarker) && self.config.read_only {
             return Err(EngineError::ReadOnly(self.name.clone()));
         }
-        if origin.is_client() && is_one_whole_batch(&records) {
+        if origin.is_client() && frames_as_one_batch(&records) {
             self.precheck_client_batch(&records)?;
         }
         let mut batch = single_batch(records).map_err(|e| match origin.is_client() {
@@ -261,10 +262,11 @@ impl PartitionLog {
     }
 
     /// The client checks Kafka's `UnifiedLog.analyzeAndValidateRecords` makes before the CRC
-    /// pass, in its order, on the bytes of one whole batch: base offset 0 (`INVALID_RECORD`),
-    /// then at most `max.message.bytes` (`MESSAGE_TOO_LARGE`). Made after the CRC, they answered
+    /// pass, in its order, on the bytes of one batch as Kafka frames it (shorter than the v2
+    /// header too, [`frames_as_one_batch`]): base offset 0 (`INVALID_RECORD`), then at most
+    /// `max.message.bytes` (`MESSAGE_TOO_LARGE`). Made after the CRC, they answered
     /// `CORRUPT_MESSAGE` — retriable — for a batch that was also too large, which a producer
-    /// resent unchanged rather than splitting it.
+    /// resent unchanged rather than splitting it, and for one cut short of the v2 header.
     fn precheck_client_batch(&self, records: &[u8]) -> EngineResult<()> {
         let base = i64::from_be_bytes(
             records[field::BASE_OFFSET..field::BASE_OFFSET + 8]
@@ -794,7 +796,15 @@ fn single_batch(records: Bytes) -> EngineResult<RecordBatch> {
 /// Whether `records` are exactly one whole v2 batch by its header's length (the only buffer
 /// [`single_batch`] accepts; nothing else is checked).
 fn is_one_whole_batch(records: &[u8]) -> bool {
-    records.len() >= RECORD_BATCH_OVERHEAD
+    records.len() >= RECORD_BATCH_OVERHEAD && frames_as_one_batch(records)
+}
+
+/// Whether `records` are exactly one v2 batch as Kafka's batch iterator frames it: a length
+/// field of at least `RECORD_OVERHEAD_V0` (14) that spans the buffer, and magic 2. Such a batch
+/// may be shorter than the 61-byte v2 header: Kafka's `analyzeAndValidateRecords` still reads
+/// its base offset before its CRC check (`isValid`, false for it) refuses it.
+fn frames_as_one_batch(records: &[u8]) -> bool {
+    records.len() >= LOG_OVERHEAD + RECORD_OVERHEAD_V0
         && records[field::MAGIC] as i8 == MAGIC_V2
         && i32::from_be_bytes(
             records[field::BATCH_LENGTH..field::BATCH_LENGTH + 4]

@@ -75,6 +75,15 @@ pub fn reopen_unclean(
     .unwrap()
 }
 
+/// [`reopen_unclean`] with no checkpointed offsets, checking that recovery found no problem and
+/// cut nothing.
+pub fn reopen_unclean_intact(dir: &Path, clock: Arc<dyn Clock>) -> PartitionLog {
+    let (log, report) = reopen_unclean(dir, clock, OpenOffsets::default());
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.bytes_truncated, 0);
+    log
+}
+
 /// A client batch (base offset 0) of `n` records `v{i}`.
 pub fn client_batch(n: usize, ts: i64) -> Bytes {
     let mut b = BatchBuilder::new();

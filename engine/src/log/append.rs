@@ -907,7 +907,7 @@ mod tests {
             with(field::BATCH_LENGTH + 3, 10),     // batchLength below the header
             with(field::BATCH_LENGTH, 0x80),       // negative batchLength
             with(field::CRC, one[field::CRC] ^ 1), // CRC mismatch
-            with(field::ATTRIBUTES, 0x80),         // unknown attribute bits
+            with(field::ATTRIBUTES, 0x80),         // attribute bit 15, the CRC not updated
             with(one.len() - 1, one[one.len() - 1] ^ 1),
         ];
         // A batchLength that claims the whole buffer of a shorter batch plus garbage.

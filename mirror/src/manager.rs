@@ -2644,8 +2644,12 @@ impl MirrorManager {
     /// metadata is older than what `e` knows, and keeps the destination's epoch above it.
     fn adopt_source_leader(&self, key: &TopicPartition, e: &mut Entry, p: &SourcePartition) {
         // Stale metadata (a broker that has not heard of the newer leader yet) never moves the
-        // leader back: Kafka's clients keep the newer epoch.
-        if p.leader_epoch >= e.source_epoch {
+        // leader back: Kafka's clients keep the newer epoch. Metadata naming no epoch (below
+        // Metadata v7, or a server that leaves it out) has nothing to compare: taken as it is,
+        // as Kafka's clients take it (`Metadata.updateLatestMetadata`), else an epoch read in
+        // records would make every later answer look stale and the leader would never move.
+        let none_named = p.leader_epoch.get() < 0;
+        if none_named || p.leader_epoch >= e.source_epoch {
             if p.leader != e.source_leader || p.leader_epoch > e.leader_epoch {
                 // An error of the old leader (or of its old epoch: FENCED_LEADER_EPOCH) says
                 // nothing about the new one.
@@ -2657,7 +2661,9 @@ impl MirrorManager {
                 e.truncating = true;
             }
             e.source_leader = p.leader;
-            e.source_epoch = p.leader_epoch;
+            // The epoch records told of is kept when none is named (the destination's epoch
+            // stays above it).
+            e.source_epoch = e.source_epoch.max(p.leader_epoch);
             e.leader_epoch = p.leader_epoch;
         } else {
             tracing::debug!(mirror = %self.config.name, partition = %key, known = e.source_epoch.get(), answered = p.leader_epoch.get(), "ignored stale source metadata");

@@ -11,8 +11,10 @@ use crate::common;
 use common::{Hooks, assert_mirroring_at, hooked_world, log_bytes, orders, produce_to};
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin, ReplicaOrigin};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
-use mirrorlog_mirror::manager::MirrorConfig;
+use mirrorlog_mirror::engine_source::EngineSource;
+use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
 use mirrorlog_mirror::source::SourceCluster;
+use mirrorlog_mirror::state::MirrorStateStore;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -192,5 +194,66 @@ fn a_node_behind_the_metadata_epoch_does_not_say_where_an_epoch_ends() {
         log_bytes(&w.dst.get(&orders(0)).unwrap()),
         log_bytes(&h),
         "the destination holds the source's log of epoch 2"
+    );
+}
+
+/// A mirror restored from its state (a broker restart) knows no source leader until it asks
+/// the source's metadata; the leader it learns there comes with the leader's epoch, which every
+/// fetch it sends from then on carries — never none (−1), which a node behind the metadata
+/// would serve from its own log.
+#[test]
+fn a_restored_mirror_fetches_in_the_epoch_the_metadata_names() {
+    let w = hooked_world(1, MirrorConfig::new("m"), Hooks::default());
+    common::catch_up(&w.mirror);
+    assert_mirroring_at(&w.mirror, Offset(3));
+    // The source elects again (epoch 2) while the destination's broker is down.
+    leads_in_epoch(&w, 2, 1);
+    let common::HookedWorld {
+        dirs: _dirs,
+        src,
+        dst,
+        clock,
+        mirror,
+    } = w;
+    drop(mirror);
+
+    let sent = Arc::new(Mutex::new(vec![]));
+    let s = sent.clone();
+    let source = common::Hooked {
+        inner: EngineSource::new(src.clone(), "source-cluster", 1),
+        hooks: Hooks {
+            fetch: Some(Box::new(move |inner, node, request| {
+                s.lock().extend(
+                    request
+                        .partitions
+                        .iter()
+                        .map(|p| p.current_leader_epoch.get()),
+                );
+                inner.fetch(node, request)
+            })),
+            ..Hooks::default()
+        },
+    };
+    let restored = MirrorManager::new(
+        MirrorConfig::new("m"),
+        Arc::new(source),
+        dst.clone(),
+        Arc::new(common::Dest(dst.clone())),
+        Arc::new(MirrorStateStore::open(dst.clone(), 4).unwrap()),
+        clock,
+    )
+    .unwrap();
+    restored.drive();
+    common::catch_up(&restored);
+    assert_mirroring_at(&restored, Offset(5));
+    let sent = sent.lock().clone();
+    assert!(!sent.is_empty());
+    assert!(
+        sent.iter().all(|&e| e == 2),
+        "the epochs the restored mirror's fetches carried: {sent:?}"
+    );
+    assert_eq!(
+        log_bytes(&dst.get(&orders(0)).unwrap()),
+        log_bytes(&src.get(&orders(0)).unwrap())
     );
 }

@@ -840,8 +840,10 @@ pub struct MirrorManager {
     /// truncation runs before the start is complete, and a start failing part-way can put back
     /// every partition it moved. A leaf lock.
     starting_topic: Mutex<Option<String>>,
-    /// When a fetch last had the source's leaders asked (mirror clock, ms). A leaf lock.
-    leaders_refreshed_at: Mutex<i64>,
+    /// When a fetch last had the source's leaders asked (mirror clock, ms), and the topics
+    /// whose leaders were asked for since, not yet asked (too soon after the last time, or the
+    /// source did not answer): asked with the next refresh. A leaf lock.
+    leaders_refreshed_at: Mutex<(i64, BTreeSet<String>)>,
     /// Hand-driven fetch rounds so far ([`fetch_round`](Self::fetch_round)): where each
     /// round's requests start among their partitions (a pipelined fetcher counts its own).
     fetch_rotation: AtomicUsize,
@@ -939,7 +941,7 @@ impl MirrorManager {
             claim_lock: Mutex::new(()),
             closed_to_new_topics: AtomicBool::new(false),
             starting_topic: Mutex::new(None),
-            leaders_refreshed_at: Mutex::new(i64::MIN),
+            leaders_refreshed_at: Mutex::new((i64::MIN, BTreeSet::new())),
             fetch_rotation: AtomicUsize::new(0),
             group_sink: Mutex::new(None),
             last_group_sync: Mutex::new(None),
@@ -2674,24 +2676,30 @@ impl MirrorManager {
     /// Asks the source's metadata for the leaders of `topics` now — a fetch was answered "not
     /// the leader" (or its node did not answer), or a partition has no leader — instead of
     /// fetching from the old leader (or not at all) until the next sync. At most once per [`LEADER_REFRESH_MIN_INTERVAL_MS`], so a node that keeps
-    /// answering so (metadata that lags behind it) costs one metadata call per interval.
+    /// answering so (metadata that lags behind it) costs one metadata call per interval; topics
+    /// asked for within the interval are asked with the next refresh, whichever fetch (or pass
+    /// of the fetcher pool) makes it, not dropped (their partitions, backed off after an error,
+    /// would wait for a refresh of their own).
     fn refresh_leaders(&self, topics: &BTreeSet<String>) {
         if topics.is_empty() {
             return;
         }
-        {
+        let names: Vec<String> = {
             let now = self.now();
-            let mut last = self.leaders_refreshed_at.lock();
+            let mut guard = self.leaders_refreshed_at.lock();
+            let (last, pending) = &mut *guard;
+            pending.extend(topics.iter().cloned());
             if now.saturating_sub(*last) < LEADER_REFRESH_MIN_INTERVAL_MS {
                 return;
             }
             *last = now;
-        }
-        let names: Vec<String> = topics.iter().cloned().collect();
+            std::mem::take(pending).into_iter().collect()
+        };
         let md = match self.source.metadata(Some(&names)) {
             Ok(md) => md,
             Err(err) => {
                 tracing::debug!(mirror = %self.config.name, "refreshing source leaders failed: {err}");
+                self.leaders_refreshed_at.lock().1.extend(names);
                 return;
             }
         };

@@ -51,6 +51,20 @@ fn names_epoch(named: Arc<AtomicI32>) -> common::MetadataHook {
     })
 }
 
+/// A fetch hook passing each fetch on to the engine source and noting the
+/// `current_leader_epoch` of each partition asked in `sent`.
+fn recording_epochs(sent: Arc<Mutex<Vec<i32>>>) -> common::FetchHook {
+    Box::new(move |inner, node, request| {
+        sent.lock().extend(
+            request
+                .partitions
+                .iter()
+                .map(|p| p.current_leader_epoch.get()),
+        );
+        inner.fetch(node, request)
+    })
+}
+
 /// The source's metadata names node 1 in epoch 1 while node 1 itself is still in epoch 0 and
 /// writes on there (records 3..5, which epoch 1's log will not hold). Asked with epoch 1, it
 /// answers UNKNOWN_LEADER_EPOCH: nothing is appended, the partition is not failed, and once
@@ -104,20 +118,11 @@ fn a_node_behind_the_epoch_the_metadata_names_is_not_copied() {
 #[test]
 fn a_fetch_in_an_old_epoch_is_fenced_and_asked_again_in_the_new_one() {
     let sent = Arc::new(Mutex::new(vec![]));
-    let s = sent.clone();
     let w = hooked_world(
         1,
         MirrorConfig::new("m"),
         Hooks {
-            fetch: Some(Box::new(move |inner, node, request| {
-                s.lock().extend(
-                    request
-                        .partitions
-                        .iter()
-                        .map(|p| p.current_leader_epoch.get()),
-                );
-                inner.fetch(node, request)
-            })),
+            fetch: Some(recording_epochs(sent.clone())),
             ..Hooks::default()
         },
     );
@@ -218,19 +223,10 @@ fn a_restored_mirror_fetches_in_the_epoch_the_metadata_names() {
     drop(mirror);
 
     let sent = Arc::new(Mutex::new(vec![]));
-    let s = sent.clone();
     let source = common::Hooked {
         inner: EngineSource::new(src.clone(), "source-cluster", 1),
         hooks: Hooks {
-            fetch: Some(Box::new(move |inner, node, request| {
-                s.lock().extend(
-                    request
-                        .partitions
-                        .iter()
-                        .map(|p| p.current_leader_epoch.get()),
-                );
-                inner.fetch(node, request)
-            })),
+            fetch: Some(recording_epochs(sent.clone())),
             ..Hooks::default()
         },
     };

@@ -319,6 +319,23 @@ fn mirror_quick_prints_catch_up_lag_and_peak_rss_beside_their_baselines() {
     );
     assert_eq!(lines[0]["baseline"], "raw-tcp-1-connection");
     assert_eq!(lines[1]["partition_fetch_max_bytes"], 8 << 20);
+    // Each catch-up round's set-up steps, in the order a round reaches them (the warm-up and
+    // three timed rounds), and their medians.
+    let steps = [
+        "broker_started",
+        "mirror_created",
+        "topic_started",
+        "first_byte",
+        "last_byte",
+    ];
+    for line in &lines[..2] {
+        let rounds = line["rounds_steps_ms"].as_array().unwrap();
+        assert_eq!(rounds.len(), 4, "{line}");
+        for r in rounds.iter().chain([&line["steps_ms"]]) {
+            let at: Vec<f64> = steps.iter().map(|k| r[k].as_f64().unwrap()).collect();
+            assert!(at.windows(2).all(|w| w[0] <= w[1]), "{r} out of order");
+        }
+    }
     assert_eq!(lines[2]["baseline"], "produce-schedule");
     for k in ["lag_p50_ms", "lag_p99_ms", "lag_max_ms"] {
         assert!(lines[2][k].as_f64().unwrap() >= 0.0, "{k} in {}", lines[2]);

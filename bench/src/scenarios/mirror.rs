@@ -129,6 +129,15 @@ fn source(
     Ok(b)
 }
 
+/// When each step of [`destination`] returned: the broker started, the mirror created, the
+/// topic started (its partitions created and handed to the fetchers).
+#[derive(Clone, Copy)]
+struct SetUp {
+    broker_started: Instant,
+    mirror_created: Instant,
+    topic_started: Instant,
+}
+
 /// A fresh destination broker with mirror `m` of `source` mirroring `topic`.
 fn destination(
     dir: &Path,
@@ -136,7 +145,18 @@ fn destination(
     topic: &str,
     settings: &[(&str, String)],
 ) -> Result<RunningBroker> {
+    destination_timed(dir, source, topic, settings).map(|(d, _)| d)
+}
+
+/// [`destination`], also saying when each of its steps returned.
+fn destination_timed(
+    dir: &Path,
+    source: &str,
+    topic: &str,
+    settings: &[(&str, String)],
+) -> Result<(RunningBroker, SetUp)> {
     let d = RunningBroker::start_local(dir, 2)?;
+    let broker_started = Instant::now();
     let mut configs: BTreeMap<String, String> = BTreeMap::new();
     configs.insert("bootstrap.servers".into(), source.to_string());
     for (k, v) in settings {
@@ -147,9 +167,15 @@ fn destination(
         .mirrors
         .create_durable(&d.broker, "bench", configs)
         .map_err(|e| anyhow::anyhow!("create the mirror: {e}"))?;
+    let mirror_created = Instant::now();
     m.start_topics(&[topic.to_string()])
         .map_err(|e| anyhow::anyhow!("start mirroring {topic}: {e}"))?;
-    Ok(d)
+    let set_up = SetUp {
+        broker_started,
+        mirror_created,
+        topic_started: Instant::now(),
+    };
+    Ok((d, set_up))
 }
 
 fn log_end(b: &RunningBroker, k: &TopicPartition) -> Offset {
@@ -159,17 +185,25 @@ fn log_end(b: &RunningBroker, k: &TopicPartition) -> Offset {
         .map_or(Offset(-1), |h| h.read().log_end_offset())
 }
 
-/// Waits until every partition of `topic` on `dst` has the source's log end.
-fn wait_caught_up(src: &RunningBroker, dst: &RunningBroker, topic: &str, partitions: i32) {
+/// Waits until every partition of `topic` on `dst` has the source's log end; returns when
+/// [`wait_for`] first saw bytes there.
+fn wait_caught_up(
+    src: &RunningBroker,
+    dst: &RunningBroker,
+    topic: &str,
+    partitions: i32,
+) -> Option<Instant> {
     let targets: Vec<(TopicPartition, Offset)> = (0..partitions)
         .map(|p| (tp(topic, p), log_end(src, &tp(topic, p))))
         .collect();
-    wait_for(dst, &targets);
+    wait_for(dst, &targets)
 }
 
 /// Waits until each partition on `dst` reaches its log end in `targets`, and checks that it
-/// holds everything from offset 0 (nothing skipped by a moved log start).
-fn wait_for(dst: &RunningBroker, targets: &[(TopicPartition, Offset)]) {
+/// holds everything from offset 0 (nothing skipped by a moved log start). Returns the first look
+/// that saw a partition's log end past 0 (`None` when every target was empty): until then the
+/// looks are [`Pace::MIN`] apart, so it is the first byte's arrival to within about that.
+fn wait_for(dst: &RunningBroker, targets: &[(TopicPartition, Offset)]) -> Option<Instant> {
     let start = Instant::now();
     for (k, _) in targets {
         while dst.broker.logs.get(k).is_none() {
@@ -179,9 +213,13 @@ fn wait_for(dst: &RunningBroker, targets: &[(TopicPartition, Offset)]) {
     }
     let mut i = 0;
     let mut pace = Pace::new();
+    let mut first_byte = None;
     while i < targets.len() {
         let (k, end) = &targets[i];
         let leo = log_end(dst, k);
+        if first_byte.is_none() && leo > Offset(0) {
+            first_byte = Some(Instant::now());
+        }
         if leo >= *end {
             i += 1;
             pace = Pace::new();
@@ -201,6 +239,7 @@ fn wait_for(dst: &RunningBroker, targets: &[(TopicPartition, Offset)]) {
             .map_or(Offset(-1), |h| h.read().log_start_offset());
         assert_eq!(start, Offset(0), "{k} starts at {start}: not a full copy");
     }
+    first_byte
 }
 
 /// How long [`wait_for`] sleeps between looks at a log end: half the time left at the rate
@@ -341,12 +380,26 @@ fn source_bytes(b: &RunningBroker, topic: &str, partitions: i32) -> u64 {
         .sum()
 }
 
-/// The CPU time of one catch-up round: the whole process's, and split by [`THREAD_GROUPS`]
-/// (then `other`).
+/// What one catch-up round measured: the CPU time, the whole process's and split by
+/// [`THREAD_GROUPS`] (then `other`), and when each step of the round was reached.
 struct RoundCpu {
     total: Duration,
     by_group: [Duration; THREAD_GROUPS.len() + 1],
+    steps: [Duration; ROUND_STEPS.len()],
 }
+
+/// The steps of a catch-up round, each reported as the time from the round's start (before the
+/// destination broker starts) until it was reached: the set-up ([`SetUp`]), the first bytes on
+/// the destination (seen by [`wait_for`], to within a millisecond) and the last byte (the
+/// round's time). The raw TCP baseline has no set-up: until the first byte it is all the
+/// mirror's own latency.
+const ROUND_STEPS: [&str; 5] = [
+    "broker_started",
+    "mirror_created",
+    "topic_started",
+    "first_byte",
+    "last_byte",
+];
 
 /// One catch-up round: a fresh destination with `settings`, timed until it holds the source.
 fn catch_up_round(
@@ -359,22 +412,42 @@ fn catch_up_round(
 ) -> Duration {
     *round += 1;
     let dir = root.join(format!("dest-{round}"));
-    let mut dst = None;
     let threads0 = thread_cpu();
     let cpu0 = process_cpu();
-    let d = time(|| {
-        let b = destination(&dir, &src.addr.to_string(), topic, settings).expect("destination");
-        wait_caught_up(src, &b, topic, 1);
-        dst = Some(b);
-    });
+    let t0 = Instant::now();
+    let (b, set_up) =
+        destination_timed(&dir, &src.addr.to_string(), topic, settings).expect("destination");
+    let first_byte = wait_caught_up(src, &b, topic, 1);
+    let d = t0.elapsed();
     let total = process_cpu() - cpu0;
     // Read before the destination shuts down: its threads (and the source's connection thread
     // serving it) are still there.
     let by_group = group_cpu(&threads0, &thread_cpu(), total);
-    cpu.push(RoundCpu { total, by_group });
-    if let Some(b) = dst {
-        b.shutdown().expect("destination shutdown");
+    let since = |at: Instant| at.saturating_duration_since(t0);
+    let steps = [
+        since(set_up.broker_started),
+        since(set_up.mirror_created),
+        since(set_up.topic_started),
+        first_byte.map_or(d, since),
+        d,
+    ];
+    if std::env::var_os(crate::harness::VERBOSE_ENV).is_some() {
+        let ms: Vec<String> = ROUND_STEPS
+            .iter()
+            .zip(steps)
+            .map(|(name, t)| format!("{name} {:.1}", t.as_secs_f64() * 1e3))
+            .collect();
+        eprintln!(
+            "catch-up round {round} (ms from its start): {}",
+            ms.join(", ")
+        );
     }
+    cpu.push(RoundCpu {
+        total,
+        by_group,
+        steps,
+    });
+    b.shutdown().expect("destination shutdown");
     std::fs::remove_dir_all(&dir).expect("remove the destination");
     d
 }
@@ -444,6 +517,32 @@ fn catch_up(opts: Opts, root: &Path) -> Result<Vec<Report>> {
         }
         serde_json::Value::Object(m)
     };
+    // Every round's steps (the warm-up first), and the timed rounds' median of each.
+    let steps = |cpu: &[RoundCpu]| {
+        let ms = |t: Duration| round3(t.as_secs_f64() * 1e3);
+        let rounds: Vec<serde_json::Value> = cpu
+            .iter()
+            .map(|r| {
+                let m: serde_json::Map<String, serde_json::Value> = ROUND_STEPS
+                    .iter()
+                    .zip(r.steps)
+                    .map(|(name, t)| ((*name).to_string(), json!(ms(t))))
+                    .collect();
+                serde_json::Value::Object(m)
+            })
+            .collect();
+        let median: serde_json::Map<String, serde_json::Value> = ROUND_STEPS
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let mut v: Vec<Duration> = cpu.iter().skip(1).map(|r| r.steps[i]).collect();
+                v.sort();
+                let m = v.get(v.len() / 2).map_or(0.0, |&t| ms(t));
+                ((*name).to_string(), json!(m))
+            })
+            .collect();
+        (json!(rounds), serde_json::Value::Object(median))
+    };
     let report = |variant: &str, ours: Duration, fetch: u32, cpu: &[RoundCpu]| Report {
         scenario: "mirror",
         variant: variant.into(),
@@ -457,6 +556,8 @@ fn catch_up(opts: Opts, root: &Path) -> Result<Vec<Report>> {
             ("target_ratio", json!(0.5)),
             ("cpu_ms_per_mib", json!(cpu_ms_per_mib(cpu))),
             ("cpu_ms_per_mib_by_thread", by_thread(cpu)),
+            ("steps_ms", steps(cpu).1),
+            ("rounds_steps_ms", steps(cpu).0),
         ],
     };
     let mut out = vec![report("catch-up", t[1], 1 << 20, &cpu_default)];

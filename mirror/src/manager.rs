@@ -117,6 +117,13 @@ pub struct MirrorConfig {
     /// last mirror epoch of a mirror in the other direction (failback). Not a user setting: the
     /// broker fills it in. `None` (default): never ask; align to empty.
     pub local_cluster_id: Option<String>,
+    /// How long (ms) the threads of [`MirrorManager::run`] (the sync thread, which drives
+    /// partitions through LOG_ALIGNMENT and retries, and the fetcher pool loop) wait between
+    /// passes when nothing wakes them: a start wakes the sync thread, and a partition reaching
+    /// MIRRORING wakes the pool, so a started topic is fetched without waiting for a pass. Not
+    /// a user setting. Default 50; range 1 ..= 3600000 (tests set it long to show that nothing
+    /// waits for it).
+    pub pass_interval_ms: u64,
 }
 
 /// Default of [`MirrorConfig::topics_exclude`].
@@ -187,6 +194,7 @@ impl MirrorConfig {
             groups_include: vec![".*".to_string()],
             groups_exclude: vec![],
             local_cluster_id: None,
+            pass_interval_ms: 50,
         }
     }
 
@@ -321,6 +329,12 @@ impl MirrorConfig {
             return Err(format!(
                 "mirror.metadata.refresh.interval.ms {} is outside 100..=3600000",
                 self.metadata_refresh_interval_ms
+            ));
+        }
+        if !(1..=3_600_000).contains(&self.pass_interval_ms) {
+            return Err(format!(
+                "the mirror's pass interval {} ms is outside 1..=3600000",
+                self.pass_interval_ms
             ));
         }
         compile_patterns("mirror.topics.include", &self.topics_include)?;
@@ -471,9 +485,30 @@ const PIPELINED_ANSWERS_MAX: usize = 16;
 /// moves away and back within it keeps its fetcher.
 pub const FETCHER_IDLE_MS: i64 = 1_000;
 
-/// How often (ms) the pool loop of [`MirrorManager::run`] starts the fetchers that have
-/// partitions, stops idle ones, and asks the source for missing leaders.
-const FETCHER_POOL_INTERVAL_MS: u64 = 50;
+/// A wake-up for one of the loops of [`MirrorManager::run`], which otherwise waits
+/// [`MirrorConfig::pass_interval_ms`] between passes. Wake-ups coalesce: any number of them
+/// before the loop looks again make one early pass.
+#[derive(Default)]
+struct Wake {
+    pending: Mutex<bool>,
+    woken: parking_lot::Condvar,
+}
+
+impl Wake {
+    fn notify(&self) {
+        *self.pending.lock() = true;
+        self.woken.notify_all();
+    }
+
+    /// Waits until notified (at once when a wake-up is pending) or `timeout` passes.
+    fn wait(&self, timeout: Duration) {
+        let mut pending = self.pending.lock();
+        if !*pending {
+            self.woken.wait_for(&mut pending, timeout);
+        }
+        *pending = false;
+    }
+}
 
 /// Which partitions a fetch round is for: those whose hash picks fetcher `index`, led by
 /// `source_node` (`None`: by any node, each asked in turn — the hand-driven rounds of tests).
@@ -860,6 +895,10 @@ pub struct MirrorManager {
     paused_topics: Mutex<BTreeSet<String>>,
     partitions: Mutex<BTreeMap<TopicPartition, EntryRef>>,
     stop: AtomicBool,
+    /// Wakes the sync thread to drive at once (a start moved partitions to LOG_ALIGNMENT).
+    drive_wake: Wake,
+    /// Wakes the fetcher pool loop at once (a partition reached MIRRORING).
+    pool_wake: Wake,
     /// The sync thread and the fetcher pool loop.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     fetchers: Mutex<FetcherPool>,
@@ -949,6 +988,8 @@ impl MirrorManager {
             paused_topics: Mutex::new(BTreeSet::new()),
             partitions: Mutex::new(BTreeMap::new()),
             stop: AtomicBool::new(false),
+            drive_wake: Wake::default(),
+            pool_wake: Wake::default(),
             threads: Mutex::new(vec![]),
             fetchers: Mutex::new(FetcherPool::default()),
         };
@@ -1844,6 +1885,9 @@ impl MirrorManager {
                 }
                 return Err(err);
             }
+            // Its partitions are in LOG_ALIGNMENT: aligned at once, not at the sync thread's
+            // next pass.
+            self.drive_wake.notify();
         }
         Ok(())
     }
@@ -2356,6 +2400,7 @@ impl MirrorManager {
         let entries = self.all_entries();
         let mut stopped_topics = BTreeSet::new();
         let mut owned: HashMap<String, bool> = HashMap::new();
+        let mut reached_mirroring = false;
         for (key, entry) in entries {
             let mut e = entry.lock();
             if matches!(e.state.state, S::Stopped | S::Mirroring | S::Paused) {
@@ -2476,6 +2521,13 @@ impl MirrorManager {
                     ),
                 }
             }
+            // It was not MIRRORING when this pass came to it (those are skipped above).
+            reached_mirroring |= e.state.state == S::Mirroring;
+        }
+        // Its fetcher starts now, not at the pool's next pass (once per pass: a pool pass
+        // walks every partition, and this one may have moved thousands).
+        if reached_mirroring {
+            self.pool_wake.notify();
         }
         for topic in stopped_topics {
             if let Err(err) = self.open_if_stopped(&topic) {
@@ -3583,9 +3635,10 @@ impl MirrorManager {
             std::thread::Builder::new()
                 .name(format!("mirror-{}-fetchers", self.config.name))
                 .spawn(move || {
+                    let interval = Duration::from_millis(me.config.pass_interval_ms);
                     while !me.stop.load(Ordering::Relaxed) {
                         me.run_fetcher_pool();
-                        std::thread::sleep(Duration::from_millis(FETCHER_POOL_INTERVAL_MS));
+                        me.pool_wake.wait(interval);
                     }
                 })
                 .expect("spawn the fetcher pool thread"),
@@ -3595,6 +3648,7 @@ impl MirrorManager {
             std::thread::Builder::new()
                 .name(format!("mirror-{}-sync", self.config.name))
                 .spawn(move || {
+                    let interval = Duration::from_millis(me.config.pass_interval_ms);
                     let mut last_sync = i64::MIN;
                     while !me.stop.load(Ordering::Relaxed) {
                         let now = me.now();
@@ -3605,7 +3659,7 @@ impl MirrorManager {
                             last_sync = now;
                         }
                         me.drive();
-                        std::thread::sleep(Duration::from_millis(50));
+                        me.drive_wake.wait(interval);
                     }
                 })
                 .expect("spawn the sync thread"),
@@ -3780,6 +3834,8 @@ impl MirrorManager {
     /// Stops the threads (the partitions keep their states).
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.drive_wake.notify();
+        self.pool_wake.notify();
         let pool = std::mem::take(&mut *self.fetchers.lock());
         let fetchers: Vec<RunningFetcher> = pool
             .running

@@ -76,6 +76,7 @@ mod first_mirror_refresh_loses_concurrent_topic_changes;
 mod group_coordinator;
 mod idle_connections_are_closed;
 mod internal_topic_retention_alterable;
+mod internal_topics_are_created_with_their_config_written_once;
 mod invalid_topic_names_answer_as_kafka;
 mod leave_group_of_an_unknown_group_answers_each_member;
 mod list_transactions_unknown_state_filter;

@@ -756,6 +756,19 @@ impl LogConfig {
         Ok(cfg)
     }
 
+    /// This config keeping every record whatever the broker defaults become: `retention.ms`
+    /// and `retention.bytes` −1, recorded as the topic's own settings (so a later
+    /// `log.retention.*` change cannot reach it) — what
+    /// [`LogManager::keep_every_record`](crate::manager::LogManager::keep_every_record) makes of
+    /// a partition's config. An internal topic's partition created with it needs no second
+    /// `topic.config` write (and its two syncs) when its owner pins it.
+    ///
+    /// # Errors
+    /// As [`with_overrides`](Self::with_overrides).
+    pub fn keeping_every_record(&self) -> Result<LogConfig, ConfigError> {
+        self.with_topic_overrides([("retention.ms", "-1"), ("retention.bytes", "-1")])
+    }
+
     /// Whether `name` (a topic config name) is this topic's own setting: recorded as an
     /// override, or with a value other than `defaults`' (Kafka's `DYNAMIC_TOPIC_CONFIG`).
     pub fn is_topic_override(&self, name: &str, defaults: &LogConfig) -> bool {

@@ -1296,15 +1296,16 @@ impl LogManager {
     /// `retention.bytes` −1, stored as the topic's own settings (so a later
     /// `log.retention.*` change cannot reach it). For internal topics, whose owners rebuild
     /// their state from every record (mirrorlog has no log compaction). Writes only when
-    /// something changes.
+    /// something changes: a partition created with
+    /// [`LogConfig::keeping_every_record`](crate::config::LogConfig::keeping_every_record)
+    /// costs nothing here.
     ///
     /// # Errors
     /// Unknown partition, its data directory offline, storage failure.
     pub fn keep_every_record(&self, tp: &TopicPartition) -> EngineResult<()> {
         let h = self.online(tp)?;
         let current = h.read().config().clone();
-        let next =
-            current.with_topic_overrides([("retention.ms", "-1"), ("retention.bytes", "-1")])?;
+        let next = current.keeping_every_record()?;
         if next != current {
             self.update_config(tp, next)?;
         }

@@ -1456,6 +1456,10 @@ impl MirrorStateStore {
         config.retention_bytes = -1;
         config.segment.segment_bytes_max = STATE_SEGMENT_BYTES;
         config.read_only = false;
+        // Created already pinned: `keep_every_record` below then writes only the partitions an
+        // older build created unpinned (each write is a `topic.config` sync and a directory
+        // sync, on every partition of a new mirror's first start).
+        let config = config.keeping_every_record().map_err(EngineError::from)?;
         let mut handles = Vec::with_capacity(partitions as usize);
         for p in 0..partitions {
             let tp = TopicPartition {

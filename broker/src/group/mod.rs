@@ -242,6 +242,12 @@ impl GroupCoordinator {
         log_config.retention_bytes = -1;
         log_config.segment.segment_bytes_max = config.offsets_topic_segment_bytes;
         log_config.read_only = false;
+        // Created already pinned: `keep_every_record` below then writes only the partitions an
+        // older build created unpinned (each write is a `topic.config` sync and a directory
+        // sync, on every partition of a fresh broker's start).
+        let log_config = log_config
+            .keeping_every_record()
+            .context("the offsets topic's config")?;
         let written = shard::SharedWriteHook::default();
         let mut shards = Vec::with_capacity(n as usize);
         for p in 0..n {

@@ -1307,7 +1307,11 @@ fn ensure_state_partitions(
         None if offline.is_empty() => Some(TopicId(*uuid::Uuid::new_v4().as_bytes())),
         None => None,
     };
-    let log_config = state_log_config(logs.default_log_config(), config);
+    // Created already pinned: `keep_every_record` below then writes only the partitions an
+    // older build created unpinned.
+    let log_config = state_log_config(logs.default_log_config(), config)
+        .keeping_every_record()
+        .context("the transaction state topic's config")?;
     (0..count)
         .map(|p| {
             let tp = state_tp(p);

@@ -10,7 +10,7 @@
 
 use crate::common;
 
-use common::{Hooks, hooked_world, log_bytes, orders, produce_to, two_nodes};
+use common::{Hooks, hooked_world, log_bytes, orders, produce_to, two_nodes, within};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::manager::MirrorConfig;
 use mirrorlog_mirror::source::SourceCluster;
@@ -46,18 +46,6 @@ impl Gate {
     fn waiting(&self) -> u32 {
         self.state.lock().1
     }
-}
-
-/// Polls `done` until it holds or `secs` pass; returns whether it held.
-fn within(secs: u64, done: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    true
 }
 
 #[test]

@@ -11,26 +11,13 @@
 
 use crate::common;
 
-use common::{Dest, T0, log_bytes, manager, produce_to};
+use common::{Dest, T0, log_bytes, manager, produce_to, within};
 use mirrorlog_engine::config::LogConfig;
 use mirrorlog_index::{Offset, TopicId, TopicPartition};
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{MirrorConfig, MirrorManager};
 use mirrorlog_mirror::state::MirrorStateStore;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// Polls `done` until it holds or `secs` pass; returns whether it held.
-fn within(secs: u64, done: impl Fn() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    true
-}
 
 #[test]
 fn a_start_wakes_the_alignment_and_the_fetcher_pool() {

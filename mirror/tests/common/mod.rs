@@ -14,6 +14,19 @@ use std::sync::Arc;
 /// The tests' clock start (2023-11-14).
 pub const T0: i64 = 1_700_000_000_000;
 
+/// Polls `done` until it holds or `secs` pass; returns whether it held (a hang guard for the
+/// tests that run a mirror's threads, never a verdict on time).
+pub fn within(secs: u64, done: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !done() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
+
 /// A log manager on `dir` with the pwrite backend and a manual clock at [`T0`].
 pub fn manager(dir: &std::path::Path) -> Arc<LogManager> {
     let (m, _) = LogManager::open(

@@ -6,7 +6,10 @@
 //!   batches of incompressible records; each round starts a fresh destination broker, creates the
 //!   mirror, starts the topic and times until the destination's log end equals the source's.
 //!   Baseline, in the same rounds: N bytes sent on one loopback TCP connection in 1 MiB writes
-//!   (target: ratio ≥ 0.5).
+//!   (target: ratio ≥ 0.5). Each round's set-up is reported beside it (`steps_ms`, medians,
+//!   and `rounds_steps_ms`: when the destination broker had started, the mirror was created,
+//!   the topic start returned, the first bytes and the last byte landed, in ms from the
+//!   round's start), as the baseline has no set-up.
 //! - **steady-lag**: a client produces to the source (acks=1, over loopback) at a fixed rate
 //!   (64 MB/s for 10 s; 4 MB/s for 1 s quick) while the mirror follows; each batch's delay from its append on the source to
 //!   the destination's log end passing it is recorded (p50/p99/max in `extra`). Ratio: the

@@ -48,7 +48,9 @@ use mirrorlog_index::TopicPartition;
 use mirrorlog_index::{ErrorChain, TopicId};
 use mirrorlog_mirror::claims::TopicClaims;
 use mirrorlog_mirror::group_sync::GroupOffsetsSink;
-use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
+use mirrorlog_mirror::manager::{
+    ConfigsAtCreation, DestinationTopics, MirrorConfig, MirrorManager,
+};
 use mirrorlog_mirror::source::SourceCluster;
 use mirrorlog_mirror::state::MirrorStateStore;
 use parking_lot::Mutex;
@@ -245,6 +247,26 @@ impl BrokerTopics {
             .upgrade()
             .ok_or_else(|| "the broker is shutting down".to_string())
     }
+
+    /// Creates mirror topic `name` with `partitions` partitions, each with `cfg` (read-only).
+    fn create_mirror_topic(
+        &self,
+        b: &Broker,
+        name: &str,
+        id: [u8; 16],
+        partitions: i32,
+        cfg: LogConfig,
+    ) -> Result<(), String> {
+        debug_assert!(cfg.read_only);
+        // The source's topic id (spec §1: the same id on both sides), unless the source has
+        // none or another local topic already holds it.
+        let id = uuid::Uuid::from_bytes(id);
+        let id = (!id.is_nil() && b.topics.by_id(id).is_none()).then_some(id);
+        b.topics
+            .create(&b.logs, name, partitions, cfg, id)
+            .map(drop)
+            .map_err(|e: TopicError| e.message)
+    }
 }
 
 impl DestinationTopics for BrokerTopics {
@@ -256,13 +278,7 @@ impl DestinationTopics for BrokerTopics {
                     read_only: true,
                     ..b.logs.default_log_config().clone()
                 };
-                // The source's topic id (spec §1: the same id on both sides), unless the source
-                // has none or another local topic already holds it.
-                let id = uuid::Uuid::from_bytes(id);
-                let id = (!id.is_nil() && b.topics.by_id(id).is_none()).then_some(id);
-                b.topics
-                    .create(&b.logs, name, partitions, cfg, id)
-                    .map_err(|e: TopicError| e.message)?;
+                self.create_mirror_topic(&b, name, id, partitions, cfg)?;
             }
             Some(t) => {
                 // The first loaded partition's mark: partition 0 may be offline since start.
@@ -305,6 +321,39 @@ impl DestinationTopics for BrokerTopics {
             }
         }
         Ok(())
+    }
+
+    fn ensure_mirror_topic_with_configs(
+        &self,
+        name: &str,
+        id: [u8; 16],
+        partitions: i32,
+        configs: &[(String, String)],
+    ) -> Result<ConfigsAtCreation, String> {
+        let b = self.broker()?;
+        if b.topics.get(name).is_some() {
+            self.ensure_mirror_topic(name, id, partitions)?;
+            return Ok(ConfigsAtCreation::NotApplied);
+        }
+        // The config `apply_topic_configs` would write over the new topic's defaults, given to
+        // its creation instead: each partition's `topic.config` written once.
+        let (set, refused) = source_configs_accepted(&b, name, configs);
+        let created_with = LogConfig {
+            read_only: true,
+            ..b.logs.default_log_config().clone()
+        }
+        .with_topic_overrides(set.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let Ok(cfg) = created_with else {
+            // Accepted one by one, refused together: created with the defaults, and
+            // `apply_topic_configs` says why as it always has.
+            self.ensure_mirror_topic(name, id, partitions)?;
+            return Ok(ConfigsAtCreation::NotApplied);
+        };
+        self.create_mirror_topic(&b, name, id, partitions, cfg)?;
+        Ok(
+            refused_message(&refused)
+                .map_or(ConfigsAtCreation::Applied, ConfigsAtCreation::Refused),
+        )
     }
 
     fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String> {
@@ -351,30 +400,8 @@ impl DestinationTopics for BrokerTopics {
                     .map(|(d, v)| (d.to_string(), v.clone()))
             })
             .collect();
-        let supported = |pairs: &'_ [(String, String)]| -> Vec<(String, String)> {
-            pairs
-                .iter()
-                .filter(|(k, _)| LogConfig::SUPPORTED_TOPIC_KEYS.contains(&k.as_str()))
-                .cloned()
-                .collect()
-        };
-        let configs = keep_compacted_topics_whole(name, configs);
-        let (set, reset) = (supported(&configs), supported(&resets));
-        // A value the destination refuses (one out of its range) must not keep the source's
-        // other keys off the topic: refused as a whole set, a source's `retention.ms` of 30
-        // days stayed the destination's 7-day default, deleting records the source still holds
-        // for the consumers that would fail over to them.
-        let mut refused = vec![];
-        let set: Vec<(String, String)> = (set.into_iter())
-            .filter(|(k, v)| {
-                let checked =
-                    (b.logs.default_log_config()).with_topic_overrides([(k.as_str(), v.as_str())]);
-                if let Err(e) = &checked {
-                    refused.push(format!("{k}={v} ({e})"));
-                }
-                checked.is_ok()
-            })
-            .collect();
+        let (set, refused) = source_configs_accepted(&b, name, configs);
+        let reset = supported_topic_configs(&resets);
         update_partition_configs(&b, name, |current| {
             // The source's topic overrides are this topic's own; reset keys are defaults again.
             let mut next = current
@@ -387,13 +414,10 @@ impl DestinationTopics for BrokerTopics {
             next.read_only = current.read_only;
             Ok(next)
         })?;
-        if refused.is_empty() {
-            return Ok(());
+        match refused_message(&refused) {
+            None => Ok(()),
+            Some(e) => Err(e),
         }
-        Err(format!(
-            "the source's other configs are applied; refused here: {}",
-            refused.join(", ")
-        ))
     }
 
     fn topic_overrides(&self, name: &str) -> Vec<(String, String)> {
@@ -435,6 +459,54 @@ impl DestinationTopics for BrokerTopics {
             }
         }
     }
+}
+
+/// The keys of `pairs` a topic here can hold.
+fn supported_topic_configs(pairs: &[(String, String)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .filter(|(k, _)| LogConfig::SUPPORTED_TOPIC_KEYS.contains(&k.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The source's topic `configs` for topic `name` as this destination sets them: its compacted
+/// policies mapped ([`keep_compacted_topics_whole`]), the keys it does not support left out, and
+/// each value checked alone against the destination's defaults. Returns the accepted pairs and
+/// the refused ones (`key=value (why)`).
+fn source_configs_accepted(
+    b: &Broker,
+    name: &str,
+    configs: &[(String, String)],
+) -> (Vec<(String, String)>, Vec<String>) {
+    let configs = keep_compacted_topics_whole(name, configs);
+    // A value the destination refuses (one out of its range) must not keep the source's other
+    // keys off the topic: refused as a whole set, a source's `retention.ms` of 30 days stayed
+    // the destination's 7-day default, deleting records the source still holds for the
+    // consumers that would fail over to them.
+    let mut refused = vec![];
+    let set = (supported_topic_configs(&configs).into_iter())
+        .filter(|(k, v)| {
+            let checked =
+                (b.logs.default_log_config()).with_topic_overrides([(k.as_str(), v.as_str())]);
+            if let Err(e) = &checked {
+                refused.push(format!("{k}={v} ({e})"));
+            }
+            checked.is_ok()
+        })
+        .collect();
+    (set, refused)
+}
+
+/// The error [`DestinationTopics::apply_topic_configs`] answers for the `refused` source
+/// configs (none: no error).
+fn refused_message(refused: &[String]) -> Option<String> {
+    (!refused.is_empty()).then(|| {
+        format!(
+            "the source's other configs are applied; refused here: {}",
+            refused.join(", ")
+        )
+    })
 }
 
 /// A source's `cleanup.policy` as this destination, which has no log compaction, keeps it: a

@@ -359,6 +359,27 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
     /// # Errors
     /// The topic cannot be created (e.g. a local topic of that name that is not a mirror).
     fn ensure_mirror_topic(&self, name: &str, id: [u8; 16], partitions: i32) -> Result<(), String>;
+    /// [`ensure_mirror_topic`](Self::ensure_mirror_topic) for a start, which holds the source's
+    /// topic configs (already filtered by `mirror.topic.properties.exclude`): a topic it creates
+    /// is created with `configs` applied as
+    /// [`apply_topic_configs`](Self::apply_topic_configs) would apply them right after (nothing
+    /// removed), so each partition's config is written once, not once with the destination's
+    /// defaults and again with the source's. A topic that exists is left to
+    /// `apply_topic_configs`. The default creates with the defaults and applies nothing.
+    ///
+    /// # Errors
+    /// As `ensure_mirror_topic`.
+    fn ensure_mirror_topic_with_configs(
+        &self,
+        name: &str,
+        id: [u8; 16],
+        partitions: i32,
+        configs: &[(String, String)],
+    ) -> Result<ConfigsAtCreation, String> {
+        let _ = configs;
+        self.ensure_mirror_topic(name, id, partitions)?;
+        Ok(ConfigsAtCreation::NotApplied)
+    }
     /// The local topic with topic id `id`, if any: how a restarted mirror finds the names of
     /// the partitions `__mirror_state` holds (its keys carry topic ids).
     fn topic_name_for_id(&self, id: [u8; 16]) -> Option<String>;
@@ -404,6 +425,19 @@ pub trait DestinationTopics: Send + Sync + fmt::Debug {
     /// the delayed fetches of the partitions it changed. Called once per applied fetch answer
     /// that changed a log, with each partition once. The default does nothing.
     fn appended(&self, _partitions: &[TopicPartition]) {}
+}
+
+/// What [`DestinationTopics::ensure_mirror_topic_with_configs`] did with the source's configs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigsAtCreation {
+    /// None applied (the topic existed, or the implementation creates with its defaults): the
+    /// caller applies them with [`DestinationTopics::apply_topic_configs`].
+    NotApplied,
+    /// The topic was created with them all.
+    Applied,
+    /// The topic was created with those the destination accepts; it refused the others, as
+    /// `apply_topic_configs`'s error says (this is that message).
+    Refused(String),
 }
 
 /// One mirrored partition as an operator sees it.
@@ -2103,25 +2137,46 @@ impl MirrorManager {
         t: &crate::source::SourceTopic,
         undo: &mut StartUndo,
     ) -> Result<(), MirrorError> {
-        self.topics_api
-            .ensure_mirror_topic(&t.name, t.id, t.partitions.len() as i32)
-            .map_err(MirrorError::Invalid)?;
+        // Before the first fetch: a partition must never hold mirrored data under the
+        // destination's defaults (a default `retention.ms` deletes old source data as it
+        // lands; the periodic sync would only fix that a refresh interval later). A topic the
+        // start creates is created with them: each partition's config written once.
+        let configs = self.source_topic_configs(&t.name);
+        let n = t.partitions.len() as i32;
+        let at_creation = match &configs {
+            Some(c) => self
+                .topics_api
+                .ensure_mirror_topic_with_configs(&t.name, t.id, n, c),
+            None => (self.topics_api.ensure_mirror_topic(&t.name, t.id, n))
+                .map(|()| ConfigsAtCreation::NotApplied),
+        }
+        .map_err(MirrorError::Invalid)?;
         undo.info_before = Some(self.topics.lock().get(&t.name).cloned());
         self.topics.lock().insert(
             t.name.clone(),
             TopicInfo {
                 id: t.id,
-                partitions: t.partitions.len() as i32,
+                partitions: n,
                 missing_syncs: 0,
                 synced_configs: None,
             },
         );
-        // Before the first fetch: a partition must never hold mirrored data under the
-        // destination's defaults (a default `retention.ms` deletes old source data as it
-        // lands; the periodic sync would only fix that a refresh interval later).
-        let configs_before = self.topics_api.topic_overrides(&t.name);
-        if self.copy_topic_configs(&t.name) {
-            undo.configs_before = Some(configs_before);
+        match (configs, at_creation) {
+            (Some(configs), ConfigsAtCreation::Applied) => {
+                if let Some(info) = self.topics.lock().get_mut(&t.name) {
+                    info.synced_configs = Some(configs);
+                }
+            }
+            // As a refused copy: logged, and tried again at the next sync.
+            (Some(_), ConfigsAtCreation::Refused(e)) => {
+                tracing::warn!(mirror = %self.config.name, topic = %t.name, "cannot apply source topic configs: {e}");
+            }
+            (configs, _) => {
+                let configs_before = self.topics_api.topic_overrides(&t.name);
+                if configs.is_some_and(|c| self.apply_source_configs(&t.name, c)) {
+                    undo.configs_before = Some(configs_before);
+                }
+            }
         }
         for p in &t.partitions {
             if let Some(started) =
@@ -2922,20 +2977,33 @@ impl MirrorManager {
     /// Copies the source topic's configs (less `mirror.topic.properties.exclude`) to the
     /// destination topic when they changed since the last copy. Returns whether it wrote them.
     fn copy_topic_configs(&self, topic: &str) -> bool {
+        self.source_topic_configs(topic)
+            .is_some_and(|configs| self.apply_source_configs(topic, configs))
+    }
+
+    /// The source topic's configs less `mirror.topic.properties.exclude`; `None` (logged) when
+    /// the source cannot say.
+    fn source_topic_configs(&self, topic: &str) -> Option<Vec<(String, String)>> {
         let configs = match self.source.topic_configs(topic) {
             Ok(c) => c,
             Err(e) => {
                 tracing::debug!(mirror = %self.config.name, topic, "cannot read source topic configs: {e}");
-                return false;
+                return None;
             }
         };
-        let configs: Vec<(String, String)> = {
-            let f = self.filters.lock();
+        let f = self.filters.lock();
+        Some(
             configs
                 .into_iter()
                 .filter(|(k, _)| !f.properties_exclude_re.iter().any(|r| r.is_match(k)))
-                .collect()
-        };
+                .collect(),
+        )
+    }
+
+    /// Applies `configs`, the source's read by
+    /// [`source_topic_configs`](Self::source_topic_configs), to the destination topic when they
+    /// changed since the last copy. Returns whether it wrote them.
+    fn apply_source_configs(&self, topic: &str, configs: Vec<(String, String)>) -> bool {
         if self
             .topics
             .lock()

@@ -22,7 +22,7 @@
 //! | API | versions | what the version changes here |
 //! |---|---|---|
 //! | Metadata | 1–12 | cluster id v2+, leader epochs v7+, topic ids v10+, no auto-creation v4+ |
-//! | Fetch | 4–16 | log start v5+, current leader epoch v9+, `LastFetchedEpoch`/`DivergingEpoch` v12+, topic ids v13+ |
+//! | Fetch | 4–16 | log start v5+, current leader epoch v9+, `LastFetchedEpoch`/`DivergingEpoch` v12+ and the answer's `CurrentLeader` (KIP-951) v12+, topic ids v13+, the answer's `NodeEndpoints` v16+ |
 //! | ListOffsets | 1–8 | leader epoch of the offset v4+ |
 //! | OffsetForLeaderEpoch | 2–4 | current leader epoch (all versions; `FENCED_LEADER_EPOCH` and `UNKNOWN_LEADER_EPOCH` are the caller's to handle, not retried), consumer replica id (−1) v3+ |
 //! | DescribeConfigs | 1–4 | |
@@ -39,7 +39,9 @@
 //!
 //! # Routing
 //! [`SourceCluster::fetch`] goes to the node the caller names (it routes by leader and refreshes
-//! metadata on `NOT_LEADER_OR_FOLLOWER` and friends, which come back per partition). ListOffsets
+//! metadata on `NOT_LEADER_OR_FOLLOWER` and friends, which come back per partition, unless the
+//! answer names the new leader: [`PartitionData::current_leader`], whose endpoint the client
+//! takes from the answer's `NodeEndpoints`). ListOffsets
 //! and OffsetForLeaderEpoch go to the partition's leader from cached metadata, refreshed when the
 //! leader is unknown or answers as if it were not the leader. DescribeConfigs and Metadata go to
 //! any node, ListGroups to every node (each lists the groups it coordinates), OffsetFetch to the
@@ -68,6 +70,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::{NodeEndpoint, PartitionData as FetchPartitionData};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_fetch_request::{
@@ -87,9 +90,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::source::{
-    CommittedOffset, ErrorCode, FetchRequest, FetchResponse, GroupListing, OffsetSpec,
-    PartitionData, SourceCluster, SourceError, SourceMetadata, SourceNode, SourcePartition,
-    SourceTopic,
+    CommittedOffset, CurrentLeader, ErrorCode, FetchRequest, FetchResponse, GroupListing,
+    OffsetSpec, PartitionData, SourceCluster, SourceError, SourceMetadata, SourceNode,
+    SourcePartition, SourceTopic,
 };
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
@@ -173,6 +176,28 @@ fn fetch_partition(p: &mirrorlog_mirror::source::PartitionFetch, v: i16) -> Fetc
         fp.last_fetched_epoch = p.last_fetched_epoch.get();
     }
     fp
+}
+
+/// The first Fetch version whose partition answers carry `CurrentLeader` (KIP-951's field,
+/// tagged from v12; Kafka fills it from 3.7).
+const FETCH_VERSION_CURRENT_LEADER: i16 = 12;
+
+/// The first Fetch version whose answer carries `NodeEndpoints` (KIP-951).
+const FETCH_VERSION_NODE_ENDPOINTS: i16 = 16;
+
+/// The leader a partition's fetch answer names (KIP-951), when it names one: only with
+/// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and only both a leader and an epoch (−1 in
+/// either is no hint), as Kafka's consumer reads it.
+fn leader_hint(p: &FetchPartitionData, v: i16) -> Option<CurrentLeader> {
+    let l = &p.current_leader;
+    (v >= FETCH_VERSION_CURRENT_LEADER
+        && matches!(p.error_code, NOT_LEADER_OR_FOLLOWER | FENCED_LEADER_EPOCH)
+        && l.leader_id.0 >= 0
+        && l.leader_epoch >= 0)
+        .then_some(CurrentLeader {
+            id: l.leader_id.0,
+            epoch: LeaderEpoch(l.leader_epoch),
+        })
 }
 
 /// Read responses in chunks of at most this many bytes, so that a peer announcing a large frame
@@ -1433,6 +1458,7 @@ impl KafkaSource {
                 // By name, the source cannot tell the caller's topic from one recreated under
                 // the same name, but its metadata already did: the caller's topic is gone.
                 local.push(PartitionData {
+                    current_leader: None,
                     topic: p.topic.clone(),
                     partition: p.partition,
                     error: UNKNOWN_TOPIC_ID,
@@ -1497,12 +1523,38 @@ impl KafkaSource {
                     log_start_offset: Offset(if v >= 5 { p.log_start_offset } else { -1 }),
                     diverging_epoch: (v >= FETCH_VERSION_LAST_FETCHED_EPOCH && d.epoch >= 0)
                         .then_some((LeaderEpoch(d.epoch), Offset(d.end_offset))),
+                    current_leader: leader_hint(&p, v),
                     records: p.records.unwrap_or_default(),
                 });
             }
         }
+        self.take_leader_hints(&mut out, &r.node_endpoints, v);
         out.partitions.extend(local);
         Ok(out)
+    }
+
+    /// KIP-951: the nodes a fetch answer with leader hints gives endpoints of (v16+) are
+    /// reachable from now on (they override the addresses held, as Kafka's consumer merges
+    /// them); a hint naming a node whose address is still unknown is dropped, so the caller
+    /// asks the metadata instead.
+    fn take_leader_hints(&self, out: &mut FetchResponse, endpoints: &[NodeEndpoint], v: i16) {
+        if out.partitions.iter().all(|p| p.current_leader.is_none()) {
+            return;
+        }
+        let mut s = self.state.write();
+        if v >= FETCH_VERSION_NODE_ENDPOINTS {
+            for e in endpoints {
+                s.nodes.insert(e.node_id.0, join_host_port(&e.host, e.port));
+            }
+        }
+        for p in &mut out.partitions {
+            if p.current_leader
+                .is_some_and(|l| !s.nodes.contains_key(&l.id))
+            {
+                debug!(topic = %p.topic, partition = p.partition, leader = ?p.current_leader, "a fetch answer names a leader of no known address: asking the metadata");
+                p.current_leader = None;
+            }
+        }
     }
 
     // ---- Groups ----

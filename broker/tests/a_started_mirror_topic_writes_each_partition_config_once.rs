@@ -9,12 +9,11 @@
 //!
 //! Counted on simulated storage, which counts completed syncs.
 
-use crate::common::compacted_source::CompactedSource;
+use crate::common::compacted_source::{CompactedSource, NOW_MS, source_logs};
 use mirrorlog_broker::broker::{Broker, BrokerConfig};
 use mirrorlog_broker::mirrors::{BrokerTopics, MIRROR_STATE_PARTITIONS};
 use mirrorlog_engine::clock::ManualClock;
 use mirrorlog_engine::config::{CleanupPolicy, LogConfig};
-use mirrorlog_engine::manager::{LogManager, LogManagerConfig};
 use mirrorlog_index::{TopicId, TopicPartition};
 use mirrorlog_mirror::engine_source::EngineSource;
 use mirrorlog_mirror::manager::{DestinationTopics, MirrorConfig, MirrorManager};
@@ -22,7 +21,6 @@ use mirrorlog_mirror::state::MirrorStateStore;
 use mirrorlog_segment::io::SimStorage;
 use std::sync::Arc;
 
-const NOW_MS: i64 = 1_700_000_000_000;
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 3;
 /// The source's own configs: a supported one, a compacted policy (which the destination maps
@@ -46,13 +44,7 @@ struct Destination {
 
 fn destination() -> Destination {
     let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (src, _) = LogManager::open(
-        LogManagerConfig::new(dirs.0.path()),
-        Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
-        ManualClock::new(NOW_MS),
-    )
-    .unwrap();
-    let src = Arc::new(src);
+    let src = source_logs(dirs.0.path());
     for p in 0..PARTITIONS {
         let tp = TopicPartition {
             topic: TOPIC.into(),

@@ -8,12 +8,13 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::fetch_response::{LeaderIdAndEpoch, NodeEndpoint};
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, GroupId, OffsetCommitRequest, OffsetCommitResponse,
+    ApiKey, ApiVersionsResponse, BrokerId, GroupId, OffsetCommitRequest, OffsetCommitResponse,
     OffsetFetchResponse, RequestHeader, RequestKind, ResponseHeader, ResponseKind, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
@@ -26,11 +27,12 @@ use mirrorlog_engine::config::LogConfig;
 use mirrorlog_engine::log::{FetchIsolation, LeaderOrigin};
 use mirrorlog_index::{LeaderEpoch, Offset, TimestampMs};
 use mirrorlog_mirror::source::{
-    CommittedOffset, FetchRequest, OffsetSpec, PartitionData, PartitionFetch, SourceCluster,
-    SourceError, SourceNode,
+    CommittedOffset, CurrentLeader, FetchRequest, OffsetSpec, PartitionData, PartitionFetch,
+    SourceCluster, SourceError, SourceNode,
 };
 use mirrorlog_segment::io::PwriteStorage;
 use mirrorlog_segment::{BatchBuilder, Compression};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -47,6 +49,7 @@ const HANG_GUARD: Duration = Duration::from_secs(60);
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const LEADER_NOT_AVAILABLE: i16 = 5;
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 const UNKNOWN_TOPIC_ID: i16 = 100;
 
@@ -68,6 +71,20 @@ struct Front {
     leaderless_metadata: AtomicUsize,
     /// The `throttle_time_ms` Fetch answers carry (a quota the broker enforces; 0: none).
     fetch_throttle_ms: AtomicUsize,
+    /// The next Fetch is answered as a node that no longer leads: every partition
+    /// NOT_LEADER_OR_FOLLOWER naming this leader (KIP-951).
+    not_leader_next_fetch: Mutex<Option<LeaderHint>>,
+    /// Metadata requests answered.
+    metadata_requests: AtomicUsize,
+}
+
+/// The leader a NOT_LEADER_OR_FOLLOWER answer names: node id, epoch, and the node's endpoint
+/// (port on 127.0.0.1) when the answer gives one.
+#[derive(Clone, Copy)]
+struct LeaderHint {
+    id: i32,
+    epoch: i32,
+    endpoint_port: Option<u16>,
 }
 
 /// Takes one from `n` if it is not zero.
@@ -119,11 +136,38 @@ impl Handler for Front {
             }
             return Some(ResponseKind::OffsetFetch(resp));
         }
+        if matches!(request, RequestKind::Metadata(_)) {
+            self.metadata_requests.fetch_add(1, Ordering::SeqCst);
+        }
         let leaderless =
             matches!(request, RequestKind::Metadata(_)) && take_one(&self.leaderless_metadata);
+        let hint = match request {
+            RequestKind::Fetch(_) => self.not_leader_next_fetch.lock().take(),
+            _ => None,
+        };
         let mut resp = broker.handle(ctx, header, request);
         if let Some(ResponseKind::Fetch(f)) = &mut resp {
             f.throttle_time_ms = self.fetch_throttle_ms.load(Ordering::SeqCst) as i32;
+            if let Some(h) = hint {
+                for p in f.responses.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+                    p.error_code = NOT_LEADER_OR_FOLLOWER;
+                    p.high_watermark = -1;
+                    p.records = None;
+                    p.current_leader = LeaderIdAndEpoch::default()
+                        .with_leader_id(BrokerId(h.id))
+                        .with_leader_epoch(h.epoch);
+                }
+                f.node_endpoints = h
+                    .endpoint_port
+                    .map(|port| {
+                        NodeEndpoint::default()
+                            .with_node_id(BrokerId(h.id))
+                            .with_host(StrBytes::from_static_str("127.0.0.1"))
+                            .with_port(i32::from(port))
+                    })
+                    .into_iter()
+                    .collect();
+            }
         }
         if leaderless && let Some(ResponseKind::Metadata(m)) = &mut resp {
             for t in &mut m.topics {
@@ -174,6 +218,8 @@ impl Cluster {
             loading_offset_fetches: AtomicUsize::new(0),
             leaderless_metadata: AtomicUsize::new(0),
             fetch_throttle_ms: AtomicUsize::new(0),
+            not_leader_next_fetch: Mutex::new(None),
+            metadata_requests: AtomicUsize::new(0),
         });
         let server = Server::bind(
             ServerConfig {
@@ -1243,4 +1289,77 @@ fn below_fetch_v12_the_client_says_its_fetches_report_no_divergence() {
         drop(source);
         c.stop();
     }
+}
+
+/// Partition 0 of `t` fetched from `c` by `source`, answered NOT_LEADER_OR_FOLLOWER naming `hint`.
+fn answered_not_leader(c: &Cluster, source: &KafkaSource, hint: LeaderHint) -> PartitionData {
+    *c.front.not_leader_next_fetch.lock() = Some(hint);
+    fetch_one(source, part("t", 0, 0, -1, 1 << 20))
+}
+
+/// KIP-951: a node that no longer leads a partition names its leader (and, from Fetch v16, that
+/// leader's endpoint) in its NOT_LEADER_OR_FOLLOWER answer. The client dropped both, so the
+/// mirror asked the source's metadata before it could fetch again; now the hint reaches it,
+/// and the node it names is fetched from at the endpoint given, with no metadata request. A
+/// hint naming a node of no known address is dropped (the metadata says who leads then).
+#[test]
+fn a_not_leader_answer_names_the_leader_and_its_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Cluster::start(dir.path(), 0);
+    c.create("t", 1, LogConfig::default());
+    c.append("t", 0, 0, batch(Compression::None, 3, "a", NOW));
+    let source = c.source();
+    assert_eq!(fetch_one(&source, part("t", 0, 0, -1, 1 << 20)).error, 0);
+    let asked = || c.front.metadata_requests.load(Ordering::SeqCst);
+    let metadata_before = asked();
+
+    // Node 7, which the metadata never named, at this listener's endpoint.
+    let d = answered_not_leader(
+        &c,
+        &source,
+        LeaderHint {
+            id: 7,
+            epoch: 3,
+            endpoint_port: Some(c.port),
+        },
+    );
+    assert_eq!(d.error, NOT_LEADER_OR_FOLLOWER);
+    assert_eq!(
+        d.current_leader,
+        Some(CurrentLeader {
+            id: 7,
+            epoch: LeaderEpoch(3)
+        })
+    );
+    let r = source
+        .fetch(7, &request(vec![part("t", 0, 0, -1, 1 << 20)]))
+        .unwrap();
+    assert_eq!(r.partitions[0].error, 0);
+    assert_eq!(r.partitions[0].records, c.stored("t", 0, 0, 1 << 20));
+    assert_eq!(asked(), metadata_before, "no metadata round trip");
+
+    // Node 9, named without an endpoint, is no hint: nothing says where it is.
+    let d = answered_not_leader(
+        &c,
+        &source,
+        LeaderHint {
+            id: 9,
+            epoch: 4,
+            endpoint_port: None,
+        },
+    );
+    assert_eq!((d.error, d.current_leader), (NOT_LEADER_OR_FOLLOWER, None));
+    // A leader named without an epoch (−1) is no hint either, as Kafka's consumer reads it.
+    let d = answered_not_leader(
+        &c,
+        &source,
+        LeaderHint {
+            id: 1,
+            epoch: -1,
+            endpoint_port: Some(c.port),
+        },
+    );
+    assert_eq!((d.error, d.current_leader), (NOT_LEADER_OR_FOLLOWER, None));
+    drop(source);
+    c.stop();
 }

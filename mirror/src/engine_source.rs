@@ -341,6 +341,7 @@ impl EngineSource {
 /// A partition answer with only an error.
 fn error_data(topic: &str, partition: i32, error: ErrorCode) -> PartitionData {
     PartitionData {
+        current_leader: None,
         topic: topic.to_string(),
         partition,
         error,
@@ -436,6 +437,7 @@ impl SourceCluster for EngineSource {
                 continue;
             }
             let mut data = PartitionData {
+                current_leader: None,
                 topic: p.topic.clone(),
                 partition: p.partition,
                 error: codes::NONE,

@@ -54,7 +54,8 @@ use crate::partition::{
     stop_partition_after,
 };
 use crate::source::{
-    FetchRequest, FetchResponse, PartitionFetch, SourceCluster, SourceError, SourcePartition,
+    FetchRequest, FetchResponse, PartitionData, PartitionFetch, SourceCluster, SourceError,
+    SourcePartition,
 };
 use crate::state::{
     MirrorPartitionState as S, MirrorStateStore, PartitionMirrorState, RetryBackoff, StartIntent,
@@ -2780,6 +2781,44 @@ impl MirrorManager {
         self.ensure_leader_epoch(key, e);
     }
 
+    /// KIP-951: takes the leader that a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH answer
+    /// names for `key`'s partition (its [`PartitionData::current_leader`]), as Kafka's consumer
+    /// does (`Metadata.updatePartitionLeadership`), so the next fetch goes there without a
+    /// metadata round trip: only a leader and an epoch both named, the epoch newer than any
+    /// heard of (an older or equal one is never taken, as stale metadata is not). Returns
+    /// whether it was taken; if not, the caller asks the source's metadata.
+    fn adopt_leader_hint(&self, key: &TopicPartition, entry: &EntryRef, d: &PartitionData) -> bool {
+        use crate::partition::codes::{FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER};
+        let Some(hint) = d.current_leader else {
+            return false;
+        };
+        if !matches!(d.error, NOT_LEADER_OR_FOLLOWER | FENCED_LEADER_EPOCH)
+            || hint.id < 0
+            || hint.epoch.get() < 0
+        {
+            return false;
+        }
+        let mut e = entry.lock();
+        if hint.epoch <= e.source_epoch {
+            tracing::debug!(mirror = %self.config.name, partition = %key, known = e.source_epoch.get(), hinted = hint.epoch.get(), "ignored a fetch answer's leader hint that is not newer than the epoch known");
+            return false;
+        }
+        let moved = hint.id != e.source_leader;
+        let named = SourcePartition {
+            partition: key.partition,
+            leader: hint.id,
+            leader_epoch: hint.epoch,
+            error: 0,
+        };
+        self.adopt_source_leader(key, &mut e, &named);
+        drop(e);
+        if moved {
+            // Its new leader's fetcher may not be running yet.
+            self.pool_wake.notify();
+        }
+        true
+    }
+
     /// Asks the source's metadata for the leaders of `topics` now — a fetch was answered "not
     /// the leader" (or its node did not answer), or a partition has no leader — instead of
     /// fetching from the old leader (or not at all) until the next sync. At most once per [`LEADER_REFRESH_MIN_INTERVAL_MS`], so a node that keeps
@@ -3299,13 +3338,14 @@ impl MirrorManager {
                     continue;
                 }
             };
-            stale_leaders.extend(
-                response
-                    .partitions
-                    .iter()
-                    .filter(|d| is_leader_change_error(d.error))
-                    .map(|d| d.topic.clone()),
-            );
+            for d in (response.partitions.iter()).filter(|d| is_leader_change_error(d.error)) {
+                let hint_taken = (parts.iter())
+                    .find(|p| p.0.topic == d.topic && p.0.partition == d.partition)
+                    .is_some_and(|p| self.adopt_leader_hint(&p.0, &p.1, d));
+                if !hint_taken {
+                    stale_leaders.insert(d.topic.clone());
+                }
+            }
             if let Some(c) = cursors.as_deref_mut() {
                 for data in &response.partitions {
                     let Some((key, _, pf, epoch)) = parts

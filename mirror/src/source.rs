@@ -134,6 +134,22 @@ pub struct PartitionData {
     pub diverging_epoch: Option<(LeaderEpoch, Offset)>,
     /// The record batches exactly as the source stores them (may end with a partial batch).
     pub records: Bytes,
+    /// With NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: the partition's leader and its epoch
+    /// as the answering node knows them (KIP-951: Fetch v12+ `CurrentLeader`, which Kafka 3.7+
+    /// fills), when it names both and the source can be asked at that node (its address is in
+    /// the metadata held, or the answer's `NodeEndpoints` gave it). `None`: no such hint; the
+    /// source's metadata says who leads.
+    pub current_leader: Option<CurrentLeader>,
+}
+
+/// The leader of a partition that a node which no longer leads it (or leads it in a newer
+/// epoch) names in its fetch answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CurrentLeader {
+    /// The leader's node id.
+    pub id: i32,
+    /// Its leader epoch.
+    pub epoch: LeaderEpoch,
 }
 
 /// A fetch response.

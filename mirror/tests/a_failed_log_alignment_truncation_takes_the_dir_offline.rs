@@ -113,6 +113,7 @@ fn no_fetched_batch_is_appended_into_a_dir_a_failed_alignment_took_offline() {
             .into_bytes()
     };
     let data = |base: i64| PartitionData {
+        current_leader: None,
         topic: "orders".into(),
         partition: 1,
         error: 0,

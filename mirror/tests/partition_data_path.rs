@@ -108,6 +108,7 @@ fn fetch(src: &PartitionHandle, dest: &PartitionHandle) -> (Offset, PartitionDat
     let (offset, last_epoch) = fetch_position(dest);
     let log = src.read();
     let mut d = PartitionData {
+        current_leader: None,
         topic: "t".into(),
         partition: 0,
         error: 0,

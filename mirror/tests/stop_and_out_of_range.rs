@@ -323,6 +323,7 @@ fn a_stop_after_a_source_epoch_of_i32_max_does_not_panic() {
         .build()
         .into_bytes();
     let data = PartitionData {
+        current_leader: None,
         topic: "orders".into(),
         partition: 0,
         error: 0,

@@ -46,6 +46,7 @@ struct Cluster {
 
 fn not_leader(topic: &str, partition: i32) -> PartitionData {
     PartitionData {
+        current_leader: None,
         topic: topic.to_string(),
         partition,
         error: 6,

@@ -108,16 +108,21 @@ pub fn tp() -> TopicPartition {
     }
 }
 
-/// See [`World`].
-pub fn world(configs: &[(&str, &str)], fill: impl FnOnce(&PartitionHandle)) -> World {
-    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+/// The source's logs on `dir`, at [`NOW_MS`].
+pub fn source_logs(dir: &std::path::Path) -> Arc<LogManager> {
     let (src, _) = LogManager::open(
-        LogManagerConfig::new(dirs.0.path()),
+        LogManagerConfig::new(dir),
         Arc::new(mirrorlog_segment::io::PwriteStorage::new()),
         ManualClock::new(NOW_MS),
     )
     .unwrap();
-    let src = Arc::new(src);
+    Arc::new(src)
+}
+
+/// See [`World`].
+pub fn world(configs: &[(&str, &str)], fill: impl FnOnce(&PartitionHandle)) -> World {
+    let dirs = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let src = source_logs(dirs.0.path());
     src.create(&tp(), TopicId([7; 16]), LogConfig::default())
         .unwrap();
     fill(&src.get(&tp()).unwrap());

@@ -565,6 +565,7 @@ fn failed(
     error: i16,
 ) -> mirrorlog_mirror::source::PartitionData {
     mirrorlog_mirror::source::PartitionData {
+        current_leader: None,
         topic: p.topic.clone(),
         partition: p.partition,
         error,

@@ -11,8 +11,8 @@
 use crate::common;
 
 use common::{
-    Hooks, all_failed, assert_mirroring_at, fetch_as_leader_in, hooked_world, log_bytes, orders,
-    produce_to, two_nodes,
+    HookedWorld, Hooks, all_failed, assert_mirroring_at, fetch_as_leader_in, hooked_world,
+    log_bytes, orders, produce_to, two_nodes,
 };
 use mirrorlog_index::{LeaderEpoch, Offset};
 use mirrorlog_mirror::manager::MirrorConfig;
@@ -42,11 +42,9 @@ fn hinting(mut answer: FetchResponse, hint: Option<CurrentLeader>) -> FetchRespo
     answer
 }
 
-/// The source leads at node 1 in epoch `start_epoch`, which its metadata names, and the mirror
-/// caught up; then `change` moves the leadership (the metadata still naming node 1 in that
-/// epoch unless `change` says otherwise) and two records are written. After two fetch rounds
-/// the mirror must have copied them, byte for byte: returns how it got there.
-fn after_a_leadership_change(start_epoch: i32, change: impl FnOnce(&mut Source)) -> Source {
+/// A mirror caught up with a source led at node 1 in epoch `start_epoch`, which its metadata
+/// names; the source's leadership, metadata and hints are the returned state's to change.
+fn caught_up(start_epoch: i32) -> (HookedWorld, Arc<Mutex<Source>>) {
     let state = Arc::new(Mutex::new(Source {
         leader: 1,
         epoch: start_epoch,
@@ -83,7 +81,15 @@ fn after_a_leadership_change(start_epoch: i32, change: impl FnOnce(&mut Source))
     );
     common::catch_up(&w.mirror);
     assert_mirroring_at(&w.mirror, Offset(3));
+    (w, state)
+}
 
+/// The source leads at node 1 in epoch `start_epoch`, which its metadata names, and the mirror
+/// caught up; then `change` moves the leadership (the metadata still naming node 1 in that
+/// epoch unless `change` says otherwise) and two records are written. After two fetch rounds
+/// the mirror must have copied them, byte for byte: returns how it got there.
+fn after_a_leadership_change(start_epoch: i32, change: impl FnOnce(&mut Source)) -> Source {
+    let (w, state) = caught_up(start_epoch);
     produce_to(&w.src, &orders(0), b"w", 2);
     {
         let mut s = state.lock();
@@ -146,4 +152,33 @@ fn a_hint_without_a_newer_epoch_is_not_taken() {
         assert_eq!(s.fetched_from, [1, 2], "{hint:?}");
         assert_eq!(s.metadata_calls, 1, "{hint:?}");
     }
+}
+
+/// DLE ≥ SLE (KIP-1279 §7) holds for an epoch learned from a hint as for one the metadata
+/// names: a hinted epoch within the bump threshold of the destination's raises the
+/// destination's epoch at once (EPOCH_FENCING, then MIRRORING), before any record of that
+/// epoch is fetched — the same proactive bump a sync makes — not only when such records land.
+#[test]
+fn a_hinted_epoch_near_the_destinations_bumps_it_before_any_record_of_it() {
+    let (w, state) = caught_up(0);
+    let dest = w.dst.get(&orders(0)).unwrap();
+    let before = dest.read().leader_epoch();
+    let hinted = before.get() - 2;
+    {
+        let mut s = state.lock();
+        (s.leader, s.epoch) = (2, hinted);
+        s.hint = leader(2, hinted);
+        s.fetched_from.clear();
+        s.metadata_calls = 0;
+    }
+    // One round: node 1 answers NOT_LEADER_OR_FOLLOWER naming node 2; nothing is fetched from
+    // node 2 yet, and the source wrote nothing new.
+    w.mirror.fetch_round(0);
+    assert_eq!(state.lock().metadata_calls, 0, "the hint was taken");
+    assert_eq!(dest.read().leader_epoch(), LeaderEpoch(hinted + 10));
+    let s = w.mirror.describe().remove(0);
+    assert_eq!(s.destination_leader_epoch, LeaderEpoch(hinted + 10));
+    w.mirror.fetch_round(0);
+    assert_eq!(state.lock().fetched_from, [1, 2]);
+    assert_mirroring_at(&w.mirror, Offset(3));
 }
